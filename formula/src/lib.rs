@@ -1,0 +1,358 @@
+//! # sheetd-formula: the formula language
+//!
+//! This crate turns formula text such as `floor((Score-10)/2)` into a checked, immutable
+//! [`Formula`] once, at load time, and evaluates it exactly (on [`rust_decimal::Decimal`]) as often
+//! as needed, for any number of sheets and threads.
+//!
+//! The language is PCGen's formula language (see `docs/formula-language.md`): the same grammar,
+//! formats, operators and functions, with exact arithmetic instead of floating point, errors that
+//! point at the text, and two ambiguous shapes (`a||b&&c`, `2^3^2`) rejected with a request for
+//! parentheses.
+//!
+//! ## What it does
+//! - [`parse`]: text → syntax tree ([`ast::Expr`]), with spans; `Display` prints canonical text.
+//! - [`Formula::compile`] / [`Compiler::compile`]: parse + check against a [`Symbols`] table
+//!   (variable name → [`VarId`] and [`Format`] as visible where the formula is used) and a
+//!   [`FunctionLibrary`]; constant subtrees are folded; the formula lists the variables it reads.
+//! - [`Formula::evaluate`]: values come in through an [`EvalContext`]; the formula is never mutated.
+//!
+//! ## What it does not do
+//! It knows nothing of scopes, modifiers, sheets or files: the solver implements [`Symbols`] and
+//! [`EvalContext`] over its scoped variables, and the data layer adds formats and functions
+//! through [`FormatType`] and [`ExternalFunction`].
+//!
+//! ## Main types
+//! [`Formula`], [`Compiler`] (interning), [`Symbols`], [`EvalContext`], [`Format`], [`Value`],
+//! [`Library`] and [`FunctionLibrary`], [`FormulaError`] with [`Stage`] and [`ErrorCode`].
+//!
+//! ```
+//! use formula::{Compiler, Format, Library, Symbols, EvalContext, VarId, Value, CheckEnv};
+//! use std::sync::Arc;
+//!
+//! struct OneVar;
+//! impl Symbols for OneVar {
+//!     fn resolve(&self, name: &str) -> Option<(VarId, Format)> {
+//!         name.eq_ignore_ascii_case("Score").then_some((VarId(0), Format::Number))
+//!     }
+//! }
+//! impl EvalContext for OneVar {
+//!     fn value(&self, _: VarId) -> Option<Value> { Some(Value::Number(14.into())) }
+//! }
+//!
+//! let compiler = Compiler::new(Arc::new(Library::new()));
+//! let f = compiler.compile("floor((score-10)/2)", &CheckEnv::new(&OneVar)).unwrap();
+//! assert_eq!(f.evaluate(&OneVar, None).unwrap(), Value::Number(2.into()));
+//! assert_eq!(f.variable_names().collect::<Vec<_>>(), ["score"]);
+//! ```
+
+pub mod ast;
+mod check;
+mod error;
+mod eval;
+mod format;
+mod function;
+mod lexer;
+pub mod number;
+mod parser;
+mod span;
+mod value;
+
+pub use error::{ErrorCode, FormulaError, Stage};
+pub use format::{CustomData, CustomFormat, Format, FormatRegistry, FormatType};
+pub use function::{
+    ArgInfo, BoundFunction, Builtin, CallSite, ExternalFunction, FunctionDef, FunctionLibrary, Library,
+    UserFunction,
+};
+pub use parser::{Limits, parse};
+pub use span::Span;
+pub use value::{CustomValue, Value, canonical_decimal, parse_decimal};
+
+use check::{Checker, Node};
+use eval::Evaluator;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// An opaque variable identity chosen by the [`Symbols`] implementation (for the solver, a
+/// variable definition in a scope). The formula stores it; the [`EvalContext`] maps it to a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+/// Names visible where a formula is used: the load-time symbol table.
+pub trait Symbols {
+    /// The variable `name` (case-insensitive) as seen from here, with its format.
+    fn resolve(&self, name: &str) -> Option<(VarId, Format)>;
+
+    /// Where "here" is, for messages: `scope PC.STAT`. Defaults to `this scope`.
+    fn scope_description(&self) -> String {
+        "this scope".to_owned()
+    }
+
+    /// An identity for this resolution environment: two tables with the same key resolve every
+    /// name identically. When present, [`Compiler`] shares one compiled formula among all uses of
+    /// the same text under the same key.
+    fn cache_key(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Supplies variable values while a formula is evaluated.
+pub trait EvalContext {
+    /// The current value of variable `id`, or `None` if it has none (an evaluation error).
+    fn value(&self, id: VarId) -> Option<Value>;
+}
+
+/// Where a formula is being compiled: its symbols, the format of `value()` if it is a modifier,
+/// and the format its result must have.
+#[derive(Clone, Copy)]
+pub struct CheckEnv<'a> {
+    pub symbols: &'a dyn Symbols,
+    /// The format `value()` returns (the modified variable's format); `None` outside modifiers.
+    pub input: Option<&'a Format>,
+    /// The format the result must have; `None` accepts any.
+    pub expected: Option<&'a Format>,
+}
+
+impl<'a> CheckEnv<'a> {
+    /// An environment with no `value()` and no required result format.
+    pub fn new(symbols: &'a dyn Symbols) -> Self {
+        CheckEnv { symbols, input: None, expected: None }
+    }
+
+    /// Sets the format of `value()`.
+    pub fn with_input(mut self, input: &'a Format) -> Self {
+        self.input = Some(input);
+        self
+    }
+
+    /// Requires the result to have `format`.
+    pub fn expecting(mut self, format: &'a Format) -> Self {
+        self.expected = Some(format);
+        self
+    }
+}
+
+/// A parsed, checked, immutable formula. `Send + Sync`: one instance serves every sheet.
+pub struct Formula {
+    text: Arc<str>,
+    tree: Arc<ast::Expr>,
+    root: Node,
+    format: Format,
+    /// Variables read (both branches of `if`), distinct, in first-use order.
+    vars: Box<[(VarId, Arc<str>)]>,
+    var_formats: Box<[Format]>,
+    is_static: bool,
+    uses_input: bool,
+}
+
+impl fmt::Debug for Formula {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Formula")
+            .field("text", &self.text)
+            .field("format", &self.format)
+            .field("static", &self.is_static)
+            .finish()
+    }
+}
+
+impl Formula {
+    /// Parses and checks `text` in `env`, without interning.
+    pub fn compile(
+        text: &str,
+        library: &dyn FunctionLibrary,
+        env: &CheckEnv<'_>,
+        limits: &Limits,
+    ) -> Result<Formula, FormulaError> {
+        let tree = Arc::new(parse(text, limits)?);
+        Self::from_tree(Arc::from(text), tree, library, env, limits)
+    }
+
+    fn from_tree(
+        text: Arc<str>,
+        tree: Arc<ast::Expr>,
+        library: &dyn FunctionLibrary,
+        env: &CheckEnv<'_>,
+        limits: &Limits,
+    ) -> Result<Formula, FormulaError> {
+        // Parsing bounded the tree's own depth; expanding user functions may nest further.
+        let mut checker = Checker::new(env.symbols, library, env.input, limits.max_depth + 16);
+        let typed = checker.check(&tree)?;
+        if let Some(expected) = env.expected
+            && &typed.format != expected
+        {
+            return Err(FormulaError::new(
+                ErrorCode::WrongResultFormat,
+                tree.span,
+                format!("this formula produces {}, but {expected} is required here", typed.format),
+            )
+            .with_label(format!("this is {}", typed.format)));
+        }
+        let (vars, var_formats): (Vec<_>, Vec<_>) =
+            checker.vars.into_iter().map(|(id, name, format)| ((id, name), format)).unzip();
+        Ok(Formula {
+            is_static: typed.pure,
+            uses_input: checker.uses_input,
+            format: typed.format,
+            root: typed.node,
+            vars: vars.into(),
+            var_formats: var_formats.into(),
+            text,
+            tree,
+        })
+    }
+
+    /// The text as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The syntax tree.
+    pub fn tree(&self) -> &ast::Expr {
+        &self.tree
+    }
+
+    /// The canonical text of the formula (parses back to the same tree).
+    pub fn canonical(&self) -> String {
+        self.tree.to_string()
+    }
+
+    /// The format of the result.
+    pub fn format(&self) -> &Format {
+        &self.format
+    }
+
+    /// Whether the formula reads no variable and no `value()`: its value never changes.
+    pub fn is_static(&self) -> bool {
+        self.is_static
+    }
+
+    /// The value of a static formula, computed at load (`None` if not static, or if evaluating
+    /// it fails, as `1/0` does).
+    pub fn static_value(&self) -> Option<&Value> {
+        match &self.root {
+            Node::Const(v) if self.is_static => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether the formula calls `value()`.
+    pub fn uses_input(&self) -> bool {
+        self.uses_input
+    }
+
+    /// The variables the formula may read (both branches of every `if`), distinct, in order.
+    pub fn variables(&self) -> impl ExactSizeIterator<Item = VarId> + '_ {
+        self.vars.iter().map(|(id, _)| *id)
+    }
+
+    /// The names of [`Formula::variables`] as written in the formula.
+    pub fn variable_names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.vars.iter().map(|(_, n)| &**n)
+    }
+
+    /// The formats of [`Formula::variables`].
+    pub fn variable_formats(&self) -> &[Format] {
+        &self.var_formats
+    }
+
+    /// Evaluates the formula. `input` is the value `value()` returns (the modified variable's
+    /// value so far).
+    pub fn evaluate<C: EvalContext>(&self, cx: &C, input: Option<&Value>) -> Result<Value, FormulaError> {
+        if let Node::Const(v) = &self.root {
+            return Ok(v.clone());
+        }
+        Evaluator::new(cx, &self.vars, input).eval(&self.root).map_err(|e| *e)
+    }
+
+    /// Evaluates a NUMBER formula straight to a decimal (no [`Value`] built at the top).
+    pub fn evaluate_number<C: EvalContext>(
+        &self,
+        cx: &C,
+        input: Option<&Value>,
+    ) -> Result<rust_decimal::Decimal, FormulaError> {
+        Evaluator::new(cx, &self.vars, input).num(&self.root).map_err(|e| *e)
+    }
+}
+
+type ParseResult = Result<Arc<ast::Expr>, FormulaError>;
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct InternKey {
+    text: Arc<str>,
+    scope: u64,
+    input: Option<Format>,
+    expected: Option<Format>,
+}
+
+/// Compiles formulas with a shared function library and limits, interning them: the same text
+/// parses once, and compiles once per resolution environment ([`Symbols::cache_key`]).
+pub struct Compiler {
+    library: Arc<dyn FunctionLibrary>,
+    limits: Limits,
+    parsed: Mutex<HashMap<Arc<str>, ParseResult>>,
+    compiled: Mutex<HashMap<InternKey, Arc<Formula>>>,
+}
+
+impl Compiler {
+    /// A compiler over `library` with default limits.
+    pub fn new(library: Arc<dyn FunctionLibrary>) -> Self {
+        Self::with_limits(library, Limits::default())
+    }
+
+    /// A compiler over `library` with `limits`.
+    pub fn with_limits(library: Arc<dyn FunctionLibrary>, limits: Limits) -> Self {
+        Compiler { library, limits, parsed: Mutex::default(), compiled: Mutex::default() }
+    }
+
+    /// The function library.
+    pub fn library(&self) -> &Arc<dyn FunctionLibrary> {
+        &self.library
+    }
+
+    /// The limits formulas are parsed under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Parses `text`, sharing the tree with earlier parses of the same text.
+    pub fn parse(&self, text: &str) -> Result<(Arc<str>, Arc<ast::Expr>), FormulaError> {
+        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, r)) = parsed.get_key_value(text) {
+            return r.clone().map(|t| (k.clone(), t));
+        }
+        let key: Arc<str> = Arc::from(text);
+        let r = parse(text, &self.limits).map(Arc::new);
+        parsed.insert(key.clone(), r.clone());
+        r.map(|t| (key, t))
+    }
+
+    /// Parses and checks `text` in `env`, returning the shared instance for identical text in an
+    /// identical environment.
+    pub fn compile(&self, text: &str, env: &CheckEnv<'_>) -> Result<Arc<Formula>, FormulaError> {
+        let (text, tree) = self.parse(text)?;
+        let key = env.symbols.cache_key().map(|scope| InternKey {
+            text: text.clone(),
+            scope,
+            input: env.input.cloned(),
+            expected: env.expected.cloned(),
+        });
+        if let Some(k) = &key
+            && let Some(f) = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(k)
+        {
+            return Ok(f.clone());
+        }
+        let f = Arc::new(Formula::from_tree(text, tree, &*self.library, env, &self.limits)?);
+        if let Some(k) = key {
+            self.compiled.lock().unwrap_or_else(|p| p.into_inner()).insert(k, f.clone());
+        }
+        Ok(f)
+    }
+
+    /// How many distinct compiled formulas are interned.
+    pub fn interned(&self) -> usize {
+        self.compiled.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

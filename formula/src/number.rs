@@ -1,0 +1,220 @@
+//! Exact, checked arithmetic on [`Decimal`].
+//!
+//! Every operation returns a [`MathError`] instead of overflowing, dividing by zero or producing a
+//! non-real value; the evaluator turns it into an error pointing at the operator. `^` is exact for
+//! integer exponents (square-and-multiply on decimals); a fractional exponent is the one place the
+//! language computes in binary floating point, as PCGen does, with the result checked to be finite.
+
+use rust_decimal::Decimal;
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+
+/// Why an operation has no exact decimal result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MathError {
+    /// Division or remainder by zero, or zero to a negative power.
+    DivisionByZero,
+    /// The result is outside the decimal range (about ±7.9e28).
+    Overflow,
+    /// The result is not a real number (a negative base with a fractional exponent).
+    Domain,
+}
+
+type R = Result<Decimal, MathError>;
+
+/// Both operands as `i64` when both are whole numbers written without a fraction (scale 0) —
+/// the common case in game data. Integer arithmetic on them is exact and much faster than the
+/// general decimal path; any overflow falls back to that path, which has the wider range.
+#[inline(always)]
+fn small_pair(a: Decimal, b: Decimal) -> Option<(i64, i64)> {
+    if a.scale() == 0 && b.scale() == 0 {
+        Some((i64::try_from(a.mantissa()).ok()?, i64::try_from(b.mantissa()).ok()?))
+    } else {
+        None
+    }
+}
+
+#[inline]
+pub fn add(a: Decimal, b: Decimal) -> R {
+    if let Some(r) = small_pair(a, b).and_then(|(x, y)| x.checked_add(y)) {
+        return Ok(Decimal::from(r));
+    }
+    a.checked_add(b).ok_or(MathError::Overflow)
+}
+
+#[inline]
+pub fn sub(a: Decimal, b: Decimal) -> R {
+    if let Some(r) = small_pair(a, b).and_then(|(x, y)| x.checked_sub(y)) {
+        return Ok(Decimal::from(r));
+    }
+    a.checked_sub(b).ok_or(MathError::Overflow)
+}
+
+#[inline]
+pub fn mul(a: Decimal, b: Decimal) -> R {
+    if let Some(r) = small_pair(a, b).and_then(|(x, y)| x.checked_mul(y)) {
+        return Ok(Decimal::from(r));
+    }
+    a.checked_mul(b).ok_or(MathError::Overflow)
+}
+
+/// `a / b`, rounded to 28 significant digits when not exact (1/3 = 0.3333…, 28 digits).
+#[inline]
+pub fn div(a: Decimal, b: Decimal) -> R {
+    if b.is_zero() {
+        return Err(MathError::DivisionByZero);
+    }
+    if let Some((x, y)) = small_pair(a, b)
+        && x.checked_rem(y) == Some(0)
+        && let Some(q) = x.checked_div(y)
+    {
+        return Ok(Decimal::from(q));
+    }
+    a.checked_div(b).ok_or(MathError::Overflow)
+}
+
+/// Remainder with the sign of the dividend: -7 % 3 = -1, 2 % -3 = 2.
+pub fn rem(a: Decimal, b: Decimal) -> R {
+    if b.is_zero() {
+        return Err(MathError::DivisionByZero);
+    }
+    if let Some(r) = small_pair(a, b).and_then(|(x, y)| x.checked_rem(y)) {
+        return Ok(Decimal::from(r));
+    }
+    a.checked_rem(b).ok_or(MathError::Overflow)
+}
+
+/// Rounds half up toward +infinity: round(2.5) = 3, round(-2.5) = -2, round(-5.5) = -5.
+pub fn round(a: Decimal) -> R {
+    Ok(add(a, Decimal::new(5, 1))?.floor())
+}
+
+/// `base ^ exponent`.
+pub fn pow(base: Decimal, exponent: Decimal) -> R {
+    if exponent.fract().is_zero() {
+        return pow_integer(base, exponent);
+    }
+    if base.is_sign_negative() && !base.is_zero() {
+        return Err(MathError::Domain);
+    }
+    if base.is_zero() {
+        return if exponent.is_sign_positive() { Ok(Decimal::ZERO) } else { Err(MathError::DivisionByZero) };
+    }
+    let (b, e) = (base.to_f64().ok_or(MathError::Overflow)?, exponent.to_f64().ok_or(MathError::Overflow)?);
+    let r = b.powf(e);
+    if !r.is_finite() {
+        return Err(MathError::Overflow);
+    }
+    // Keep the float's 15 significant digits that are meaningful; the rest is binary noise.
+    let d = Decimal::from_f64(r).ok_or(MathError::Overflow)?;
+    Ok(round_significant(d, 15))
+}
+
+fn round_significant(d: Decimal, digits: u32) -> Decimal {
+    if d.is_zero() {
+        return d;
+    }
+    let magnitude = d.abs().to_f64().map_or(0.0, |f| f.log10().floor()) as i64;
+    let dp = (digits as i64 - 1 - magnitude).clamp(0, 28) as u32;
+    d.round_dp(dp).normalize()
+}
+
+fn pow_integer(base: Decimal, exponent: Decimal) -> R {
+    let negative = exponent.is_sign_negative();
+    let Some(mut n) = exponent.abs().to_u64() else {
+        // |exponent| beyond u64: only trivial bases have a representable result.
+        return trivial_power(base, exponent).ok_or(if base.is_zero() && negative {
+            MathError::DivisionByZero
+        } else {
+            MathError::Overflow
+        });
+    };
+    if negative && base.is_zero() {
+        return Err(MathError::DivisionByZero);
+    }
+    let mut result = Decimal::ONE;
+    let mut square = base;
+    while n > 0 {
+        if n & 1 == 1 {
+            result = mul(result, square)?;
+        }
+        n >>= 1;
+        if n > 0 {
+            square = mul(square, square)?;
+        }
+    }
+    if negative { div(Decimal::ONE, result) } else { Ok(result) }
+}
+
+fn trivial_power(base: Decimal, exponent: Decimal) -> Option<Decimal> {
+    if base == Decimal::ONE {
+        Some(Decimal::ONE)
+    } else if base.is_zero() && exponent.is_sign_positive() {
+        Some(Decimal::ZERO)
+    } else if base == Decimal::NEGATIVE_ONE {
+        let even = (exponent / Decimal::TWO).fract().is_zero();
+        Some(if even { Decimal::ONE } else { Decimal::NEGATIVE_ONE })
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+
+    fn d(s: &str) -> Decimal {
+        Decimal::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn exact_operations() {
+        assert_eq!(add(d("0.1"), d("0.2")), Ok(d("0.3")));
+        assert_eq!(div(d("5"), d("2")), Ok(d("2.5")));
+        assert_eq!(div(d("1"), d("3")).unwrap().to_string(), "0.3333333333333333333333333333");
+        assert_eq!(rem(d("-7"), d("3")), Ok(d("-1")));
+        assert_eq!(rem(d("2"), d("-3")), Ok(d("2")));
+        assert_eq!(rem(d("3.1"), d("2")), Ok(d("1.1")));
+        assert_eq!(div(d("1"), d("0")), Err(MathError::DivisionByZero));
+        assert_eq!(rem(d("1"), d("0")), Err(MathError::DivisionByZero));
+        assert_eq!(mul(Decimal::MAX, d("2")), Err(MathError::Overflow));
+        assert_eq!(add(Decimal::MAX, d("1")), Err(MathError::Overflow));
+        assert_eq!(sub(Decimal::MIN, d("1")), Err(MathError::Overflow));
+        // Past i64 the integer fast path hands over to the general decimal path.
+        assert_eq!(add(d("9223372036854775807"), d("1")), Ok(d("9223372036854775808")));
+        assert_eq!(mul(d("9223372036854775807"), d("2")), Ok(d("18446744073709551614")));
+        assert_eq!(sub(d("-9223372036854775808"), d("1")), Ok(d("-9223372036854775809")));
+        assert_eq!(div(d("-9223372036854775808"), d("-1")), Ok(d("9223372036854775808")));
+        assert_eq!(rem(d("-9223372036854775808"), d("-1")), Ok(d("0")));
+        assert_eq!(div(d("7"), d("2")), Ok(d("3.5")));
+        assert_eq!(div(d("-8"), d("2")), Ok(d("-4")));
+    }
+
+    #[test]
+    fn rounding_half_up() {
+        for (x, r) in [("2.5", "3"), ("-2.5", "-2"), ("-5.5", "-5"), ("6.5", "7"), ("5.3", "5"), ("-2", "-2")]
+        {
+            assert_eq!(round(d(x)), Ok(d(r)), "round({x})");
+        }
+        assert_eq!(round(Decimal::MAX), Err(MathError::Overflow));
+    }
+
+    #[test]
+    fn powers() {
+        assert_eq!(pow(d("3"), d("5")), Ok(d("243")));
+        assert_eq!(pow(d("2.1"), d("3")), Ok(d("9.261")));
+        assert_eq!(pow(d("1.3"), d("0")), Ok(d("1")));
+        assert_eq!(pow(d("2"), d("-2")), Ok(d("0.25")));
+        assert_eq!(pow(d("0"), d("-1")), Err(MathError::DivisionByZero));
+        assert_eq!(pow(d("2"), d("1000")), Err(MathError::Overflow));
+        assert_eq!(pow(d("1"), d("100000000000000000000")), Ok(d("1")));
+        assert_eq!(pow(d("-1"), d("100000000000000000001")), Ok(d("-1")));
+        assert_eq!(pow(d("-2"), d("0.5")), Err(MathError::Domain));
+        assert_eq!(pow(d("0"), d("0.5")), Ok(d("0")));
+        let sqrt2 = pow(d("2"), d("0.5")).unwrap();
+        assert!((sqrt2 - d("1.41421356237310")).abs() < d("1e-14"), "{sqrt2}");
+        let x = pow(d("2"), d("3.2")).unwrap();
+        let expected = d("9.18958683997628");
+        assert!(((x - expected) / expected).abs() < d("1e-12"), "{x}");
+    }
+}

@@ -1,0 +1,45 @@
+//! The command-line grammar and dispatch.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// sheetd: a dependency-tracking solver for RPG character sheets.
+///
+/// sheetd compiles game-rule formulas once, keeps every character's values exact and up to date,
+/// and explains every number.
+#[derive(Debug, Parser)]
+#[command(name = "sheetd", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Evaluate a formula, or a stream of JSON requests with --jsonl.
+    ///
+    /// The formula language is PCGen's (see docs/formula-language.md): numbers are exact decimals,
+    /// `floor((Score-10)/2)` with `--var Score=14` prints 2. Errors are printed with the offending
+    /// text underlined, and the exit status is 1.
+    #[command(after_long_help = crate::eval::AFTER_HELP)]
+    Eval(crate::eval::EvalArgs),
+}
+
+/// Parses the command line, runs the command, and returns the process exit status.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Eval(args) => crate::eval::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

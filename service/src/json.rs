@@ -1,0 +1,131 @@
+//! The JSON encoding of values, shared by every JSON output of sheetd.
+//!
+//! - NUMBER: a canonical decimal string — no exponent, no trailing zeros: `"2.5"`, `"-3"`, `"0"`.
+//!   On input, a JSON number (read from its exact text) or a decimal string.
+//! - BOOLEAN: `true` / `false`.
+//! - STRING: a JSON string.
+//! - ARRAY[x]: a JSON array of encoded elements.
+//! - custom formats (ORDEREDPAIR, DICE, …): their literal text as a string (`"5,5"`).
+
+use formula::{Format, FormatRegistry, Value, canonical_decimal, parse_decimal};
+use rust_decimal::Decimal;
+use serde_json::{Value as Json, json};
+use std::sync::Arc;
+
+/// Encodes a value as JSON.
+pub fn encode(value: &Value) -> Json {
+    match value {
+        Value::Number(d) => Json::String(canonical_decimal(*d)),
+        Value::Boolean(b) => Json::Bool(*b),
+        Value::String(s) => Json::String(s.to_string()),
+        Value::Array(items) => Json::Array(items.iter().map(encode).collect()),
+        Value::Custom(c) => Json::String(c.data.literal()),
+    }
+}
+
+/// Encodes a value with its format: `{"format": "NUMBER", "value": "2.5"}`.
+pub fn encode_typed(format: &Format, value: &Value) -> Json {
+    json!({"format": format.to_string(), "value": encode(value)})
+}
+
+/// Decodes a value of `format` from JSON; the error says what was expected.
+pub fn decode(format: &Format, json: &Json) -> Result<Value, String> {
+    match (format, json) {
+        (Format::Number, Json::Number(n)) => decimal_from_json_number(&n.to_string()).map(Value::Number),
+        (Format::Number, Json::String(s)) => parse_decimal(s).map(Value::Number),
+        (Format::Boolean, Json::Bool(b)) => Ok(Value::Boolean(*b)),
+        (Format::String, Json::String(s)) => Ok(Value::String(Arc::from(s.as_str()))),
+        (Format::Array(element), Json::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| decode(element, item).map_err(|e| format!("element {i}: {e}")))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|v| Value::Array(v.into())),
+        (Format::Custom(_), Json::String(s)) => Value::parse_literal(format, s),
+        (f, other) => Err(format!("expected a {} value, found {}", f, describe(other))),
+    }
+}
+
+/// Parses the exact text of a JSON number (`5`, `-7.3`, `1e3`) into a decimal.
+fn decimal_from_json_number(text: &str) -> Result<Decimal, String> {
+    if text.contains(['e', 'E']) {
+        return Decimal::from_scientific(text)
+            .map_err(|_| format!("number {text} does not fit exact decimal arithmetic"));
+    }
+    parse_decimal(text)
+}
+
+fn describe(json: &Json) -> &'static str {
+    match json {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// Decodes `{"format": "...", "value": ...}` with formats known to `registry`.
+pub fn decode_typed(registry: &FormatRegistry, json: &Json) -> Result<(Format, Value), String> {
+    let Json::Object(obj) = json else {
+        return Err(format!(
+            "expected an object {{\"format\": ..., \"value\": ...}}, found {}",
+            describe(json)
+        ));
+    };
+    let format = match obj.get("format") {
+        Some(Json::String(f)) => registry.parse(f)?,
+        Some(other) => return Err(format!("`format` must be a string, found {}", describe(other))),
+        None => return Err("missing `format`".to_owned()),
+    };
+    let value = obj.get("value").ok_or("missing `value`")?;
+    Ok((format.clone(), decode(&format, value)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_canonical_strings() {
+        let n = |s: &str| encode(&Value::Number(parse_decimal(s).unwrap()));
+        assert_eq!(n("2.50"), json!("2.5"));
+        assert_eq!(n("-3"), json!("-3"));
+        assert_eq!(n("-0.0"), json!("0"));
+        assert_eq!(n("0.0000000000000000000000000001"), json!("0.0000000000000000000000000001"));
+        assert_eq!(n("79228162514264337593543950335"), json!("79228162514264337593543950335"));
+    }
+
+    #[test]
+    fn decoding_is_exact_and_checked() {
+        let reg = FormatRegistry::new();
+        let parse = |s: &str| decode_typed(&reg, &serde_json::from_str(s).unwrap());
+        let (f, v) = parse(r#"{"format": "NUMBER", "value": -7.3}"#).unwrap();
+        assert_eq!((f, encode(&v)), (Format::Number, json!("-7.3")));
+        let e = parse(r#"{"format": "NUMBER", "value": 0.1000000000000000055511151231257827}"#).unwrap_err();
+        assert!(
+            e.contains("does not fit exact decimal arithmetic"),
+            "too many digits is an error, never rounded: {e}"
+        );
+        let (_, v) = parse(r#"{"format": "NUMBER", "value": "2.5"}"#).unwrap();
+        assert_eq!(encode(&v), json!("2.5"));
+        let (_, v) = parse(r#"{"format": "NUMBER", "value": 1e3}"#).unwrap();
+        assert_eq!(encode(&v), json!("1000"));
+        let (f, v) = parse(r#"{"format": "ARRAY[NUMBER]", "value": [5, "6.5"]}"#).unwrap();
+        assert_eq!((f.to_string(), encode(&v)), ("ARRAY[NUMBER]".to_owned(), json!(["5", "6.5"])));
+        assert_eq!(parse(r#"{"format": "BOOLEAN", "value": true}"#).unwrap().1, Value::Boolean(true));
+        assert!(
+            parse(r#"{"format": "BOOLEAN", "value": 1}"#)
+                .unwrap_err()
+                .contains("expected a BOOLEAN value, found a number")
+        );
+        assert!(parse(r#"{"format": "NUMBER", "value": "abc"}"#).is_err());
+        assert!(parse(r#"{"format": "DICE", "value": "1d8"}"#).unwrap_err().contains("unknown format"));
+        assert!(
+            parse(r#"{"format": "ARRAY[NUMBER]", "value": [1, true]}"#).unwrap_err().contains("element 1")
+        );
+        assert!(parse(r#"{"value": 1}"#).unwrap_err().contains("missing `format`"));
+        assert!(parse(r#"[1]"#).is_err());
+    }
+}
