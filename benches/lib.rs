@@ -40,4 +40,7 @@ impl EvalContext for NumberVars {
     fn value(&self, id: VarId) -> Option<Value> {
         self.values.get(id.0 as usize).cloned()
     }
+    fn number(&self, id: VarId) -> Option<Decimal> {
+        self.values.get(id.0 as usize).and_then(Value::as_number)
+    }
 }

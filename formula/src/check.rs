@@ -29,6 +29,19 @@ pub(crate) enum Arith {
     Pow,
 }
 
+impl Arith {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Arith::Add => "+",
+            Arith::Sub => "-",
+            Arith::Mul => "*",
+            Arith::Div => "/",
+            Arith::Rem => "%",
+            Arith::Pow => "^",
+        }
+    }
+}
+
 /// Numeric comparisons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cmp {
@@ -111,6 +124,8 @@ pub(crate) enum Node {
         body: Box<Node>,
         span: Span,
     },
+    /// A lowered numeric subtree (see `program.rs`).
+    Program(crate::program::Program),
     External {
         name: Arc<str>,
         f: Arc<dyn BoundFunction>,

@@ -35,10 +35,27 @@ pub(crate) struct Evaluator<'a, C: EvalContext> {
     base: usize,
 }
 
+#[cold]
+#[inline(never)]
 fn err(code: ErrorCode, span: Span, message: String) -> Box<FormulaError> {
     Box::new(FormulaError::new(code, span, message))
 }
 
+#[cold]
+#[inline(never)]
+fn math_error(e: MathError, span: Span, operation: &str) -> Box<FormulaError> {
+    let (code, what) = match e {
+        MathError::DivisionByZero => (ErrorCode::DivisionByZero, "division by zero"),
+        MathError::Overflow => {
+            (ErrorCode::Overflow, "result is outside the exact decimal range (about ±7.9e28)")
+        }
+        MathError::Domain => (ErrorCode::Domain, "result is not a real number"),
+    };
+    Box::new(FormulaError::new(code, span, format!("{what} in {operation}")).with_label(what))
+}
+
+#[cold]
+#[inline(never)]
 fn internal(what: &str) -> Box<FormulaError> {
     // Unreachable for checked trees; reported rather than panicking.
     err(
@@ -66,61 +83,71 @@ impl<'a, C: EvalContext> Evaluator<'a, C> {
         })
     }
 
-    fn math(
-        &self,
-        r: Result<Decimal, MathError>,
-        span: Span,
-        describe: impl FnOnce() -> String,
-    ) -> EvalResult<Decimal> {
-        r.map_err(|e| {
-            let (code, what) = match e {
-                MathError::DivisionByZero => (ErrorCode::DivisionByZero, "division by zero"),
-                MathError::Overflow => {
-                    (ErrorCode::Overflow, "result is outside the exact decimal range (about ±7.9e28)")
-                }
-                MathError::Domain => (ErrorCode::Domain, "result is not a real number"),
-            };
-            Box::new(FormulaError::new(code, span, format!("{what} in {}", describe())).with_label(what))
-        })
+    /// Reads a NUMBER variable without building a [`Value`].
+    #[inline]
+    pub fn var_number(&self, slot: u32) -> EvalResult<Decimal> {
+        let Some((id, name)) = self.vars.get(slot as usize) else {
+            return Err(internal("a variable slot"));
+        };
+        match self.cx.number(*id) {
+            Some(d) => Ok(d),
+            None => Err(err(
+                ErrorCode::MissingValue,
+                Span::default(),
+                format!("no NUMBER value was supplied for variable `{name}`"),
+            )),
+        }
+    }
+
+    /// `a op b`, with errors pointing at the operator.
+    #[inline]
+    pub fn arith(&self, op: Arith, a: Decimal, b: Decimal, span: Span) -> EvalResult<Decimal> {
+        let r = match op {
+            Arith::Add => number::add(a, b),
+            Arith::Sub => number::sub(a, b),
+            Arith::Mul => number::mul(a, b),
+            Arith::Div => number::div(a, b),
+            Arith::Rem => number::rem(a, b),
+            Arith::Pow => number::pow(a, b),
+        };
+        match r {
+            Ok(d) => Ok(d),
+            Err(e) => Err(math_error(
+                e,
+                span,
+                &format!("{} {} {}", canonical_decimal(a), op.symbol(), canonical_decimal(b)),
+            )),
+        }
+    }
+
+    /// `abs`, `ceil`, `floor` or `round` of `a`.
+    #[inline]
+    pub fn math_fn(&self, f: MathFn, a: Decimal, span: Span) -> EvalResult<Decimal> {
+        match f {
+            MathFn::Abs => Ok(a.abs()),
+            MathFn::Ceil => Ok(a.ceil()),
+            MathFn::Floor => Ok(a.floor()),
+            MathFn::Round => {
+                number::round(a).map_err(|e| math_error(e, span, &format!("round({})", canonical_decimal(a))))
+            }
+        }
     }
 
     /// Evaluates a NUMBER node.
     pub fn num(&mut self, node: &Node) -> EvalResult<Decimal> {
         match node {
             Node::Const(Value::Number(d)) => Ok(*d),
-            Node::Var(slot) => self.var(*slot)?.as_number().ok_or_else(|| internal("a NUMBER variable")),
+            Node::Var(slot) => self.var_number(*slot),
             Node::Neg(a) => Ok(-self.num(a)?),
             Node::Arith { op, lhs, rhs, span } => {
                 let (a, b) = (self.num(lhs)?, self.num(rhs)?);
-                let r = match op {
-                    Arith::Add => number::add(a, b),
-                    Arith::Sub => number::sub(a, b),
-                    Arith::Mul => number::mul(a, b),
-                    Arith::Div => number::div(a, b),
-                    Arith::Rem => number::rem(a, b),
-                    Arith::Pow => number::pow(a, b),
-                };
-                let sym = match op {
-                    Arith::Add => "+",
-                    Arith::Sub => "-",
-                    Arith::Mul => "*",
-                    Arith::Div => "/",
-                    Arith::Rem => "%",
-                    Arith::Pow => "^",
-                };
-                self.math(r, *span, || format!("{} {sym} {}", canonical_decimal(a), canonical_decimal(b)))
+                self.arith(*op, a, b, *span)
             }
             Node::Math { f, arg, span } => {
                 let a = self.num(arg)?;
-                match f {
-                    MathFn::Abs => Ok(a.abs()),
-                    MathFn::Ceil => Ok(a.ceil()),
-                    MathFn::Floor => Ok(a.floor()),
-                    MathFn::Round => {
-                        self.math(number::round(a), *span, || format!("round({})", canonical_decimal(a)))
-                    }
-                }
+                self.math_fn(*f, a, *span)
             }
+            Node::Program(p) => p.run(self),
             Node::MinMax { max, args } => {
                 let mut best = self.num(&args[0])?;
                 for a in &args[1..] {
@@ -159,9 +186,12 @@ impl<'a, C: EvalContext> Evaluator<'a, C> {
             Node::Arg(n) => {
                 self.args.get(self.base + *n as usize).cloned().ok_or_else(|| internal("arg()"))?
             }
-            Node::Neg(_) | Node::Arith { .. } | Node::Math { .. } | Node::MinMax { .. } | Node::Length(_) => {
-                Value::Number(self.num(node)?)
-            }
+            Node::Neg(_)
+            | Node::Arith { .. }
+            | Node::Math { .. }
+            | Node::MinMax { .. }
+            | Node::Length(_)
+            | Node::Program(_) => Value::Number(self.num(node)?),
             Node::Index { var, index, span } => {
                 let Value::Array(items) = self.var(*var)? else {
                     return Err(internal("an indexed variable"));

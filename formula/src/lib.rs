@@ -54,6 +54,7 @@ mod function;
 mod lexer;
 pub mod number;
 mod parser;
+mod program;
 mod span;
 mod value;
 
@@ -100,6 +101,14 @@ pub trait Symbols {
 pub trait EvalContext {
     /// The current value of variable `id`, or `None` if it has none (an evaluation error).
     fn value(&self, id: VarId) -> Option<Value>;
+
+    /// The value of NUMBER variable `id` as a decimal. The default goes through
+    /// [`EvalContext::value`]; implementations that store decimals can answer directly and save
+    /// building a [`Value`] on the hot path.
+    #[inline]
+    fn number(&self, id: VarId) -> Option<rust_decimal::Decimal> {
+        self.value(id).and_then(|v| v.as_number())
+    }
 }
 
 /// Where a formula is being compiled: its symbols, the format of `value()` if it is a modifier,
@@ -193,7 +202,7 @@ impl Formula {
             is_static: typed.pure,
             uses_input: checker.uses_input,
             format: typed.format,
-            root: typed.node,
+            root: program::lower(typed.node),
             vars: vars.into(),
             var_formats: var_formats.into(),
             text,
@@ -258,10 +267,14 @@ impl Formula {
     /// Evaluates the formula. `input` is the value `value()` returns (the modified variable's
     /// value so far).
     pub fn evaluate<C: EvalContext>(&self, cx: &C, input: Option<&Value>) -> Result<Value, FormulaError> {
-        if let Node::Const(v) = &self.root {
-            return Ok(v.clone());
+        match &self.root {
+            Node::Const(v) => Ok(v.clone()),
+            // The common shape: a numeric program at the root needs no tree dispatch.
+            Node::Program(p) => {
+                p.run(&mut Evaluator::new(cx, &self.vars, input)).map(Value::Number).map_err(|e| *e)
+            }
+            root => Evaluator::new(cx, &self.vars, input).eval(root).map_err(|e| *e),
         }
-        Evaluator::new(cx, &self.vars, input).eval(&self.root).map_err(|e| *e)
     }
 
     /// Evaluates a NUMBER formula straight to a decimal (no [`Value`] built at the top).
@@ -270,7 +283,12 @@ impl Formula {
         cx: &C,
         input: Option<&Value>,
     ) -> Result<rust_decimal::Decimal, FormulaError> {
-        Evaluator::new(cx, &self.vars, input).num(&self.root).map_err(|e| *e)
+        let mut ev = Evaluator::new(cx, &self.vars, input);
+        match &self.root {
+            Node::Program(p) => p.run(&mut ev),
+            root => ev.num(root),
+        }
+        .map_err(|e| *e)
     }
 }
 

@@ -21,22 +21,43 @@ pub enum MathError {
 
 type R = Result<Decimal, MathError>;
 
-/// Both operands as `i64` when both are whole numbers written without a fraction (scale 0) —
-/// the common case in game data. Integer arithmetic on them is exact and much faster than the
-/// general decimal path; any overflow falls back to that path, which has the wider range.
+/// A decimal as `i64` when it is a whole number written without a fraction (scale 0) whose
+/// magnitude fits in 63 bits — the common case in game data. Reads the raw parts (a 16-byte
+/// copy) instead of building an `i128` mantissa.
+#[inline(always)]
+pub(crate) fn small(d: Decimal) -> Option<i64> {
+    let raw = d.serialize();
+    let flags = u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]);
+    let lo = u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]]);
+    let mid = u32::from_le_bytes([raw[8], raw[9], raw[10], raw[11]]);
+    let hi = u32::from_le_bytes([raw[12], raw[13], raw[14], raw[15]]);
+    // Scale is bits 16..24 of the flags; a magnitude below 2^63 has hi == 0 and mid's top bit 0.
+    if flags & 0x00FF_0000 != 0 || hi != 0 || mid & 0x8000_0000 != 0 {
+        return None;
+    }
+    let magnitude = ((mid as i64) << 32) | lo as i64;
+    Some(if flags & 0x8000_0000 != 0 { -magnitude } else { magnitude })
+}
+
+/// The decimal with integer value `x` and scale 0.
+#[inline(always)]
+pub(crate) fn from_small(x: i64) -> Decimal {
+    let m = x.unsigned_abs();
+    Decimal::from_parts(m as u32, (m >> 32) as u32, 0, x < 0, 0)
+}
+
+/// Both operands as `i64` (see [`small`]). Integer arithmetic on them is exact and much faster
+/// than the general decimal path; any overflow falls back to that path, which has the wider
+/// range.
 #[inline(always)]
 fn small_pair(a: Decimal, b: Decimal) -> Option<(i64, i64)> {
-    if a.scale() == 0 && b.scale() == 0 {
-        Some((i64::try_from(a.mantissa()).ok()?, i64::try_from(b.mantissa()).ok()?))
-    } else {
-        None
-    }
+    Some((small(a)?, small(b)?))
 }
 
 #[inline]
 pub fn add(a: Decimal, b: Decimal) -> R {
     if let Some(r) = small_pair(a, b).and_then(|(x, y)| x.checked_add(y)) {
-        return Ok(Decimal::from(r));
+        return Ok(from_small(r));
     }
     a.checked_add(b).ok_or(MathError::Overflow)
 }
@@ -44,7 +65,7 @@ pub fn add(a: Decimal, b: Decimal) -> R {
 #[inline]
 pub fn sub(a: Decimal, b: Decimal) -> R {
     if let Some(r) = small_pair(a, b).and_then(|(x, y)| x.checked_sub(y)) {
-        return Ok(Decimal::from(r));
+        return Ok(from_small(r));
     }
     a.checked_sub(b).ok_or(MathError::Overflow)
 }
@@ -52,7 +73,7 @@ pub fn sub(a: Decimal, b: Decimal) -> R {
 #[inline]
 pub fn mul(a: Decimal, b: Decimal) -> R {
     if let Some(r) = small_pair(a, b).and_then(|(x, y)| x.checked_mul(y)) {
-        return Ok(Decimal::from(r));
+        return Ok(from_small(r));
     }
     a.checked_mul(b).ok_or(MathError::Overflow)
 }
@@ -64,21 +85,23 @@ pub fn div(a: Decimal, b: Decimal) -> R {
         return Err(MathError::DivisionByZero);
     }
     if let Some((x, y)) = small_pair(a, b)
-        && x.checked_rem(y) == Some(0)
         && let Some(q) = x.checked_div(y)
+        && q.wrapping_mul(y) == x
     {
-        return Ok(Decimal::from(q));
+        // One hardware division: the quotient is exact when it multiplies back (|q·y| ≤ |x|).
+        return Ok(from_small(q));
     }
     a.checked_div(b).ok_or(MathError::Overflow)
 }
 
 /// Remainder with the sign of the dividend: -7 % 3 = -1, 2 % -3 = 2.
+#[inline(never)]
 pub fn rem(a: Decimal, b: Decimal) -> R {
     if b.is_zero() {
         return Err(MathError::DivisionByZero);
     }
     if let Some(r) = small_pair(a, b).and_then(|(x, y)| x.checked_rem(y)) {
-        return Ok(Decimal::from(r));
+        return Ok(from_small(r));
     }
     a.checked_rem(b).ok_or(MathError::Overflow)
 }
@@ -88,7 +111,9 @@ pub fn round(a: Decimal) -> R {
     Ok(add(a, Decimal::new(5, 1))?.floor())
 }
 
-/// `base ^ exponent`.
+/// `base ^ exponent`. Kept out of line: it is rare, and inlining it would bloat the hot
+/// arithmetic path.
+#[inline(never)]
 pub fn pow(base: Decimal, exponent: Decimal) -> R {
     if exponent.fract().is_zero() {
         return pow_integer(base, exponent);
@@ -188,6 +213,8 @@ mod tests {
         assert_eq!(rem(d("-9223372036854775808"), d("-1")), Ok(d("0")));
         assert_eq!(div(d("7"), d("2")), Ok(d("3.5")));
         assert_eq!(div(d("-8"), d("2")), Ok(d("-4")));
+        // Negative zero does not leak out of the fast path.
+        assert_eq!(mul(d("-3"), d("0")).unwrap().to_string(), "0");
     }
 
     #[test]

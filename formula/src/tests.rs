@@ -662,3 +662,52 @@ fn diagnostics_render_like_rustc() {
     let all: Vec<String> = cases.iter().map(|c| render(c)).collect();
     insta::assert_snapshot!(all.join("\n"));
 }
+
+// ---- the numeric fast path agrees with the reference tree evaluator ----
+
+fn arb_numeric_formula() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("a".to_owned()),
+        Just("b".to_owned()),
+        Just("c".to_owned()),
+        (-20i64..20).prop_map(|n| if n < 0 { format!("({n})") } else { n.to_string() }),
+        (0i64..400).prop_map(|n| format!("{}.{:02}", n / 100, n % 100)),
+    ];
+    leaf.prop_recursive(5, 40, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), prop::sample::select(vec!["+", "-", "*", "/", "%"]), inner.clone())
+                .prop_map(|(l, op, r)| format!("({l} {op} {r})")),
+            (inner.clone(), 0u32..4).prop_map(|(l, e)| format!("({l})^{e}")),
+            inner.clone().prop_map(|x| format!("-({x})")),
+            (prop::sample::select(vec!["abs", "floor", "ceil", "round"]), inner.clone())
+                .prop_map(|(f, x)| format!("{f}({x})")),
+            (prop::sample::select(vec!["min", "max"]), prop::collection::vec(inner.clone(), 2..4))
+                .prop_map(|(f, xs)| format!("{f}({})", xs.join(", "))),
+            (inner.clone(), inner.clone(), inner.clone(), inner)
+                .prop_map(|(p, q, x, y)| format!("if({p} > {q}, {x}, {y})")),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    #[test]
+    fn programs_agree_with_trees(text in arb_numeric_formula(), a in -50i64..50, b in -5i64..5, c in 0i64..3) {
+        let e = Env::default().num("a", &a.to_string()).num("b", &b.to_string()).num("c", &c.to_string());
+        let lib = library();
+        let fast = Formula::compile(&text, &lib, &CheckEnv::new(&e), &Limits::default())
+            .and_then(|f| f.evaluate(&e, None));
+        // The reference: the checked tree, not lowered into programs.
+        let tree = parse(&text, &Limits::default()).unwrap();
+        let mut checker = check::Checker::new(&e, &lib, None, 100);
+        let node = checker.check(&tree).unwrap().node;
+        let vars: Vec<(VarId, Arc<str>)> = checker.vars.iter().map(|(id, n, _)| (*id, n.clone())).collect();
+        let reference = eval::Evaluator::new(&e, &vars, None).eval(&node).map_err(|e| *e);
+        match (&fast, &reference) {
+            (Ok(x), Ok(y)) => prop_assert_eq!(x, y, "{}", text),
+            (Err(x), Err(y)) => prop_assert_eq!((x.code, x.span), (y.code, y.span), "{}", text),
+            _ => prop_assert!(false, "{text}: program {fast:?} vs tree {reference:?}"),
+        }
+    }
+}
