@@ -711,3 +711,77 @@ proptest! {
         }
     }
 }
+
+// ---- the remaining evaluation errors ----
+
+/// A context that knows no values: every variable read is `evaluation.missing_value`.
+struct Empty;
+impl EvalContext for Empty {
+    fn value(&self, _: VarId) -> Option<Value> {
+        None
+    }
+}
+
+#[test]
+fn missing_values_are_errors_naming_the_variable() {
+    let e = env();
+    let lib = library();
+    for text in ["Score + 1", "Name + \"x\"", "arr[0]", "Flag && Flag"] {
+        let f = Formula::compile(text, &lib, &CheckEnv::new(&e), &Limits::default()).unwrap();
+        let err = f.evaluate(&Empty, None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::MissingValue, "{text}");
+        let name = f.variable_names().next().unwrap();
+        assert!(err.message.contains(&format!("`{name}`")), "{text}: {}", err.message);
+    }
+    let number = Format::Number;
+    let f = Formula::compile("value() + 1", &lib, &CheckEnv::new(&e).with_input(&number), &Limits::default())
+        .unwrap();
+    assert_eq!(f.evaluate(&e, None).unwrap_err().code, ErrorCode::MissingValue);
+}
+
+/// An external function that always fails at evaluation.
+struct Broken;
+#[derive(Debug)]
+struct BoundBroken;
+impl ExternalFunction for Broken {
+    fn name(&self) -> &str {
+        "broken"
+    }
+    fn bind(&self, _: &mut CallSite<'_>) -> Result<Arc<dyn BoundFunction>, FormulaError> {
+        Ok(Arc::new(BoundBroken))
+    }
+}
+impl BoundFunction for BoundBroken {
+    fn format(&self) -> Format {
+        Format::Number
+    }
+    fn eval(&self, _: &[Value], _: &dyn EvalContext) -> Result<Value, String> {
+        Err("the dice fell off the table".to_owned())
+    }
+}
+
+#[test]
+fn failing_external_functions_are_errors_at_the_call() {
+    let e = env();
+    let mut lib = library();
+    lib.add_external(Arc::new(Broken)).unwrap();
+    let text = "1 + broken()";
+    let f = Formula::compile(text, &lib, &CheckEnv::new(&e), &Limits::default()).unwrap();
+    assert!(!f.is_static(), "external functions are not static unless they say so");
+    let err = f.evaluate(&e, None).unwrap_err();
+    assert_eq!(err.code, ErrorCode::FunctionFailed);
+    assert_eq!(&text[err.span.range()], "broken()");
+    assert_eq!(err.message, "broken(): the dice fell off the table");
+}
+
+#[test]
+fn every_error_code_is_documented() {
+    let doc_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/formula-language.md");
+    let doc = std::fs::read_to_string(doc_path).expect("docs/formula-language.md exists");
+    for code in ErrorCode::ALL {
+        assert!(
+            doc.contains(&format!("| `{}` | {} |", code.as_str(), code.stage())),
+            "{code} is not documented"
+        );
+    }
+}
