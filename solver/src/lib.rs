@@ -1,0 +1,36 @@
+//! # sheetd-solver: keeping a character's numbers right
+//!
+//! The solver holds, for each character sheet, every variable's value and keeps them correct as
+//! the character changes. It is the heart of sheetd.
+//!
+//! ## What it does
+//! - [`RulesBuilder`] / [`Rules`]: scope definitions (`PC` → `PC.EQUIPMENT` → `PC.EQUIPMENT.PART`),
+//!   variable declarations with PCGen's conflict rules, format defaults and user functions,
+//!   built once and shared by every sheet (`Arc<Rules>`, `Send + Sync`).
+//! - [`Sheet`]: scope instances (this sword, that part), one variable node per instance variable
+//!   in a petgraph dependency graph, and modifiers (SET, MULTIPLY, DIVIDE, ADD, MAX, MIN; APPEND
+//!   for arrays) applied in (user priority, inherent priority, insertion) order from the default.
+//! - Incremental recomputation: after each mutation, exactly the affected variables are
+//!   recomputed in topological order, each at most once, stopping where a value is unchanged.
+//! - Cycles are rejected when the modifier that would close one is added, naming the path.
+//! - [`Trace`]s: a variable's default, then every modifier with its inputs and the value after.
+//!
+//! ## What it does not do
+//! It does not read files or know about game objects (races, equipment): the data layer turns
+//! those into instances and modifiers. It does not persist or serve anything.
+//!
+//! ## Main types
+//! [`Rules`], [`Sheet`], [`ModifierSpec`], [`Report`] and [`Change`], [`Trace`], [`SolveError`].
+
+mod error;
+mod modifier;
+mod rules;
+mod sheet;
+
+pub use error::{SolveError, codes};
+pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec};
+pub use rules::{Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId};
+pub use sheet::{Change, InstanceId, Report, Sheet, Slot, Trace, TraceStep, ValueError, VarRef};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,406 @@
+//! Rules: scope definitions, variable declarations, format defaults and the function library.
+//!
+//! Built once with [`RulesBuilder`], then immutable and shared (`Arc<Rules>`) by every sheet.
+//! Formulas are compiled against a scope through [`Rules::compile`], which resolves names through
+//! the scope and its ancestors and interns identical text per scope.
+
+use crate::error::{SolveError, codes};
+use formula::{
+    CheckEnv, Compiler, Format, FormatRegistry, FormatType, Formula, Library, Symbols, Value, VarId,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A scope definition (`PC`, `PC.EQUIPMENT`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScopeId(pub u32);
+
+/// A declared variable: a name in a scope. Also the formula layer's [`VarId`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarDefId(pub u32);
+
+impl From<VarDefId> for VarId {
+    fn from(v: VarDefId) -> VarId {
+        VarId(v.0)
+    }
+}
+
+/// A scope definition.
+#[derive(Debug)]
+pub struct ScopeDef {
+    /// The full name, e.g. `PC.EQUIPMENT`.
+    pub name: Arc<str>,
+    /// The parent scope; `None` for the global scope.
+    pub parent: Option<ScopeId>,
+    /// The variables declared in this scope, in declaration order.
+    pub vars: Vec<VarDefId>,
+}
+
+/// A variable declaration.
+#[derive(Debug)]
+pub struct VarDef {
+    /// The name as first declared (names compare case-insensitively).
+    pub name: Arc<str>,
+    pub scope: ScopeId,
+    pub format: Format,
+    /// Locked variables accept no modifiers from data.
+    pub locked: bool,
+    /// Position in its scope's `vars`.
+    pub index: u32,
+}
+
+/// Builds [`Rules`]: scopes, variables, defaults, functions.
+pub struct RulesBuilder {
+    scopes: Vec<ScopeDef>,
+    scope_names: HashMap<String, ScopeId>,
+    vars: Vec<VarDef>,
+    var_names: HashMap<String, Vec<VarDefId>>,
+    defaults: HashMap<Format, Value>,
+    library: Library,
+    formats: FormatRegistry,
+}
+
+impl RulesBuilder {
+    /// Rules with one global scope named `global` (PCGen: `PC`).
+    pub fn new(global: &str) -> Self {
+        let mut b = RulesBuilder {
+            scopes: Vec::new(),
+            scope_names: HashMap::new(),
+            vars: Vec::new(),
+            var_names: HashMap::new(),
+            defaults: HashMap::new(),
+            library: Library::new(),
+            formats: FormatRegistry::new(),
+        };
+        b.scope_names.insert(global.to_ascii_uppercase(), ScopeId(0));
+        b.scopes.push(ScopeDef { name: Arc::from(global), parent: None, vars: Vec::new() });
+        b
+    }
+
+    /// The scope named `name` (case-insensitive).
+    pub fn scope(&self, name: &str) -> Result<ScopeId, SolveError> {
+        self.scope_names
+            .get(&name.to_ascii_uppercase())
+            .copied()
+            .ok_or_else(|| unknown_scope(name, &self.scopes))
+    }
+
+    /// Adds a scope under `parent`. Adding the same scope under the same parent again is
+    /// harmless; under another parent it is an error.
+    pub fn add_scope(&mut self, name: &str, parent: &str) -> Result<ScopeId, SolveError> {
+        let parent_id = self.scope(parent)?;
+        if let Some(&existing) = self.scope_names.get(&name.to_ascii_uppercase()) {
+            if self.scopes[existing.0 as usize].parent == Some(parent_id) {
+                return Ok(existing);
+            }
+            return Err(SolveError::new(
+                codes::DUPLICATE_SCOPE,
+                format!("scope `{name}` is already defined with another parent"),
+            ));
+        }
+        let id = ScopeId(self.scopes.len() as u32);
+        self.scopes.push(ScopeDef { name: Arc::from(name), parent: Some(parent_id), vars: Vec::new() });
+        self.scope_names.insert(name.to_ascii_uppercase(), id);
+        Ok(id)
+    }
+
+    fn is_ancestor_or_self(&self, a: ScopeId, mut b: ScopeId) -> bool {
+        loop {
+            if a == b {
+                return true;
+            }
+            match self.scopes[b.0 as usize].parent {
+                Some(p) => b = p,
+                None => return false,
+            }
+        }
+    }
+
+    /// Declares variable `name` of `format` in scope `scope`.
+    ///
+    /// The same name, scope and format again is harmless (and returns the first declaration).
+    /// The same name and scope with another format, or the same name in an ancestor or
+    /// descendant scope, is an error naming both declarations. Sibling scopes may reuse a name.
+    pub fn declare(
+        &mut self,
+        name: &str,
+        scope: &str,
+        format: Format,
+        locked: bool,
+    ) -> Result<VarDefId, SolveError> {
+        let scope_id = self.scope(scope)?;
+        let key = name.to_ascii_lowercase();
+        let scope_name = |b: &Self, s: ScopeId| b.scopes[s.0 as usize].name.clone();
+        for &other in self.var_names.get(&key).map(Vec::as_slice).unwrap_or_default() {
+            let o = &self.vars[other.0 as usize];
+            if o.scope == scope_id {
+                if o.format == format {
+                    if locked {
+                        self.vars[other.0 as usize].locked = true;
+                    }
+                    return Ok(other);
+                }
+                return Err(SolveError::new(
+                    codes::VARIABLE_CONFLICT,
+                    format!(
+                        "variable `{name}` in scope {} is declared as {format}, but was already declared as {} (`{}`)",
+                        scope_name(self, scope_id),
+                        o.format,
+                        o.name
+                    ),
+                ));
+            }
+            if self.is_ancestor_or_self(o.scope, scope_id) || self.is_ancestor_or_self(scope_id, o.scope) {
+                return Err(SolveError::new(
+                    codes::VARIABLE_CONFLICT,
+                    format!(
+                        "variable `{name}` in scope {} conflicts with `{}` in scope {}: a name may not be declared in both a scope and its {}",
+                        scope_name(self, scope_id),
+                        o.name,
+                        scope_name(self, o.scope),
+                        if self.is_ancestor_or_self(o.scope, scope_id) { "ancestor" } else { "descendant" }
+                    ),
+                ));
+            }
+        }
+        let id = VarDefId(self.vars.len() as u32);
+        let index = self.scopes[scope_id.0 as usize].vars.len() as u32;
+        self.scopes[scope_id.0 as usize].vars.push(id);
+        self.vars.push(VarDef { name: Arc::from(name), scope: scope_id, format, locked, index });
+        self.var_names.entry(key).or_default().push(id);
+        Ok(id)
+    }
+
+    /// Sets the default value of `format` (a variable starts there).
+    pub fn set_default(&mut self, format: Format, value: Value) -> Result<(), SolveError> {
+        if !value.conforms_to(&format) {
+            return Err(SolveError::new(codes::BAD_DEFAULT, format!("default `{value}` is not a {format}")));
+        }
+        self.defaults.insert(format, value);
+        Ok(())
+    }
+
+    /// Defines a user function (`d20Mod` = `floor((arg(0)-10)/2)`).
+    pub fn define_function(&mut self, name: &str, body: &str) -> Result<(), SolveError> {
+        self.library.define(name, body).map(drop).map_err(|e| {
+            let mut err = SolveError::formula(&format!("function `{name}`"), body, e);
+            err.code = codes::BAD_FUNCTION;
+            err
+        })
+    }
+
+    /// The function library, for adding functions of later layers.
+    pub fn library_mut(&mut self) -> &mut Library {
+        &mut self.library
+    }
+
+    /// Registers a custom format.
+    pub fn register_format(&mut self, t: Arc<dyn FormatType>) -> Result<Format, SolveError> {
+        self.formats.register(t).map(Format::Custom).map_err(|m| SolveError::new(codes::BAD_DEFAULT, m))
+    }
+
+    /// The formats known so far (core plus registered).
+    pub fn formats(&self) -> &FormatRegistry {
+        &self.formats
+    }
+
+    /// Finishes the rules.
+    pub fn build(self) -> Rules {
+        let mut by_scope = HashMap::new();
+        for (i, v) in self.vars.iter().enumerate() {
+            by_scope.insert((v.scope, v.name.to_ascii_lowercase()), VarDefId(i as u32));
+        }
+        Rules {
+            compiler: Compiler::new(Arc::new(self.library)),
+            scopes: self.scopes,
+            scope_names: self.scope_names,
+            vars: self.vars,
+            by_scope,
+            defaults: self.defaults,
+            formats: self.formats,
+        }
+    }
+}
+
+fn unknown_scope(name: &str, scopes: &[ScopeDef]) -> SolveError {
+    let known: Vec<&str> = scopes.iter().map(|s| &*s.name).collect();
+    SolveError::new(codes::UNKNOWN_SCOPE, format!("unknown scope `{name}` (known: {})", known.join(", ")))
+}
+
+/// Compiled, immutable rules shared by every sheet.
+pub struct Rules {
+    scopes: Vec<ScopeDef>,
+    scope_names: HashMap<String, ScopeId>,
+    vars: Vec<VarDef>,
+    by_scope: HashMap<(ScopeId, String), VarDefId>,
+    defaults: HashMap<Format, Value>,
+    compiler: Compiler,
+    formats: FormatRegistry,
+}
+
+impl Rules {
+    /// The global scope.
+    pub fn global(&self) -> ScopeId {
+        ScopeId(0)
+    }
+
+    /// A scope by name (case-insensitive).
+    pub fn scope(&self, name: &str) -> Result<ScopeId, SolveError> {
+        self.scope_names
+            .get(&name.to_ascii_uppercase())
+            .copied()
+            .ok_or_else(|| unknown_scope(name, &self.scopes))
+    }
+
+    /// A scope's definition.
+    pub fn scope_def(&self, id: ScopeId) -> &ScopeDef {
+        &self.scopes[id.0 as usize]
+    }
+
+    /// Every scope definition.
+    pub fn scopes(&self) -> &[ScopeDef] {
+        &self.scopes
+    }
+
+    /// A variable's declaration.
+    pub fn var(&self, id: VarDefId) -> &VarDef {
+        &self.vars[id.0 as usize]
+    }
+
+    /// Every variable declaration.
+    pub fn vars(&self) -> &[VarDef] {
+        &self.vars
+    }
+
+    /// The registered formats.
+    pub fn formats(&self) -> &FormatRegistry {
+        &self.formats
+    }
+
+    /// The variable `name` as seen from `scope`: declared there or in an ancestor.
+    pub fn resolve(&self, scope: ScopeId, name: &str) -> Option<VarDefId> {
+        let key = name.to_ascii_lowercase();
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            if let Some(v) = self.by_scope.get(&(id, key.clone())) {
+                return Some(*v);
+            }
+            s = self.scopes[id.0 as usize].parent;
+        }
+        None
+    }
+
+    /// Whether `ancestor` is `scope` or one of its ancestors.
+    pub fn is_ancestor_or_self(&self, ancestor: ScopeId, mut scope: ScopeId) -> bool {
+        loop {
+            if ancestor == scope {
+                return true;
+            }
+            match self.scopes[scope.0 as usize].parent {
+                Some(p) => scope = p,
+                None => return false,
+            }
+        }
+    }
+
+    /// The value a variable of `format` starts from.
+    pub fn default_value(&self, format: &Format) -> Value {
+        self.defaults.get(format).cloned().unwrap_or_else(|| format.builtin_default())
+    }
+
+    /// Compiles `text` for use in `scope`: names resolve there, `value()` has format `input`,
+    /// and the result must have format `expected`. Identical text in the same scope is shared.
+    pub fn compile(
+        &self,
+        text: &str,
+        scope: ScopeId,
+        input: Option<&Format>,
+        expected: Option<&Format>,
+    ) -> Result<Arc<Formula>, formula::FormulaError> {
+        let symbols = ScopeSymbols { rules: self, scope };
+        let mut env = CheckEnv::new(&symbols);
+        env.input = input;
+        env.expected = expected;
+        self.compiler.compile(text, &env)
+    }
+}
+
+/// The symbol table of one scope, for the formula checker.
+struct ScopeSymbols<'a> {
+    rules: &'a Rules,
+    scope: ScopeId,
+}
+
+impl Symbols for ScopeSymbols<'_> {
+    fn resolve(&self, name: &str) -> Option<(VarId, Format)> {
+        let id = self.rules.resolve(self.scope, name)?;
+        Some((id.into(), self.rules.var(id).format.clone()))
+    }
+
+    fn scope_description(&self) -> String {
+        format!("scope {}", self.rules.scope_def(self.scope).name)
+    }
+
+    fn cache_key(&self) -> Option<u64> {
+        Some(self.scope.0 as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builder() -> RulesBuilder {
+        let mut b = RulesBuilder::new("PC");
+        b.add_scope("PC.EQUIPMENT", "PC").unwrap();
+        b.add_scope("PC.EQUIPMENT.PART", "PC.EQUIPMENT").unwrap();
+        b.add_scope("PC.STAT", "PC").unwrap();
+        b
+    }
+
+    #[test]
+    fn declaration_rules() {
+        let mut b = builder();
+        let hands = b.declare("Hands", "PC", Format::Number, false).unwrap();
+        assert_eq!(b.declare("HANDS", "pc", Format::Number, false).unwrap(), hands, "same again is harmless");
+        let e = b.declare("Hands", "PC", Format::Boolean, false).unwrap_err();
+        assert_eq!(e.code, codes::VARIABLE_CONFLICT);
+        assert!(
+            e.message.contains("declared as BOOLEAN, but was already declared as NUMBER"),
+            "{}",
+            e.message
+        );
+        let e = b.declare("hands", "PC.EQUIPMENT", Format::Number, false).unwrap_err();
+        assert!(
+            e.message.contains("conflicts with `Hands` in scope PC") && e.message.contains("ancestor"),
+            "{}",
+            e.message
+        );
+        b.declare("Bonus", "PC.EQUIPMENT.PART", Format::Number, false).unwrap();
+        let e = b.declare("Bonus", "PC", Format::Number, false).unwrap_err();
+        assert!(e.message.contains("descendant"), "{}", e.message);
+        // Siblings may reuse a name, even with another format.
+        b.declare("Score", "PC.STAT", Format::Number, false).unwrap();
+        b.declare("Score", "PC.EQUIPMENT", Format::Boolean, false).unwrap();
+        assert_eq!(b.declare("X", "PC.NOPE", Format::Number, false).unwrap_err().code, codes::UNKNOWN_SCOPE);
+    }
+
+    #[test]
+    fn names_resolve_through_ancestors_only() {
+        let mut b = builder();
+        b.declare("Hands", "PC", Format::Number, false).unwrap();
+        let plus = b.declare("MyPlus", "PC.EQUIPMENT", Format::Number, false).unwrap();
+        b.declare("Score", "PC.STAT", Format::Number, false).unwrap();
+        let r = b.build();
+        let part = r.scope("PC.EQUIPMENT.PART").unwrap();
+        assert_eq!(r.resolve(part, "myplus"), Some(plus));
+        assert!(r.resolve(part, "Hands").is_some());
+        assert_eq!(r.resolve(r.global(), "MyPlus"), None, "a parent does not see a child's variables");
+        assert_eq!(r.resolve(r.scope("PC.STAT").unwrap(), "MyPlus"), None, "siblings do not see each other");
+        let err = r.compile("MyPlus + 1", r.scope("PC.STAT").unwrap(), None, None).unwrap_err();
+        assert_eq!(err.message, "unknown variable `MyPlus` in scope PC.STAT");
+        let f1 = r.compile("MyPlus * 2", part, None, None).unwrap();
+        let f2 = r.compile("MyPlus * 2", part, None, None).unwrap();
+        assert!(Arc::ptr_eq(&f1, &f2), "interned per scope");
+    }
+}

@@ -1,0 +1,1031 @@
+//! A sheet: the per-character state the solver keeps correct.
+//!
+//! A sheet owns scope instances (the character, each equipment, each part, each stat), one
+//! graph node per variable of each instance, and the modifiers applied to them. Every mutation
+//! validates first (names, instances, formats, locks, cycles) and changes nothing when it
+//! fails; then it applies the change and recomputes exactly the affected variables, in
+//! topological order, each at most once, stopping where a value did not change.
+
+use crate::error::{SolveError, codes};
+use crate::modifier::{Instruction, ModKind, ModValue, ModifierSpec};
+use crate::rules::{Rules, ScopeId, VarDefId};
+use formula::{EvalContext, Format, Formula, FormulaError, Value, VarId, number};
+use petgraph::Direction;
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use rust_decimal::Decimal;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+/// A scope instance in a sheet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InstanceId(u32);
+
+/// The global instance of every sheet.
+const GLOBAL: InstanceId = InstanceId(0);
+
+/// Why a variable has no value: a modifier failed to evaluate, or a variable it reads has no
+/// value. The variable shows this error instead of a value until the cause is fixed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueError {
+    /// Stable code: the formula error's code (`evaluation.division_by_zero`) or
+    /// `solver.depends_on_error`.
+    pub code: &'static str,
+    pub message: String,
+    /// The modifier that failed.
+    pub modifier: Arc<str>,
+}
+
+/// A variable's value, or why it has none.
+pub type Slot = Result<Value, Arc<ValueError>>;
+
+/// How output names a variable: `Hands` (global) or `sword1.MyPlusValue` (local).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VarRef {
+    /// The instance id for local variables; `None` for globals.
+    pub instance: Option<Arc<str>>,
+    /// The name as declared.
+    pub name: Arc<str>,
+}
+
+impl fmt::Display for VarRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.instance {
+            Some(i) => write!(f, "{i}.{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// One variable whose value changed: `old` is `None` for a variable created by the operation,
+/// `new` is `None` for one removed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub var: VarRef,
+    pub old: Option<Slot>,
+    pub new: Option<Slot>,
+}
+
+/// What a mutation did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Variables whose value changed: removed ones first, then the rest in topological order.
+    pub changed: Vec<Change>,
+    /// How many variable evaluations the mutation performed.
+    pub recomputed: usize,
+    /// The variables evaluated, in order — filled only when
+    /// [`Sheet::record_evaluations`] is on (for diagnostics and tests).
+    pub evaluated: Vec<VarRef>,
+}
+
+#[derive(Clone, Debug)]
+struct Instance {
+    key: Arc<str>,
+    scope: ScopeId,
+    parent: Option<InstanceId>,
+    children: Vec<InstanceId>,
+    /// One node per variable of the scope, by `VarDef::index`.
+    nodes: Box<[NodeIndex]>,
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    def: VarDefId,
+    owner: InstanceId,
+    value: Slot,
+    /// Modifiers on this variable, in application order.
+    mods: Vec<ModKey>,
+    /// Topological level: for every edge u → v, level(u) < level(v).
+    level: u32,
+    /// Recomputation epoch in which this node was queued.
+    mark: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct ModKey(u32);
+
+#[derive(Clone, Debug)]
+struct Modifier {
+    id: Arc<str>,
+    target: NodeIndex,
+    kind: ModKind,
+    value: ModValue,
+    condition: Option<Arc<Formula>>,
+    /// The value as written.
+    text: Arc<str>,
+    priority: u32,
+    seq: u64,
+    source: Arc<str>,
+    on: InstanceId,
+    from: InstanceId,
+    /// Every variable the value and condition read, and the node it is in this sheet.
+    reads: Box<[(VarId, NodeIndex)]>,
+}
+
+impl Modifier {
+    fn order(&self) -> (u32, u8, u64) {
+        (self.priority, self.kind.inherent_priority(), self.seq)
+    }
+}
+
+/// One step of a [`Trace`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceStep {
+    pub modifier: Arc<str>,
+    pub kind: ModKind,
+    /// The formula as written, or the constant.
+    pub instruction: Arc<str>,
+    pub priority: u32,
+    pub inherent_priority: u8,
+    pub source: Arc<str>,
+    /// The condition's result, when the modifier has one; `false` means it was skipped.
+    pub condition: Option<bool>,
+    /// The variables its value and condition read, with their values.
+    pub reads: Vec<(VarRef, Option<Slot>)>,
+    /// The value after this step (`None` when skipped).
+    pub after: Option<Slot>,
+}
+
+/// How a variable got its value: from the default through every modifier, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    pub var: VarRef,
+    pub format: Format,
+    pub default: Value,
+    pub steps: Vec<TraceStep>,
+    pub value: Slot,
+}
+
+/// The per-character state. Owned by one writer; `Clone` gives an independent what-if copy
+/// (cost: a copy of every instance, node, edge and modifier — O(variables + modifiers)).
+#[derive(Clone)]
+pub struct Sheet {
+    rules: Arc<Rules>,
+    graph: StableDiGraph<Node, u32>,
+    instances: Vec<Option<Instance>>,
+    instance_keys: HashMap<Arc<str>, InstanceId>,
+    mods: Vec<Option<Modifier>>,
+    free_mods: Vec<ModKey>,
+    mod_ids: HashMap<Arc<str>, ModKey>,
+    sources: HashMap<Arc<str>, Vec<ModKey>>,
+    next_seq: u64,
+    epoch: u32,
+    /// Default value of each variable definition, by `VarDefId` (copied from the rules once).
+    defaults: Arc<[Value]>,
+    record_evaluations: bool,
+}
+
+/// The modifier's formulas read variables through this context.
+struct ModContext<'a> {
+    graph: &'a StableDiGraph<Node, u32>,
+    reads: &'a [(VarId, NodeIndex)],
+}
+
+impl ModContext<'_> {
+    #[inline]
+    fn slot(&self, id: VarId) -> Option<&Slot> {
+        let (_, node) = self.reads.iter().find(|(v, _)| *v == id)?;
+        Some(&self.graph[*node].value)
+    }
+}
+
+impl EvalContext for ModContext<'_> {
+    fn value(&self, id: VarId) -> Option<Value> {
+        self.slot(id)?.as_ref().ok().cloned()
+    }
+
+    #[inline]
+    fn number(&self, id: VarId) -> Option<Decimal> {
+        match self.slot(id)? {
+            Ok(Value::Number(d)) => Some(*d),
+            _ => None,
+        }
+    }
+}
+
+impl Sheet {
+    /// A new sheet over `rules`, with the global instance and its variables at their defaults.
+    pub fn new(rules: Arc<Rules>) -> Sheet {
+        let defaults: Arc<[Value]> = rules.vars().iter().map(|v| rules.default_value(&v.format)).collect();
+        let mut sheet = Sheet {
+            graph: StableDiGraph::default(),
+            instances: Vec::new(),
+            instance_keys: HashMap::new(),
+            mods: Vec::new(),
+            free_mods: Vec::new(),
+            mod_ids: HashMap::new(),
+            sources: HashMap::new(),
+            next_seq: 0,
+            epoch: 0,
+            defaults,
+            rules,
+            record_evaluations: false,
+        };
+        let global_key: Arc<str> = sheet.rules.scope_def(sheet.rules.global()).name.clone();
+        sheet.create_instance(global_key, sheet.rules.global(), None);
+        sheet
+    }
+
+    /// Whether reports list every variable evaluated, in order ([`Report::evaluated`]).
+    pub fn record_evaluations(&mut self, on: bool) {
+        self.record_evaluations = on;
+    }
+
+    /// The rules this sheet follows.
+    pub fn rules(&self) -> &Arc<Rules> {
+        &self.rules
+    }
+
+    fn create_instance(&mut self, key: Arc<str>, scope: ScopeId, parent: Option<InstanceId>) -> InstanceId {
+        let id = InstanceId(self.instances.len() as u32);
+        let vars = self.rules.scope_def(scope).vars.clone();
+        let nodes: Box<[NodeIndex]> = vars
+            .iter()
+            .map(|&def| {
+                self.graph.add_node(Node {
+                    def,
+                    owner: id,
+                    value: Ok(self.defaults[def.0 as usize].clone()),
+                    mods: Vec::new(),
+                    level: 0,
+                    mark: 0,
+                })
+            })
+            .collect();
+        self.instances.push(Some(Instance { key: key.clone(), scope, parent, children: Vec::new(), nodes }));
+        if let Some(p) = parent
+            && let Some(pi) = self.instances[p.0 as usize].as_mut()
+        {
+            pi.children.push(id);
+        }
+        // The global instance is not keyed: output names globals without an instance.
+        if parent.is_some() {
+            self.instance_keys.insert(key, id);
+        }
+        id
+    }
+
+    fn instance(&self, id: InstanceId) -> &Instance {
+        // Ids in live structures always name live instances: removal clears every reference.
+        self.instances[id.0 as usize].as_ref().expect("live instance")
+    }
+
+    /// The instance with id `key`, or the global instance for `None`.
+    fn lookup_instance(&self, key: Option<&str>) -> Result<InstanceId, SolveError> {
+        match key {
+            None => Ok(GLOBAL),
+            Some(k) => self.instance_keys.get(k).copied().ok_or_else(|| {
+                SolveError::new(codes::UNKNOWN_INSTANCE, format!("there is no instance `{k}` on this sheet"))
+            }),
+        }
+    }
+
+    /// The node of variable `def` as seen from instance `from`: the variable of the nearest
+    /// ancestor-or-self instance whose scope declares it.
+    fn node_from(&self, from: InstanceId, def: VarDefId) -> Option<NodeIndex> {
+        let scope = self.rules.var(def).scope;
+        let mut i = Some(from);
+        while let Some(id) = i {
+            let inst = self.instance(id);
+            if inst.scope == scope {
+                return inst.nodes.get(self.rules.var(def).index as usize).copied();
+            }
+            i = inst.parent;
+        }
+        None
+    }
+
+    /// How output names the variable in `node`.
+    fn var_ref(&self, node: NodeIndex) -> VarRef {
+        let n = &self.graph[node];
+        let name = self.rules.var(n.def).name.clone();
+        let instance = if n.owner == GLOBAL { None } else { Some(self.instance(n.owner).key.clone()) };
+        VarRef { instance, name }
+    }
+
+    /// Finds a variable by reference: `Hands`, or `<instance id>.<name>` (`sword1.MyPlusValue`).
+    /// Names match case-insensitively.
+    pub fn find(&self, reference: &str) -> Result<VarRef, SolveError> {
+        self.find_node(reference).map(|n| self.var_ref(n))
+    }
+
+    fn find_node(&self, reference: &str) -> Result<NodeIndex, SolveError> {
+        let global_scope = self.rules.global();
+        if let Some(def) = self.rules.resolve(global_scope, reference)
+            && self.rules.var(def).scope == global_scope
+        {
+            return Ok(self.instance(GLOBAL).nodes[self.rules.var(def).index as usize]);
+        }
+        // Instance ids and names may both contain dots: try every split.
+        for (i, _) in reference.match_indices('.') {
+            let (key, name) = (&reference[..i], &reference[i + 1..]);
+            if let Some(&inst) = self.instance_keys.get(key) {
+                let scope = self.instance(inst).scope;
+                if let Some(def) = self.rules.resolve(scope, name)
+                    && self.rules.var(def).scope == scope
+                {
+                    return Ok(self.instance(inst).nodes[self.rules.var(def).index as usize]);
+                }
+            }
+        }
+        Err(SolveError::new(
+            codes::UNKNOWN_VARIABLE,
+            format!(
+                "no variable `{reference}` on this sheet (write `Name` for a global, `<instance>.<Name>` for a local)"
+            ),
+        ))
+    }
+
+    /// The value of a variable by reference.
+    pub fn value(&self, reference: &str) -> Result<Slot, SolveError> {
+        self.find_node(reference).map(|n| self.graph[n].value.clone())
+    }
+
+    /// Every variable of every instance with its value: globals first, then instances in the
+    /// order they were added, each in declaration order.
+    pub fn values(&self) -> Vec<(VarRef, Slot)> {
+        self.instances
+            .iter()
+            .flatten()
+            .flat_map(|inst| inst.nodes.iter())
+            .map(|&n| (self.var_ref(n), self.graph[n].value.clone()))
+            .collect()
+    }
+
+    /// How many variables the sheet has.
+    pub fn variable_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    /// The ids of every modifier on the sheet.
+    pub fn modifier_ids(&self) -> impl Iterator<Item = &str> {
+        self.mod_ids.keys().map(|k| &**k)
+    }
+
+    /// How many modifiers the sheet has.
+    pub fn modifier_count(&self) -> usize {
+        self.mod_ids.len()
+    }
+
+    // ---- instances ----
+
+    /// Adds instance `key` of `scope` under `parent` (`None`: the global instance). The scope's
+    /// parent must be the parent instance's scope. Its variables start at their defaults.
+    pub fn add_instance(
+        &mut self,
+        key: &str,
+        scope: &str,
+        parent: Option<&str>,
+    ) -> Result<Report, SolveError> {
+        if self.instance_keys.contains_key(key) {
+            return Err(SolveError::new(
+                codes::DUPLICATE_INSTANCE,
+                format!("instance `{key}` already exists"),
+            ));
+        }
+        let scope_id = self.rules.scope(scope)?;
+        let parent_id = self.lookup_instance(parent)?;
+        let parent_scope = self.instance(parent_id).scope;
+        if self.rules.scope_def(scope_id).parent != Some(parent_scope) {
+            let expected = match self.rules.scope_def(scope_id).parent {
+                Some(p) => format!("an instance of {}", self.rules.scope_def(p).name),
+                None => "nothing (it is the global scope)".to_owned(),
+            };
+            return Err(SolveError::new(
+                codes::WRONG_PARENT,
+                format!(
+                    "instance `{key}` of scope {} needs a parent that is {expected}, but {} is of scope {}",
+                    self.rules.scope_def(scope_id).name,
+                    parent.map_or("the global instance".to_owned(), |p| format!("`{p}`")),
+                    self.rules.scope_def(parent_scope).name
+                ),
+            ));
+        }
+        let id = self.create_instance(Arc::from(key), scope_id, Some(parent_id));
+        let created: Vec<NodeIndex> = self.instance(id).nodes.to_vec();
+        Ok(self.recompute(created.iter().copied(), &created, Vec::new()))
+    }
+
+    /// Removes instance `key`, its descendants, their variables, and every modifier on or from
+    /// any of them.
+    pub fn remove_instance(&mut self, key: &str) -> Result<Report, SolveError> {
+        let root = self.lookup_instance(Some(key))?;
+        let mut doomed = vec![root];
+        let mut i = 0;
+        while i < doomed.len() {
+            doomed.extend(self.instance(doomed[i]).children.iter().copied());
+            i += 1;
+        }
+        let doomed_nodes: Vec<NodeIndex> =
+            doomed.iter().flat_map(|&d| self.instance(d).nodes.iter().copied()).collect();
+        let mut removed: Vec<Change> = doomed_nodes
+            .iter()
+            .map(|&n| Change { var: self.var_ref(n), old: Some(self.graph[n].value.clone()), new: None })
+            .collect();
+        // Modifiers on or from the doomed instances, or targeting their variables.
+        let keys: Vec<ModKey> = self
+            .mods
+            .iter()
+            .enumerate()
+            .filter_map(|(k, m)| m.as_ref().map(|m| (ModKey(k as u32), m)))
+            .filter(|(_, m)| {
+                doomed.contains(&m.on) || doomed.contains(&m.from) || self.graph[m.target].owner_in(&doomed)
+            })
+            .map(|(k, _)| k)
+            .collect();
+        let mut dirty = Vec::new();
+        for k in keys {
+            let target = self.unlink_modifier(k);
+            if !doomed_nodes.contains(&target) {
+                dirty.push(target);
+            }
+        }
+        for n in &doomed_nodes {
+            self.graph.remove_node(*n);
+        }
+        if let Some(parent) = self.instance(root).parent
+            && let Some(p) = self.instances[parent.0 as usize].as_mut()
+        {
+            p.children.retain(|c| *c != root);
+        }
+        for d in &doomed {
+            if let Some(inst) = self.instances[d.0 as usize].take() {
+                self.instance_keys.remove(&inst.key);
+            }
+        }
+        removed.sort_by_key(|c| c.var.to_string());
+        Ok(self.recompute(dirty.into_iter(), &[], removed))
+    }
+
+    // ---- modifiers ----
+
+    /// Adds a modifier. Rejected, with the sheet unchanged, when the id is taken, an instance or
+    /// the variable is unknown, the variable is locked, the type does not fit the format, a
+    /// formula is invalid in the `from` instance's scope, or the modifier would close a cycle.
+    pub fn add_modifier(&mut self, spec: &ModifierSpec) -> Result<Report, SolveError> {
+        let m = self.prepare(spec)?;
+        let target = m.target;
+        self.insert_modifier(m);
+        Ok(self.recompute(std::iter::once(target), &[], Vec::new()))
+    }
+
+    fn prepare(&self, spec: &ModifierSpec) -> Result<Modifier, SolveError> {
+        if self.mod_ids.contains_key(&spec.id) {
+            return Err(SolveError::new(
+                codes::DUPLICATE_MODIFIER,
+                format!("modifier `{}` already exists", spec.id),
+            ));
+        }
+        let on = self.lookup_instance(spec.on.as_deref())?;
+        let from = match &spec.from {
+            Some(f) => self.lookup_instance(Some(f))?,
+            None => on,
+        };
+        let on_scope = self.instance(on).scope;
+        let def = self.rules.resolve(on_scope, &spec.var).ok_or_else(|| {
+            SolveError::new(
+                codes::UNKNOWN_VARIABLE,
+                format!(
+                    "modifier `{}`: no variable `{}` is visible from {} (scope {})",
+                    spec.id,
+                    spec.var,
+                    spec.on
+                        .as_deref()
+                        .map_or("the global instance".to_owned(), |o| format!("instance `{o}`")),
+                    self.rules.scope_def(on_scope).name
+                ),
+            )
+        })?;
+        let var = self.rules.var(def);
+        if var.locked {
+            return Err(SolveError::new(
+                codes::LOCKED,
+                format!("modifier `{}`: variable `{}` is locked and accepts no modifiers", spec.id, var.name),
+            ));
+        }
+        let target = self.node_from(on, def).ok_or_else(|| {
+            SolveError::new(
+                codes::UNKNOWN_VARIABLE,
+                format!("modifier `{}`: `{}` has no instance here", spec.id, var.name),
+            )
+        })?;
+        let kind = ModKind::parse(&spec.kind, &var.format).map_err(|m| {
+            SolveError::new(
+                codes::BAD_MODIFIER_TYPE,
+                format!("modifier `{}` on `{}`: {m}", spec.id, var.name),
+            )
+        })?;
+        let value_format = kind.value_format(&var.format);
+        let from_scope = self.instance(from).scope;
+        let value = self.instruction_value(spec, &spec.value, from_scope, &var.format, &value_format)?;
+        let condition = match &spec.condition {
+            None => None,
+            Some(c) => {
+                let f = self.formula(spec, "condition", c, from_scope, &var.format, &Format::Boolean)?;
+                Some(f)
+            }
+        };
+        let mut reads: Vec<(VarId, NodeIndex)> = Vec::new();
+        let formulas = [
+            match &value {
+                ModValue::Formula(f) => Some(f),
+                ModValue::Const(_) => None,
+            },
+            condition.as_ref(),
+        ];
+        for f in formulas.into_iter().flatten() {
+            for v in f.variables() {
+                if reads.iter().any(|(r, _)| *r == v) {
+                    continue;
+                }
+                let node = self.node_from(from, VarDefId(v.0)).ok_or_else(|| {
+                    SolveError::new(
+                        codes::UNKNOWN_VARIABLE,
+                        format!(
+                            "modifier `{}`: its formula reads `{}`, which is not visible from its instance",
+                            spec.id,
+                            self.rules.var(VarDefId(v.0)).name
+                        ),
+                    )
+                })?;
+                reads.push((v, node));
+            }
+        }
+        let m = Modifier {
+            id: spec.id.clone(),
+            target,
+            kind,
+            value,
+            condition,
+            text: Arc::from(spec.value.text()),
+            priority: spec.priority,
+            seq: self.next_seq,
+            source: spec.source.clone(),
+            on,
+            from,
+            reads: reads.into(),
+        };
+        self.check_cycles(&m)?;
+        Ok(m)
+    }
+
+    fn formula(
+        &self,
+        spec: &ModifierSpec,
+        what: &str,
+        ins: &Instruction,
+        scope: ScopeId,
+        input: &Format,
+        expected: &Format,
+    ) -> Result<Arc<Formula>, SolveError> {
+        let wrap = |e: FormulaError, text: &str| {
+            SolveError::formula(&format!("modifier `{}` {what}", spec.id), text, e)
+        };
+        match ins {
+            Instruction::Text(t) => {
+                self.rules.compile(t, scope, Some(input), Some(expected)).map_err(|e| wrap(e, t))
+            }
+            Instruction::Compiled(f) => {
+                if f.format() != expected {
+                    return Err(SolveError::new(
+                        codes::BAD_VALUE,
+                        format!(
+                            "modifier `{}` {what}: `{}` produces {}, but {expected} is required",
+                            spec.id,
+                            f.text(),
+                            f.format()
+                        ),
+                    ));
+                }
+                Ok(f.clone())
+            }
+        }
+    }
+
+    fn instruction_value(
+        &self,
+        spec: &ModifierSpec,
+        ins: &Instruction,
+        scope: ScopeId,
+        target: &Format,
+        expected: &Format,
+    ) -> Result<ModValue, SolveError> {
+        if let Instruction::Text(t) = ins {
+            match expected {
+                // Formats without formula syntax take literals only.
+                Format::String | Format::Custom(_) => {
+                    return Value::parse_literal(expected, t).map(ModValue::Const).map_err(|m| {
+                        SolveError::new(codes::BAD_VALUE, format!("modifier `{}`: {m}", spec.id))
+                    });
+                }
+                Format::Boolean
+                    if t.trim().eq_ignore_ascii_case("true") || t.trim().eq_ignore_ascii_case("false") =>
+                {
+                    return Ok(ModValue::Const(Value::Boolean(t.trim().eq_ignore_ascii_case("true"))));
+                }
+                _ => {}
+            }
+        }
+        let f = self.formula(spec, "value", ins, scope, target, expected)?;
+        // A static formula (a constant) never goes through the evaluator again.
+        Ok(match f.static_value() {
+            Some(v) => ModValue::Const(v.clone()),
+            None => ModValue::Formula(f),
+        })
+    }
+
+    /// Rejects the modifier if an edge from something it reads to its target would close a cycle.
+    fn check_cycles(&self, m: &Modifier) -> Result<(), SolveError> {
+        for &(_, read) in m.reads.iter() {
+            if let Some(path) = self.path(m.target, read) {
+                // path: target → … → read; the new edge read → target closes it.
+                let mut cycle: Vec<NodeIndex> = vec![read];
+                cycle.extend(path);
+                let names: Vec<String> = cycle.iter().map(|&n| self.var_ref(n).to_string()).collect();
+                let mut modifiers = vec![m.id.to_string()];
+                for pair in cycle.windows(2) {
+                    let (a, b) = (pair[0], pair[1]);
+                    if b == m.target && a == read {
+                        continue;
+                    }
+                    for &k in &self.graph[b].mods {
+                        if let Some(x) = &self.mods[k.0 as usize]
+                            && x.reads.iter().any(|(_, n)| *n == a)
+                        {
+                            modifiers.push(x.id.to_string());
+                        }
+                    }
+                }
+                let mut err = SolveError::new(
+                    codes::CYCLE,
+                    format!(
+                        "modifier `{}` on `{}` would create a cycle: {} (modifiers: {})",
+                        m.id,
+                        self.var_ref(m.target),
+                        names.join(" → "),
+                        modifiers.join(", ")
+                    ),
+                );
+                err.cycle = names;
+                err.cycle_modifiers = modifiers;
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// A path `from → … → to` along dependency edges, if any (`[from]` when they are equal).
+    /// Levels increase along every edge, so the search skips nodes above `to`'s level.
+    fn path(&self, from: NodeIndex, to: NodeIndex) -> Option<Vec<NodeIndex>> {
+        if from == to {
+            return Some(vec![from]);
+        }
+        let limit = self.graph[to].level;
+        let mut parent: HashMap<NodeIndex, NodeIndex> = HashMap::new();
+        let mut stack = vec![from];
+        while let Some(n) = stack.pop() {
+            for next in self.graph.neighbors_directed(n, Direction::Outgoing) {
+                if next == to {
+                    let mut path = vec![to, n];
+                    let mut cur = n;
+                    while let Some(&p) = parent.get(&cur) {
+                        path.push(p);
+                        cur = p;
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                if self.graph[next].level < limit && next != from && !parent.contains_key(&next) {
+                    parent.insert(next, n);
+                    stack.push(next);
+                }
+            }
+        }
+        None
+    }
+
+    fn insert_modifier(&mut self, m: Modifier) {
+        self.next_seq += 1;
+        let key = match self.free_mods.pop() {
+            Some(k) => k,
+            None => {
+                self.mods.push(None);
+                ModKey(self.mods.len() as u32 - 1)
+            }
+        };
+        let target = m.target;
+        for &(_, read) in m.reads.iter() {
+            self.add_edge(read, target);
+        }
+        self.mod_ids.insert(m.id.clone(), key);
+        self.sources.entry(m.source.clone()).or_default().push(key);
+        let order = m.order();
+        let mods = &self.mods;
+        let list = &self.graph[target].mods;
+        // Keep the target's list sorted by (priority, inherent priority, insertion).
+        let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
+        self.mods[key.0 as usize] = Some(m);
+        self.graph[target].mods.insert(pos, key);
+    }
+
+    fn add_edge(&mut self, from: NodeIndex, to: NodeIndex) {
+        if let Some(e) = self.graph.find_edge(from, to) {
+            self.graph[e] += 1;
+            return;
+        }
+        self.graph.add_edge(from, to, 1);
+        let needed = self.graph[from].level + 1;
+        if self.graph[to].level < needed {
+            // Raise `to` and everything after it that would no longer be above its inputs.
+            self.graph[to].level = needed;
+            let mut stack = vec![to];
+            while let Some(n) = stack.pop() {
+                let level = self.graph[n].level + 1;
+                let mut next = self.graph.neighbors_directed(n, Direction::Outgoing).detach();
+                while let Some(s) = next.next_node(&self.graph) {
+                    if self.graph[s].level < level {
+                        self.graph[s].level = level;
+                        stack.push(s);
+                    }
+                }
+            }
+        }
+    }
+
+    fn remove_edge(&mut self, from: NodeIndex, to: NodeIndex) {
+        if let Some(e) = self.graph.find_edge(from, to) {
+            if self.graph[e] > 1 {
+                self.graph[e] -= 1;
+            } else {
+                self.graph.remove_edge(e);
+            }
+        }
+    }
+
+    /// Detaches a modifier from everything and returns its target.
+    fn unlink_modifier(&mut self, key: ModKey) -> NodeIndex {
+        // Keys handed out are live until this function frees them.
+        let m = self.mods[key.0 as usize].take().expect("live modifier");
+        for &(_, read) in m.reads.iter() {
+            if self.graph.contains_node(read) {
+                self.remove_edge(read, m.target);
+            }
+        }
+        if let Some(list) = self.graph.node_weight_mut(m.target) {
+            list.mods.retain(|k| *k != key);
+        }
+        self.mod_ids.remove(&m.id);
+        if let Some(list) = self.sources.get_mut(&m.source) {
+            list.retain(|k| *k != key);
+            if list.is_empty() {
+                self.sources.remove(&m.source);
+            }
+        }
+        self.free_mods.push(key);
+        m.target
+    }
+
+    /// Removes the modifier with id `id`.
+    pub fn remove_modifier(&mut self, id: &str) -> Result<Report, SolveError> {
+        let key = *self.mod_ids.get(id).ok_or_else(|| {
+            SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
+        })?;
+        let target = self.unlink_modifier(key);
+        Ok(self.recompute(std::iter::once(target), &[], Vec::new()))
+    }
+
+    /// Removes every modifier whose source is `source`.
+    pub fn remove_source(&mut self, source: &str) -> Result<Report, SolveError> {
+        let keys = self.sources.get(source).cloned().ok_or_else(|| {
+            SolveError::new(codes::UNKNOWN_MODIFIER, format!("no modifier has source `{source}`"))
+        })?;
+        let targets: Vec<NodeIndex> = keys.into_iter().map(|k| self.unlink_modifier(k)).collect();
+        Ok(self.recompute(targets.into_iter(), &[], Vec::new()))
+    }
+
+    // ---- evaluation ----
+
+    /// Recomputes `dirty` nodes and whatever their changes reach, in topological order, each at
+    /// most once; `created` nodes report `old: None`; `removed` changes are reported first.
+    fn recompute(
+        &mut self,
+        dirty: impl Iterator<Item = NodeIndex>,
+        created: &[NodeIndex],
+        removed: Vec<Change>,
+    ) -> Report {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // After wrapping, clear marks so no node looks queued.
+            for w in self.graph.node_weights_mut() {
+                w.mark = 0;
+            }
+            self.epoch = 1;
+        }
+        let epoch = self.epoch;
+        let mut heap: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
+        for n in dirty {
+            let node = &mut self.graph[n];
+            if node.mark != epoch {
+                node.mark = epoch;
+                heap.push(Reverse((node.level, n.index() as u32)));
+            }
+        }
+        let mut report = Report { changed: removed, recomputed: 0, evaluated: Vec::new() };
+        while let Some(Reverse((_, index))) = heap.pop() {
+            let n = NodeIndex::new(index as usize);
+            let new = self.compute(n, None);
+            report.recomputed += 1;
+            if self.record_evaluations {
+                report.evaluated.push(self.var_ref(n));
+            }
+            let is_new = created.contains(&n);
+            let old = &self.graph[n].value;
+            if !is_new && slot_eq(old, &new) {
+                continue;
+            }
+            let old = std::mem::replace(&mut self.graph[n].value, new.clone());
+            report.changed.push(Change {
+                var: self.var_ref(n),
+                old: if is_new { None } else { Some(old) },
+                new: Some(new),
+            });
+            let mut next = self.graph.neighbors_directed(n, Direction::Outgoing).detach();
+            while let Some(s) = next.next_node(&self.graph) {
+                let w = &mut self.graph[s];
+                if w.mark != epoch {
+                    w.mark = epoch;
+                    heap.push(Reverse((w.level, s.index() as u32)));
+                }
+            }
+        }
+        report
+    }
+
+    /// Recomputes every variable from scratch, in topological order; returns how many
+    /// evaluations that took. Values are the same as the incremental ones (a property test
+    /// checks this); this is what a full solve costs.
+    pub fn solve_all(&mut self) -> usize {
+        let mut order: Vec<(u32, NodeIndex)> =
+            self.graph.node_indices().map(|n| (self.graph[n].level, n)).collect();
+        order.sort_unstable_by_key(|(l, n)| (*l, n.index()));
+        for &(_, n) in &order {
+            let v = self.compute(n, None);
+            self.graph[n].value = v;
+        }
+        order.len()
+    }
+
+    /// The value of `node` from its default through its modifiers, recording each step when
+    /// `trace` is given. The one function that computes values, for solving and for traces.
+    fn compute(&self, node: NodeIndex, mut trace: Option<&mut Vec<TraceStep>>) -> Slot {
+        let n = &self.graph[node];
+        let mut cur = self.defaults[n.def.0 as usize].clone();
+        for &k in &n.mods {
+            let Some(m) = &self.mods[k.0 as usize] else { continue };
+            let cx = ModContext { graph: &self.graph, reads: &m.reads };
+            let condition = match &m.condition {
+                None => None,
+                Some(c) => match c.evaluate(&cx, Some(&cur)) {
+                    Ok(Value::Boolean(b)) => Some(b),
+                    Ok(_) => None,
+                    Err(e) => {
+                        let err = self.value_error(m, e);
+                        self.record(&mut trace, m, Some(false), Some(Err(err.clone())));
+                        return Err(err);
+                    }
+                },
+            };
+            if condition == Some(false) {
+                self.record(&mut trace, m, condition, None);
+                continue;
+            }
+            let result = match &m.value {
+                ModValue::Const(v) => apply(m.kind, cur, v.clone()),
+                ModValue::Formula(f) => match f.evaluate(&cx, Some(&cur)) {
+                    Ok(v) => apply(m.kind, cur, v),
+                    Err(e) => Err(e),
+                },
+            };
+            match result {
+                Ok(v) => {
+                    if trace.is_some() {
+                        self.record(&mut trace, m, condition, Some(Ok(v.clone())));
+                    }
+                    cur = v;
+                }
+                Err(e) => {
+                    let err = self.value_error(m, e);
+                    self.record(&mut trace, m, condition, Some(Err(err.clone())));
+                    return Err(err);
+                }
+            }
+        }
+        Ok(cur)
+    }
+
+    fn record(
+        &self,
+        trace: &mut Option<&mut Vec<TraceStep>>,
+        m: &Modifier,
+        condition: Option<bool>,
+        after: Option<Slot>,
+    ) {
+        let Some(t) = trace else { return };
+        t.push(TraceStep {
+            modifier: m.id.clone(),
+            kind: m.kind,
+            instruction: m.text.clone(),
+            priority: m.priority,
+            inherent_priority: m.kind.inherent_priority(),
+            source: m.source.clone(),
+            condition,
+            reads: m
+                .reads
+                .iter()
+                .map(|&(_, n)| (self.var_ref(n), Some(self.graph[n].value.clone())))
+                .collect(),
+            after,
+        });
+    }
+
+    fn value_error(&self, m: &Modifier, e: FormulaError) -> Arc<ValueError> {
+        // A read without a value: report the variable and its own error instead.
+        if e.code == formula::ErrorCode::MissingValue
+            && let Some((n, cause)) =
+                m.reads.iter().find_map(|&(_, n)| self.graph[n].value.as_ref().err().map(|c| (n, c)))
+        {
+            return Arc::new(ValueError {
+                code: "solver.depends_on_error",
+                message: format!("depends on `{}`, which has no value: {}", self.var_ref(n), cause.message),
+                modifier: m.id.clone(),
+            });
+        }
+        Arc::new(ValueError {
+            code: e.code.as_str(),
+            message: format!("modifier `{}` (source {}): `{}`: {}", m.id, m.source, m.text, e.message),
+            modifier: m.id.clone(),
+        })
+    }
+
+    /// How a variable got its value, computed by the same code that solves it.
+    pub fn trace(&self, reference: &str) -> Result<Trace, SolveError> {
+        let node = self.find_node(reference)?;
+        let mut steps = Vec::new();
+        let value = self.compute(node, Some(&mut steps));
+        let def = self.rules.var(self.graph[node].def);
+        Ok(Trace {
+            var: self.var_ref(node),
+            format: def.format.clone(),
+            default: self.defaults[self.graph[node].def.0 as usize].clone(),
+            steps,
+            value,
+        })
+    }
+}
+
+impl Node {
+    fn owner_in(&self, instances: &[InstanceId]) -> bool {
+        instances.contains(&self.owner)
+    }
+}
+
+fn slot_eq(a: &Slot, b: &Slot) -> bool {
+    match (a, b) {
+        (Ok(x), Ok(y)) => x == y,
+        (Err(x), Err(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Applies one modifier's value to the value so far.
+fn apply(kind: ModKind, cur: Value, v: Value) -> Result<Value, FormulaError> {
+    let num = |r: Result<Decimal, number::MathError>, what: &str| {
+        r.map(Value::Number).map_err(|e| {
+            let code = match e {
+                number::MathError::DivisionByZero => formula::ErrorCode::DivisionByZero,
+                number::MathError::Overflow => formula::ErrorCode::Overflow,
+                number::MathError::Domain => formula::ErrorCode::Domain,
+            };
+            FormulaError::new(code, formula::Span::default(), format!("{what}: {e:?}"))
+        })
+    };
+    match (kind, &cur, &v) {
+        (ModKind::Set, _, _) => Ok(v),
+        (ModKind::Add, Value::Number(a), Value::Number(b)) => num(number::add(*a, *b), "ADD"),
+        (ModKind::Multiply, Value::Number(a), Value::Number(b)) => num(number::mul(*a, *b), "MULTIPLY"),
+        (ModKind::Divide, Value::Number(a), Value::Number(b)) => num(number::div(*a, *b), "DIVIDE"),
+        (ModKind::Max, Value::Number(a), Value::Number(b)) => Ok(Value::Number(*a.max(b))),
+        (ModKind::Min, Value::Number(a), Value::Number(b)) => Ok(Value::Number(*a.min(b))),
+        (ModKind::Append, Value::Array(items), _) => {
+            let mut all = items.to_vec();
+            all.push(v);
+            Ok(Value::Array(all.into()))
+        }
+        _ => Err(FormulaError::new(
+            formula::ErrorCode::FunctionFailed,
+            formula::Span::default(),
+            format!("{kind} cannot combine {cur} with {v}"),
+        )),
+    }
+}

@@ -1,0 +1,367 @@
+//! The solver's behaviour: the design document's examples, the model's rules, and a property
+//! test that incremental recomputation always equals a from-scratch solve.
+
+use super::*;
+use formula::{Format, Value};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+fn num(s: &Slot) -> String {
+    match s {
+        Ok(v) => v.to_string(),
+        Err(e) => format!("error: {}", e.message),
+    }
+}
+
+fn val(sheet: &Sheet, r: &str) -> String {
+    num(&sheet.value(r).unwrap())
+}
+
+fn globals(names: &[&str]) -> Arc<Rules> {
+    let mut b = RulesBuilder::new("PC");
+    for n in names {
+        b.declare(n, "PC", Format::Number, false).unwrap();
+    }
+    Arc::new(b.build())
+}
+
+fn names(refs: &[VarRef]) -> Vec<String> {
+    refs.iter().map(|r| r.to_string()).collect()
+}
+
+fn changes(r: &Report) -> Vec<String> {
+    r.changed
+        .iter()
+        .map(|c| {
+            let show = |s: &Option<Slot>| s.as_ref().map_or("null".to_owned(), num);
+            format!("{} {}→{}", c.var, show(&c.old), show(&c.new))
+        })
+        .collect()
+}
+
+/// The proposal's walk-through: a) to f), then a SET at priority 1000 that changes nothing.
+#[test]
+fn appendages_walkthrough() {
+    let mut sheet = Sheet::new(globals(&["Fingers", "Hands", "Feet", "Toes", "Appendages"]));
+    sheet.record_evaluations(true);
+    let steps = [
+        ("a", "Fingers", "SET", "5"),
+        ("b", "Hands", "SET", "Fingers/5"),
+        ("c", "Fingers", "ADD", "5"),
+        ("d", "Feet", "SET", "Toes/5"),
+        ("e", "Appendages", "SET", "Fingers+Toes+Hands+Feet"),
+    ];
+    for (id, var, kind, value) in steps {
+        sheet.add_modifier(&ModifierSpec::new(id, var, kind, value, "data")).unwrap();
+    }
+    assert_eq!(
+        [val(&sheet, "Fingers"), val(&sheet, "Hands"), val(&sheet, "Feet"), val(&sheet, "Appendages")],
+        ["10", "2", "0", "12"]
+    );
+    let f = sheet.add_modifier(&ModifierSpec::new("f", "Toes", "ADD", "10", "data")).unwrap();
+    assert_eq!(names(&f.evaluated), ["Toes", "Feet", "Appendages"], "each once, in topological order");
+    assert_eq!(f.recomputed, 3);
+    assert_eq!(changes(&f), ["Toes 0→10", "Feet 0→2", "Appendages 12→24"]);
+    // The SET at priority 1000 recomputes Toes only: its value does not change, so nothing
+    // after it is recomputed (early cutoff).
+    let g = sheet.add_modifier(&ModifierSpec::new("g", "Toes", "SET", "10", "data").priority(1000)).unwrap();
+    assert_eq!(names(&g.evaluated), ["Toes"]);
+    assert!(g.changed.is_empty());
+    let values: Vec<(String, String)> =
+        sheet.values().into_iter().map(|(r, v)| (r.to_string(), num(&v))).collect();
+    assert_eq!(
+        values,
+        [("Fingers", "10"), ("Hands", "2"), ("Feet", "2"), ("Toes", "10"), ("Appendages", "24")]
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+}
+
+/// (20+10)×2+5 = 65 through priorities, whatever order the modifiers arrive in.
+#[test]
+fn movement_through_priorities() {
+    let mods = [
+        ("base", "SET", "20", 0),
+        ("bonus", "ADD", "10", 0),
+        ("haste", "MULTIPLY", "2", 100),
+        ("late", "ADD", "5", 200),
+    ];
+    for order in [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]] {
+        let mut sheet = Sheet::new(globals(&["Movement"]));
+        for i in order {
+            let (id, kind, value, p) = mods[i];
+            sheet.add_modifier(&ModifierSpec::new(id, "Movement", kind, value, id).priority(p)).unwrap();
+        }
+        assert_eq!(val(&sheet, "Movement"), "65", "order {order:?}");
+    }
+}
+
+/// Two templates set Hands; the higher PRIORITY wins whichever is added first.
+#[test]
+fn higher_priority_wins_either_way_round() {
+    for first in [true, false] {
+        let mut sheet = Sheet::new(globals(&["Hands"]));
+        sheet.add_modifier(&ModifierSpec::new("race", "Hands", "SET", "2", "Race")).unwrap();
+        let t1 = ModifierSpec::new("t1", "Hands", "SET", "4", "Template1").priority(10);
+        let t2 = ModifierSpec::new("t2", "Hands", "SET", "6", "Template2").priority(20);
+        let (a, b) = if first { (t1, t2) } else { (t2, t1) };
+        sheet.add_modifier(&a).unwrap();
+        sheet.add_modifier(&b).unwrap();
+        assert_eq!(val(&sheet, "Hands"), "6");
+        // Removing the winning template's source falls back to the other one.
+        sheet.remove_source("Template2").unwrap();
+        assert_eq!(val(&sheet, "Hands"), "4");
+        sheet.remove_source("Template1").unwrap();
+        assert_eq!(val(&sheet, "Hands"), "2");
+    }
+}
+
+/// At one user priority: default 6 → SET 4 → MULTIPLY 2 → ADD 1 = 9, added in reverse order.
+#[test]
+fn inherent_priorities_at_one_user_priority() {
+    let mut b = RulesBuilder::new("PC");
+    b.declare("X", "PC", Format::Number, false).unwrap();
+    b.set_default(Format::Number, Value::Number(6.into())).unwrap();
+    let mut sheet = Sheet::new(Arc::new(b.build()));
+    assert_eq!(val(&sheet, "X"), "6");
+    for (id, kind, v) in [("add", "ADD", "1"), ("mul", "MULTIPLY", "2"), ("set", "SET", "4")] {
+        sheet.add_modifier(&ModifierSpec::new(id, "X", kind, v, "test")).unwrap();
+    }
+    assert_eq!(val(&sheet, "X"), "9");
+    let t = sheet.trace("X").unwrap();
+    assert_eq!(t.default, Value::Number(6.into()));
+    let kinds: Vec<(ModKind, u8, String)> =
+        t.steps.iter().map(|s| (s.kind, s.inherent_priority, num(s.after.as_ref().unwrap()))).collect();
+    assert_eq!(
+        kinds,
+        [(ModKind::Set, 0, "4".into()), (ModKind::Multiply, 1, "8".into()), (ModKind::Add, 3, "9".into())]
+    );
+    // MAX and MIN come last: a floor and a cap.
+    sheet.add_modifier(&ModifierSpec::new("cap", "X", "MIN", "7", "test")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("floor", "X", "MAX", "12", "test")).unwrap();
+    assert_eq!(val(&sheet, "X"), "7", "MAX 12 then MIN 7");
+}
+
+fn equipment_rules() -> Arc<Rules> {
+    let mut b = RulesBuilder::new("PC");
+    b.add_scope("PC.EQUIPMENT", "PC").unwrap();
+    b.add_scope("PC.EQUIPMENT.PART", "PC.EQUIPMENT").unwrap();
+    b.add_scope("PC.SKILL", "PC").unwrap();
+    b.declare("AC", "PC", Format::Number, false).unwrap();
+    b.declare("Level", "PC", Format::Number, true).unwrap();
+    b.declare("MyPlusValue", "PC.EQUIPMENT", Format::Number, false).unwrap();
+    b.declare("Bonus", "PC.EQUIPMENT.PART", Format::Number, false).unwrap();
+    b.declare("Ranks", "PC.SKILL", Format::Number, false).unwrap();
+    b.declare("Name", "PC.EQUIPMENT", Format::String, false).unwrap();
+    Arc::new(b.build())
+}
+
+#[test]
+fn local_variables_are_independent_per_instance() {
+    let mut sheet = Sheet::new(equipment_rules());
+    let r = sheet.add_instance("sword1", "PC.EQUIPMENT", None).unwrap();
+    assert_eq!(changes(&r), ["sword1.MyPlusValue null→0", "sword1.Name null→"]);
+    sheet.add_instance("sword2", "PC.EQUIPMENT", None).unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("p1", "MyPlusValue", "SET", "1", "Longsword +1").on("sword1"))
+        .unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("p2", "MyPlusValue", "SET", "3", "Longsword +3").on("sword2"))
+        .unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("n1", "Name", "SET", "Longsword", "Longsword +1").on("sword1"))
+        .unwrap();
+    assert_eq!(val(&sheet, "sword1.MyPlusValue"), "1");
+    assert_eq!(val(&sheet, "sword2.myplusvalue"), "3", "names are case-insensitive");
+    assert_eq!(val(&sheet, "sword1.Name"), "Longsword");
+    // A part's formula reads its equipment's local variable; a global reads from an instance.
+    sheet.add_instance("sword2#1", "PC.EQUIPMENT.PART", Some("sword2")).unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("b", "Bonus", "SET", "MyPlusValue * 2", "part").on("sword2#1"))
+        .unwrap();
+    assert_eq!(val(&sheet, "sword2#1.Bonus"), "6");
+    sheet.add_modifier(&ModifierSpec::new("ac", "AC", "ADD", "Bonus", "part").from("sword2#1")).unwrap();
+    assert_eq!(val(&sheet, "AC"), "6");
+    // Removing the equipment removes its part, their variables and every modifier on or from them.
+    let r = sheet.remove_instance("sword2").unwrap();
+    assert_eq!(
+        changes(&r),
+        ["sword2#1.Bonus 6→null", "sword2.MyPlusValue 3→null", "sword2.Name →null", "AC 6→0"]
+    );
+    assert_eq!(sheet.modifier_count(), 2);
+    assert!(sheet.value("sword2.MyPlusValue").is_err());
+    assert_eq!(sheet.add_instance("p", "PC.EQUIPMENT.PART", None).unwrap_err().code, codes::WRONG_PARENT);
+}
+
+#[test]
+fn a_skill_cannot_name_an_equipment_variable() {
+    let mut sheet = Sheet::new(equipment_rules());
+    sheet.add_instance("climb", "PC.SKILL", None).unwrap();
+    let e = sheet
+        .add_modifier(&ModifierSpec::new("x", "Ranks", "ADD", "MyPlusValue", "feat").on("climb"))
+        .unwrap_err();
+    assert_eq!(e.code, codes::FORMULA);
+    assert!(e.message.contains("unknown variable `MyPlusValue` in scope PC.SKILL"), "{}", e.message);
+    let (fe, text) = *e.formula.unwrap();
+    assert_eq!((&text[fe.span.range()], fe.code), ("MyPlusValue", formula::ErrorCode::UnknownVariable));
+}
+
+#[test]
+fn cycles_are_rejected_when_closed_and_change_nothing() {
+    let mut sheet = Sheet::new(globals(&["Fingers", "Hands", "Appendages"]));
+    sheet.add_modifier(&ModifierSpec::new("a", "Fingers", "SET", "5", "data")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("b", "Hands", "SET", "Fingers/5", "data")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("e", "Appendages", "SET", "Fingers+Hands", "data")).unwrap();
+    let before = sheet.values();
+    let e = sheet.add_modifier(&ModifierSpec::new("x", "Hands", "ADD", "Appendages", "bad")).unwrap_err();
+    assert_eq!(e.code, codes::CYCLE);
+    assert_eq!(e.cycle, ["Appendages", "Hands", "Appendages"]);
+    assert_eq!(e.cycle_modifiers, ["x", "e"]);
+    assert_eq!(sheet.values(), before, "state unchanged");
+    assert_eq!(sheet.modifier_count(), 3);
+    // A longer cycle, and one through a variable's own value.
+    let e = sheet.add_modifier(&ModifierSpec::new("y", "Fingers", "ADD", "Appendages", "bad")).unwrap_err();
+    assert_eq!(e.cycle, ["Appendages", "Fingers", "Appendages"]);
+    let e = sheet.add_modifier(&ModifierSpec::new("z", "Hands", "ADD", "Hands", "bad")).unwrap_err();
+    assert_eq!(e.cycle, ["Hands", "Hands"]);
+    // value() is the way to read the value so far: not a cycle.
+    sheet.add_modifier(&ModifierSpec::new("v", "Hands", "SET", "value() * 3", "ok").priority(5)).unwrap();
+    assert_eq!(val(&sheet, "Hands"), "3");
+}
+
+#[test]
+fn conditions_locks_types_and_errors() {
+    let mut b = RulesBuilder::new("PC");
+    b.declare("Armored", "PC", Format::Boolean, false).unwrap();
+    b.declare("Speed", "PC", Format::Number, false).unwrap();
+    b.declare("Divisor", "PC", Format::Number, false).unwrap();
+    b.declare("Load", "PC", Format::Number, false).unwrap();
+    b.declare("Level", "PC", Format::Number, true).unwrap();
+    b.declare("Tags", "PC", Format::array(Format::Number), false).unwrap();
+    let mut sheet = Sheet::new(Arc::new(b.build()));
+    sheet.add_modifier(&ModifierSpec::new("base", "Speed", "SET", "30", "race")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("slow", "Speed", "ADD", "-10", "armor").when("Armored")).unwrap();
+    assert_eq!(val(&sheet, "Speed"), "30");
+    let t = sheet.trace("Speed").unwrap();
+    assert_eq!(
+        (t.steps[1].condition, t.steps[1].after.clone()),
+        (Some(false), None),
+        "skipped, and the trace says so"
+    );
+    assert_eq!(t.steps[1].reads[0].0.to_string(), "Armored");
+    sheet.add_modifier(&ModifierSpec::new("don", "Armored", "SET", "true", "armor")).unwrap();
+    assert_eq!(val(&sheet, "Speed"), "20");
+    let e = sheet.add_modifier(&ModifierSpec::new("l", "Level", "SET", "3", "data")).unwrap_err();
+    assert_eq!(e.code, codes::LOCKED);
+    let e = sheet.add_modifier(&ModifierSpec::new("m", "Armored", "ADD", "true", "data")).unwrap_err();
+    assert_eq!(e.code, codes::BAD_MODIFIER_TYPE);
+    let e = sheet.add_modifier(&ModifierSpec::new("m", "Speed", "SET", "Armored", "data")).unwrap_err();
+    assert_eq!(e.code, codes::FORMULA);
+    assert_eq!(
+        sheet.add_modifier(&ModifierSpec::new("base", "Speed", "SET", "1", "x")).unwrap_err().code,
+        codes::DUPLICATE_MODIFIER
+    );
+    assert_eq!(sheet.remove_modifier("nope").unwrap_err().code, codes::UNKNOWN_MODIFIER);
+    // A division by zero makes the variable an error, and what depends on it too, until fixed.
+    sheet.add_modifier(&ModifierSpec::new("d", "Load", "SET", "Speed / Divisor", "rule")).unwrap();
+    let err = sheet.value("Load").unwrap().unwrap_err();
+    assert_eq!(err.code, "evaluation.division_by_zero");
+    sheet.add_modifier(&ModifierSpec::new("fix", "Divisor", "SET", "4", "rule")).unwrap();
+    assert_eq!(val(&sheet, "Load"), "5");
+    // Arrays: SET and APPEND.
+    sheet.add_modifier(&ModifierSpec::new("t1", "Tags", "ADD", "Speed", "x")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("t2", "Tags", "APPEND", "7", "x")).unwrap();
+    assert_eq!(val(&sheet, "Tags"), "[20, 7]");
+}
+
+#[test]
+fn clones_are_independent_what_ifs() {
+    let mut sheet = Sheet::new(globals(&["A", "B"]));
+    sheet.add_modifier(&ModifierSpec::new("a", "A", "SET", "2", "x")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("b", "B", "SET", "A * 10", "x")).unwrap();
+    let mut what_if = sheet.clone();
+    what_if.add_modifier(&ModifierSpec::new("a2", "A", "ADD", "1", "y")).unwrap();
+    assert_eq!((val(&sheet, "B"), val(&what_if, "B")), ("20".to_owned(), "30".to_owned()));
+}
+
+// ---- property: incremental equals from scratch, nothing evaluated twice ----
+
+#[derive(Clone, Debug)]
+enum Step {
+    Add { target: usize, kind: usize, reads: Vec<usize>, constant: i64, priority: u32, local: Option<usize> },
+    Remove(usize),
+    AddItem(usize),
+    RemoveItem(usize),
+}
+
+fn arb_step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => (0usize..8, 0usize..6, prop::collection::vec(0usize..8, 0..3), -5i64..6, 0u32..3, prop::option::of(0usize..3))
+            .prop_map(|(target, kind, reads, constant, priority, local)| Step::Add { target, kind, reads, constant, priority, local }),
+        2 => (0usize..64).prop_map(Step::Remove),
+        1 => (0usize..3).prop_map(Step::AddItem),
+        1 => (0usize..3).prop_map(Step::RemoveItem),
+    ]
+}
+
+fn prop_rules() -> Arc<Rules> {
+    let mut b = RulesBuilder::new("PC");
+    b.add_scope("PC.ITEM", "PC").unwrap();
+    for i in 0..8 {
+        b.declare(&format!("G{i}"), "PC", Format::Number, false).unwrap();
+    }
+    b.declare("Weight", "PC.ITEM", Format::Number, false).unwrap();
+    Arc::new(b.build())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn incremental_equals_from_scratch(steps in prop::collection::vec(arb_step(), 1..40)) {
+        let mut sheet = Sheet::new(prop_rules());
+        sheet.record_evaluations(true);
+        let mut ids: Vec<String> = Vec::new();
+        let kinds = ["SET", "ADD", "MULTIPLY", "MAX", "MIN", "ADD"];
+        for (n, step) in steps.into_iter().enumerate() {
+            let before = sheet.values();
+            let result = match step {
+                Step::Add { target, kind, reads, constant, priority, local } => {
+                    let mut formula: Vec<String> = reads.iter().map(|r| format!("G{r}")).collect();
+                    formula.push(constant.to_string());
+                    let id = format!("m{n}");
+                    let mut spec = ModifierSpec::new(&id, &format!("G{target}"), kinds[kind], &formula.join(" + "), "s").priority(priority);
+                    if let Some(item) = local {
+                        // A local variable modified from its item, read by a global.
+                        spec = ModifierSpec::new(&id, "Weight", kinds[kind], &formula.join(" + "), "s").on(&format!("item{item}"));
+                    }
+                    let r = sheet.add_modifier(&spec);
+                    if r.is_ok() { ids.push(id); }
+                    r
+                }
+                Step::Remove(i) if !ids.is_empty() => {
+                    let id = ids.remove(i % ids.len());
+                    sheet.remove_modifier(&id)
+                }
+                Step::Remove(_) => continue,
+                Step::AddItem(i) => sheet.add_instance(&format!("item{i}"), "PC.ITEM", None),
+                Step::RemoveItem(i) => sheet.remove_instance(&format!("item{i}")),
+            };
+            match result {
+                Ok(report) => {
+                    let evaluated = names(&report.evaluated);
+                    let mut distinct = evaluated.clone();
+                    distinct.sort();
+                    distinct.dedup();
+                    prop_assert_eq!(distinct.len(), evaluated.len(), "a variable was evaluated twice: {:?}", evaluated);
+                    prop_assert_eq!(report.recomputed, evaluated.len());
+                }
+                // A rejected step changes nothing.
+                Err(_) => prop_assert_eq!(sheet.values(), before),
+            }
+            ids.retain(|id| sheet.modifier_ids().any(|m| m == id));
+            let mut scratch = sheet.clone();
+            scratch.solve_all();
+            prop_assert_eq!(scratch.values(), sheet.values());
+        }
+    }
+}
