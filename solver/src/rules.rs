@@ -104,18 +104,6 @@ impl RulesBuilder {
         Ok(id)
     }
 
-    fn is_ancestor_or_self(&self, a: ScopeId, mut b: ScopeId) -> bool {
-        loop {
-            if a == b {
-                return true;
-            }
-            match self.scopes[b.0 as usize].parent {
-                Some(p) => b = p,
-                None => return false,
-            }
-        }
-    }
-
     /// Declares variable `name` of `format` in scope `scope`.
     ///
     /// The same name, scope and format again is harmless (and returns the first declaration).
@@ -150,7 +138,9 @@ impl RulesBuilder {
                     ),
                 ));
             }
-            if self.is_ancestor_or_self(o.scope, scope_id) || self.is_ancestor_or_self(scope_id, o.scope) {
+            if ancestor_or_self(&self.scopes, o.scope, scope_id)
+                || ancestor_or_self(&self.scopes, scope_id, o.scope)
+            {
                 return Err(SolveError::new(
                     codes::VARIABLE_CONFLICT,
                     format!(
@@ -158,7 +148,11 @@ impl RulesBuilder {
                         scope_name(self, scope_id),
                         o.name,
                         scope_name(self, o.scope),
-                        if self.is_ancestor_or_self(o.scope, scope_id) { "ancestor" } else { "descendant" }
+                        if ancestor_or_self(&self.scopes, o.scope, scope_id) {
+                            "ancestor"
+                        } else {
+                            "descendant"
+                        }
                     ),
                 ));
             }
@@ -218,6 +212,19 @@ impl RulesBuilder {
             by_scope,
             defaults: self.defaults,
             formats: self.formats,
+        }
+    }
+}
+
+/// Whether `ancestor` is `scope` or one of its ancestors in `scopes`.
+fn ancestor_or_self(scopes: &[ScopeDef], ancestor: ScopeId, mut scope: ScopeId) -> bool {
+    loop {
+        if ancestor == scope {
+            return true;
+        }
+        match scopes[scope.0 as usize].parent {
+            Some(p) => scope = p,
+            None => return false,
         }
     }
 }
@@ -291,16 +298,8 @@ impl Rules {
     }
 
     /// Whether `ancestor` is `scope` or one of its ancestors.
-    pub fn is_ancestor_or_self(&self, ancestor: ScopeId, mut scope: ScopeId) -> bool {
-        loop {
-            if ancestor == scope {
-                return true;
-            }
-            match self.scopes[scope.0 as usize].parent {
-                Some(p) => scope = p,
-                None => return false,
-            }
-        }
+    pub fn is_ancestor_or_self(&self, ancestor: ScopeId, scope: ScopeId) -> bool {
+        ancestor_or_self(&self.scopes, ancestor, scope)
     }
 
     /// The value a variable of `format` starts from.
