@@ -1,8 +1,9 @@
 //! # sheetd-benches: criterion benchmarks for sheetd
 //!
-//! The bench targets live beside this file (`formula.rs`, …) and run with
-//! `cargo bench -p sheetd-benches`. This library holds the small fixtures they share: a symbol
-//! table and evaluation context for one sheet's worth of NUMBER variables.
+//! The bench targets live beside this file (`formula.rs`, `solver.rs`) and run with
+//! `cargo bench -p sheetd-benches`. This library holds the fixtures they share: a symbol table
+//! and evaluation context for NUMBER variables, and [`generate_sheet`], the documented generator
+//! of large sheets.
 //!
 //! Every bench group includes a baseline measured in the same run, so that figures from this
 //! noisy 2-core machine are read relative to something.
@@ -42,5 +43,121 @@ impl EvalContext for NumberVars {
     }
     fn number(&self, id: VarId) -> Option<Decimal> {
         self.values.get(id.0 as usize).and_then(Value::as_number)
+    }
+}
+
+pub mod generator {
+    //! The generator of benchmark sheets, deterministic for a given seed.
+    //!
+    //! - `vars` global NUMBER variables `V0` … `V{vars-1}`, and a scope `PC.ITEM` with five
+    //!   local NUMBER variables `L0` … `L4`.
+    //! - `mods` modifiers, each on a random variable: half constants (SET, ADD, MULTIPLY by 1 or
+    //!   2, MAX, MIN with small integers), half formulas reading 1 to 3 variables with lower
+    //!   numbers than the target (so the graph is acyclic by construction), shaped to keep
+    //!   values bounded: `floor((Va + Vb) / 2) + 1`, `max(Va, Vb, Vc) - 1`, `Va % 7 + 3`,
+    //!   `min(Va, 50) + 1`. User priorities are 0, 1 or 2.
+    //! - [`item_modifiers`]: the 20 modifiers an item instance carries: 10 on its own locals
+    //!   (some reading globals) and 10 adding its locals to globals in the last tenth of the
+    //!   order (AC-like variables that few others read).
+
+    use formula::Format;
+    use solver::{ModifierSpec, Rules, RulesBuilder, Sheet};
+    use std::sync::Arc;
+
+    /// A small deterministic PRNG (xorshift64*), so runs are comparable without a dependency.
+    pub struct Rng(u64);
+
+    impl Rng {
+        pub fn new(seed: u64) -> Self {
+            Rng(seed.max(1))
+        }
+        pub fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        pub fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// The rules: `vars` globals and the `PC.ITEM` scope.
+    pub fn rules(vars: usize) -> Arc<Rules> {
+        let mut b = RulesBuilder::new("PC");
+        b.add_scope("PC.ITEM", "PC").expect("new scope");
+        for i in 0..vars {
+            b.declare(&format!("V{i}"), "PC", Format::Number, false).expect("distinct names");
+        }
+        for i in 0..5 {
+            b.declare(&format!("L{i}"), "PC.ITEM", Format::Number, false).expect("distinct names");
+        }
+        Arc::new(b.build())
+    }
+
+    /// A sheet with `vars` variables and `mods` modifiers (see the module docs).
+    pub fn generate_sheet(vars: usize, mods: usize, seed: u64) -> Sheet {
+        let mut rng = Rng::new(seed);
+        let mut sheet = Sheet::new(rules(vars));
+        for m in 0..mods {
+            let id = format!("m{m}");
+            let spec = if m % 2 == 0 {
+                let target = rng.below(vars);
+                let (kind, value) = match rng.below(5) {
+                    0 => ("SET", rng.below(20).to_string()),
+                    1 => ("ADD", rng.below(10).to_string()),
+                    2 => ("MULTIPLY", (1 + rng.below(2)).to_string()),
+                    3 => ("MAX", rng.below(5).to_string()),
+                    _ => ("MIN", (100 + rng.below(100)).to_string()),
+                };
+                ModifierSpec::new(&id, &format!("V{target}"), kind, &value, "generated")
+            } else {
+                let target = 1 + rng.below(vars - 1);
+                let shape = rng.below(4);
+                let mut pick = || format!("V{}", rng.below(target));
+                let formula = match shape {
+                    0 => format!("floor(({} + {}) / 2) + 1", pick(), pick()),
+                    1 => format!("max({}, {}, {}) - 1", pick(), pick(), pick()),
+                    2 => format!("{} % 7 + 3", pick()),
+                    _ => format!("min({}, 50) + 1", pick()),
+                };
+                ModifierSpec::new(&id, &format!("V{target}"), "SET", &formula, "generated")
+            };
+            let spec = spec.priority(rng.below(3) as u32);
+            sheet.add_modifier(&spec).expect("generated modifiers are valid and acyclic");
+        }
+        sheet
+    }
+
+    /// The 20 modifiers an item instance `item` carries (see the module docs).
+    pub fn item_modifiers(item: &str, vars: usize, rng: &mut Rng) -> Vec<ModifierSpec> {
+        let mut out = Vec::with_capacity(20);
+        for i in 0..10 {
+            let local = format!("L{}", i % 5);
+            let value = if i % 2 == 0 {
+                (1 + rng.below(5)).to_string()
+            } else {
+                format!("V{} % 5 + 1", rng.below(vars))
+            };
+            let kind = if i < 5 { "SET" } else { "ADD" };
+            out.push(
+                ModifierSpec::new(&format!("{item}-l{i}"), &local, kind, &value, item).on(item).priority(1),
+            );
+        }
+        for i in 0..10 {
+            let target = vars - 1 - rng.below(vars / 10);
+            out.push(
+                ModifierSpec::new(
+                    &format!("{item}-g{i}"),
+                    &format!("V{target}"),
+                    "ADD",
+                    &format!("L{}", i % 5),
+                    item,
+                )
+                .from(item)
+                .priority(3),
+            );
+        }
+        out
     }
 }

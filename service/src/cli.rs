@@ -23,6 +23,14 @@ pub enum Command {
     /// text underlined, and the exit status is 1.
     #[command(after_long_help = crate::eval::AFTER_HELP)]
     Eval(crate::eval::EvalArgs),
+
+    /// Run a scenario: declare scopes and variables, apply steps, report every change.
+    ///
+    /// Each step's changed variables (old → new, in topological order) and the number of
+    /// evaluations it took are printed, then every variable's final value, then a trace for
+    /// each --trace. A rejected step (unknown name, locked variable, cycle, bad formula) has no
+    /// effect and later steps still run. See docs/solver.md for the scenario format.
+    Solve(crate::solve::SolveArgs),
 }
 
 /// Parses the command line, runs the command, and returns the process exit status.
@@ -30,6 +38,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Eval(args) => crate::eval::run(args),
+        Command::Solve(args) => crate::solve::run(args),
     }
 }
 

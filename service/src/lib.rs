@@ -7,6 +7,8 @@
 //! ## What it does
 //! - `sheetd eval`: evaluate one formula, or a stream of JSON requests (`--jsonl`) — see
 //!   [`eval`].
+//! - `sheetd solve --scenario`: build a sheet from a scenario file and report every step,
+//!   the final values and traces — see [`solve`].
 //!
 //! ## What it does not do
 //! No language, solving or data logic lives here; that is in `sheetd-formula` and the crates
@@ -20,3 +22,4 @@ pub mod cli;
 pub mod eval;
 pub mod json;
 pub mod render;
+pub mod solve;

@@ -1,0 +1,94 @@
+//! Solver benchmarks on generated sheets (see `sheetd_benches::generator` for the generator):
+//!
+//! - `full_solve`: recompute all 2,000 variables of a sheet with 8,000 modifiers from scratch;
+//!   baseline: cloning the same sheet (touching the same memory without evaluating anything).
+//! - `incremental`: add an item instance carrying 20 modifiers, and remove it again;
+//!   baseline: adding and removing one constant modifier on one variable.
+//! - `trace`: the trace of one variable; baseline: reading that variable's value.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use sheetd_benches::generator::{Rng, generate_sheet, item_modifiers};
+use solver::ModifierSpec;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const VARS: usize = 2_000;
+const MODS: usize = 8_000;
+
+fn bench_full_solve(c: &mut Criterion) {
+    let sheet = generate_sheet(VARS, MODS, 42);
+    assert!(sheet.values().iter().all(|(_, v)| v.is_ok()), "generated values are all valid");
+    let mut g = c.benchmark_group("solver_full");
+    g.bench_function("baseline_clone_sheet", |b| b.iter(|| black_box(&sheet).clone()));
+    let mut s = sheet.clone();
+    g.bench_function("full_solve_2000_vars_8000_mods", |b| b.iter(|| black_box(&mut s).solve_all()));
+    g.finish();
+}
+
+fn bench_incremental(c: &mut Criterion) {
+    let mut sheet = generate_sheet(VARS, MODS, 42);
+    let mut rng = Rng::new(7);
+    let mods = item_modifiers("item", VARS, &mut rng);
+    // One round, to report how much an add recomputes.
+    let added = sheet.add_instance("item", "PC.ITEM", None).expect("add").recomputed
+        + mods.iter().map(|m| sheet.add_modifier(m).expect("valid").recomputed).sum::<usize>();
+    let removed = sheet.remove_instance("item").expect("remove").recomputed;
+    eprintln!("incremental: adding the item evaluates {added} variables, removing it {removed}");
+
+    let mut g = c.benchmark_group("solver_incremental");
+    let one = ModifierSpec::new("one", "V1999", "ADD", "1", "bench");
+    g.bench_function("baseline_add_remove_one_constant_modifier", |b| {
+        b.iter(|| {
+            sheet.add_modifier(black_box(&one)).expect("add");
+            sheet.remove_modifier("one").expect("remove")
+        })
+    });
+    g.bench_function("add_instance_with_20_modifiers", |b| {
+        b.iter_custom(|n| {
+            let mut total = Duration::ZERO;
+            for _ in 0..n {
+                let start = Instant::now();
+                sheet.add_instance("item", "PC.ITEM", None).expect("add");
+                for m in &mods {
+                    sheet.add_modifier(m).expect("valid");
+                }
+                total += start.elapsed();
+                sheet.remove_instance("item").expect("remove");
+            }
+            total
+        })
+    });
+    g.bench_function("remove_instance_with_20_modifiers", |b| {
+        b.iter_custom(|n| {
+            let mut total = Duration::ZERO;
+            for _ in 0..n {
+                sheet.add_instance("item", "PC.ITEM", None).expect("add");
+                for m in &mods {
+                    sheet.add_modifier(m).expect("valid");
+                }
+                let start = Instant::now();
+                sheet.remove_instance("item").expect("remove");
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+fn bench_trace(c: &mut Criterion) {
+    let sheet = generate_sheet(VARS, MODS, 42);
+    // The variable with the most modifiers in the top half: a realistic "why is my AC …".
+    let target = (VARS / 2..VARS)
+        .map(|i| format!("V{i}"))
+        .max_by_key(|r| sheet.trace(r).map(|t| t.steps.len()).unwrap_or(0))
+        .expect("variables exist");
+    eprintln!("trace: {target} has {} steps", sheet.trace(&target).expect("traceable").steps.len());
+    let mut g = c.benchmark_group("solver_trace");
+    g.bench_function("baseline_value_of_one_variable", |b| b.iter(|| sheet.value(black_box(&target))));
+    g.bench_function("trace_of_one_variable", |b| b.iter(|| sheet.trace(black_box(&target))));
+    g.finish();
+}
+
+criterion_group!(benches, bench_full_solve, bench_incremental, bench_trace);
+criterion_main!(benches);

@@ -1,0 +1,430 @@
+//! `sheetd solve --scenario FILE`: build rules and a sheet from a scenario file, run its steps,
+//! and print what each step changed, the final values, and traces.
+//!
+//! The scenario format is documented in `docs/solver.md`:
+//!
+//! ```json
+//! {"global_scope": "PC",
+//!  "scopes": [{"name": "PC.EQUIPMENT", "parent": "PC"}],
+//!  "defaults": {"NUMBER": 0, "BOOLEAN": false, "STRING": ""},
+//!  "variables": [{"name": "Hands", "scope": "PC", "format": "NUMBER", "locked": false}],
+//!  "functions": {"d20Mod": "floor((arg(0)-10)/2)"},
+//!  "steps": [{"add_instance": {"id": "sword1", "scope": "PC.EQUIPMENT", "parent": null}},
+//!            {"add_modifier": {"id": "m1", "var": "Hands", "type": "SET", "value": "4"}}]}
+//! ```
+
+use crate::json::{decode, encode};
+use clap::Args;
+use formula::Value;
+use serde::Deserialize;
+use serde_json::{Map, Value as Json, json};
+use solver::{ModifierSpec, Report, Rules, RulesBuilder, Sheet, Slot, SolveError, Trace};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Arguments of `sheetd solve`.
+#[derive(Debug, Args)]
+pub struct SolveArgs {
+    /// A scenario file: scopes, variables, functions and steps (see docs/solver.md).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: PathBuf,
+
+    /// Print one JSON object per line instead of tables.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Print how a variable got its value: `Hands` for a global, `sword1.MyPlusValue` for a
+    /// local. Repeatable.
+    #[arg(long = "trace", value_name = "REF")]
+    pub traces: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default = "default_global")]
+    pub global_scope: String,
+    #[serde(default)]
+    pub scopes: Vec<ScopeSpec>,
+    #[serde(default)]
+    pub defaults: BTreeMap<String, Json>,
+    #[serde(default)]
+    pub variables: Vec<VariableSpec>,
+    #[serde(default)]
+    pub functions: BTreeMap<String, String>,
+    pub steps: Vec<Json>,
+}
+
+fn default_global() -> String {
+    "PC".to_owned()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeSpec {
+    pub name: String,
+    pub parent: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariableSpec {
+    pub name: String,
+    #[serde(default = "default_global")]
+    pub scope: String,
+    pub format: String,
+    #[serde(default)]
+    pub locked: bool,
+}
+
+/// One step of a scenario.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    AddInstance(InstanceStep),
+    AddModifier(ModifierStep),
+    RemoveModifier(String),
+    RemoveSource(String),
+    RemoveInstance(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceStep {
+    pub id: String,
+    pub scope: String,
+    #[serde(default)]
+    pub parent: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModifierStep {
+    pub id: String,
+    pub var: String,
+    #[serde(default)]
+    pub on: Option<String>,
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: Json,
+    #[serde(default)]
+    pub priority: Option<Json>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub condition: Option<String>,
+}
+
+/// A problem with the scenario file itself (not one of its steps).
+#[derive(Debug)]
+pub struct LoadError(pub String);
+
+/// Reads a scenario from JSON text; errors name the line and column.
+pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, LoadError> {
+    serde_json::from_str(text).map_err(|e| LoadError(format!("{name}:{}:{}: {e}", e.line(), e.column())))
+}
+
+/// Builds the rules a scenario declares.
+pub fn build_rules(s: &Scenario) -> Result<Rules, LoadError> {
+    let fail = |what: String, e: SolveError| LoadError(format!("{what}: {} [{}]", e.message, e.code));
+    let mut b = RulesBuilder::new(&s.global_scope);
+    // Scopes may be listed in any order: add those whose parent exists until none is left.
+    let mut pending: Vec<&ScopeSpec> = s.scopes.iter().collect();
+    while !pending.is_empty() {
+        let before = pending.len();
+        let mut later = Vec::new();
+        for sc in pending {
+            if b.scope(&sc.parent).is_ok() {
+                b.add_scope(&sc.name, &sc.parent).map_err(|e| fail(format!("scope `{}`", sc.name), e))?;
+            } else {
+                later.push(sc);
+            }
+        }
+        if later.len() == before {
+            let sc = later[0];
+            return Err(LoadError(format!("scope `{}`: its parent `{}` is not defined", sc.name, sc.parent)));
+        }
+        pending = later;
+    }
+    for (format_name, value) in &s.defaults {
+        let format = b.formats().parse(format_name).map_err(|m| LoadError(format!("defaults: {m}")))?;
+        let v = decode(&format, value).map_err(|m| LoadError(format!("default for {format_name}: {m}")))?;
+        b.set_default(format, v).map_err(|e| fail(format!("default for {format_name}"), e))?;
+    }
+    for (name, body) in &s.functions {
+        b.define_function(name, body).map_err(|e| fail(format!("function `{name}`"), e))?;
+    }
+    for v in &s.variables {
+        let format =
+            b.formats().parse(&v.format).map_err(|m| LoadError(format!("variable `{}`: {m}", v.name)))?;
+        b.declare(&v.name, &v.scope, format, v.locked)
+            .map_err(|e| fail(format!("variable `{}`", v.name), e))?;
+    }
+    Ok(b.build())
+}
+
+/// Encodes a variable's value (or its error) as JSON.
+pub fn encode_slot(slot: &Slot) -> Json {
+    match slot {
+        Ok(v) => encode(v),
+        Err(e) => json!({"error": {"code": e.code, "message": e.message, "modifier": &*e.modifier}}),
+    }
+}
+
+fn text(value: &Json) -> Result<String, String> {
+    match value {
+        Json::String(s) => Ok(s.clone()),
+        Json::Number(n) => Ok(n.to_string()),
+        Json::Bool(b) => Ok(b.to_string()),
+        other => Err(format!("`value` must be a string, number or boolean, not {other}")),
+    }
+}
+
+fn step_error(code: &str, message: String) -> SolveError {
+    let mut e = SolveError {
+        code: "solver.bad_step",
+        message,
+        cycle: Vec::new(),
+        cycle_modifiers: Vec::new(),
+        formula: None,
+    };
+    if code == "priority" {
+        e.code = "solver.bad_priority";
+    }
+    e
+}
+
+/// Turns a modifier step into a spec; rejects a negative or non-integer priority.
+pub fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
+    let value = text(&m.value).map_err(|msg| step_error("value", format!("modifier `{}`: {msg}", m.id)))?;
+    let priority = match &m.priority {
+        None | Some(Json::Null) => 0,
+        Some(Json::Number(n)) => n.as_u64().and_then(|p| u32::try_from(p).ok()).ok_or_else(|| {
+            step_error(
+                "priority",
+                format!("modifier `{}`: priority {n} must be a whole number from 0 to {}", m.id, u32::MAX),
+            )
+        })?,
+        Some(other) => {
+            return Err(step_error(
+                "priority",
+                format!("modifier `{}`: priority {other} is not a number", m.id),
+            ));
+        }
+    };
+    let mut spec = ModifierSpec::new(&m.id, &m.var, &m.kind, &value, m.source.as_deref().unwrap_or(&m.id))
+        .priority(priority);
+    spec.on = m.on.as_deref().map(Arc::from);
+    spec.from = m.from.as_deref().map(Arc::from);
+    spec.condition = m.condition.as_deref().map(Into::into);
+    Ok(spec)
+}
+
+/// Applies one step (as JSON) to a sheet.
+pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Report, SolveError> {
+    let step: Step =
+        serde_json::from_value(step.clone()).map_err(|e| step_error("step", format!("invalid step: {e}")))?;
+    match step {
+        Step::AddInstance(i) => sheet.add_instance(&i.id, &i.scope, i.parent.as_deref()),
+        Step::AddModifier(m) => sheet.add_modifier(&modifier_spec(&m)?),
+        Step::RemoveModifier(id) => sheet.remove_modifier(&id),
+        Step::RemoveSource(s) => sheet.remove_source(&s),
+        Step::RemoveInstance(id) => sheet.remove_instance(&id),
+    }
+}
+
+/// The JSON line for a step's outcome.
+pub fn step_json(index: usize, result: &Result<Report, SolveError>) -> Json {
+    match result {
+        Ok(r) => json!({
+            "step": index,
+            "changed": r.changed.iter().map(|c| json!({
+                "var": c.var.to_string(),
+                "old": c.old.as_ref().map_or(Json::Null, encode_slot),
+                "new": c.new.as_ref().map_or(Json::Null, encode_slot),
+            })).collect::<Vec<_>>(),
+            "recomputed": r.recomputed,
+        }),
+        Err(e) => json!({"step": index, "error": error_json(e)}),
+    }
+}
+
+/// The JSON form of a rejected operation.
+pub fn error_json(e: &SolveError) -> Json {
+    let mut obj = Map::new();
+    obj.insert("code".into(), json!(e.code));
+    obj.insert("message".into(), json!(e.message));
+    if !e.cycle.is_empty() {
+        obj.insert("cycle".into(), json!(e.cycle));
+        obj.insert("modifiers".into(), json!(e.cycle_modifiers));
+    }
+    if let Some(f) = &e.formula {
+        let (err, text) = &**f;
+        obj.insert(
+            "formula".into(),
+            json!({"text": text, "stage": err.stage().as_str(), "code": err.code.as_str(), "span": [err.span.start, err.span.end]}),
+        );
+    }
+    Json::Object(obj)
+}
+
+/// The JSON form of a trace.
+pub fn trace_json(t: &Trace) -> Json {
+    json!({"trace": {
+        "ref": t.var.to_string(),
+        "format": t.format.to_string(),
+        "default": encode(&t.default),
+        "steps": t.steps.iter().map(|s| json!({
+            "modifier": &*s.modifier,
+            "type": s.kind.name(),
+            "instruction": &*s.instruction,
+            "priority": s.priority,
+            "inherent_priority": s.inherent_priority,
+            "source": &*s.source,
+            "condition": s.condition,
+            "reads": s.reads.iter().map(|(r, v)| (r.to_string(), v.as_ref().map_or(Json::Null, encode_slot))).collect::<Map<String, Json>>(),
+            "after": s.after.as_ref().map_or(Json::Null, encode_slot),
+        })).collect::<Vec<_>>(),
+        "value": encode_slot(&t.value),
+    }})
+}
+
+fn show(slot: &Option<Slot>) -> String {
+    match slot {
+        None => "(none)".to_owned(),
+        Some(Ok(v)) => show_value(v),
+        Some(Err(e)) => format!("error: {}", e.message),
+    }
+}
+
+fn show_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{:?}", &**s),
+        other => other.to_string(),
+    }
+}
+
+/// Prints a sheet's results: per-step outcomes, final values and traces, as JSON lines or tables.
+pub fn print_results(
+    sheet: &Sheet,
+    outcomes: &[(String, Result<Report, SolveError>)],
+    traces: &[String],
+    as_json: bool,
+) -> bool {
+    let mut ok = true;
+    if as_json {
+        for (i, (_, r)) in outcomes.iter().enumerate() {
+            println!("{}", step_json(i, r));
+        }
+        let values: Map<String, Json> =
+            sheet.values().iter().map(|(r, v)| (r.to_string(), encode_slot(v))).collect();
+        println!("{}", json!({"values": values}));
+        for t in traces {
+            match sheet.trace(t) {
+                Ok(tr) => println!("{}", trace_json(&tr)),
+                Err(e) => {
+                    ok = false;
+                    println!("{}", json!({"trace": {"ref": t, "error": error_json(&e)}}));
+                }
+            }
+        }
+        return ok;
+    }
+    for (i, (what, r)) in outcomes.iter().enumerate() {
+        match r {
+            Ok(rep) => {
+                println!("step {i}: {what} ({} recomputed)", rep.recomputed);
+                for c in &rep.changed {
+                    println!("    {:<30} {} → {}", c.var.to_string(), show(&c.old), show(&c.new));
+                }
+            }
+            Err(e) => println!("step {i}: {what}\n    rejected [{}]: {}", e.code, e.message),
+        }
+    }
+    println!("\nvalues:");
+    for (r, v) in sheet.values() {
+        println!("    {:<30} {}", r.to_string(), show(&Some(v)));
+    }
+    for t in traces {
+        match sheet.trace(t) {
+            Ok(tr) => {
+                println!("\ntrace of {} ({}):", tr.var, tr.format);
+                println!(
+                    "    {:<44} {}",
+                    format!("default value for {}", tr.format),
+                    show_value(&tr.default)
+                );
+                for s in &tr.steps {
+                    let cond = match s.condition {
+                        Some(false) => " [condition false: skipped]".to_owned(),
+                        Some(true) => " [condition true]".to_owned(),
+                        None => String::new(),
+                    };
+                    let reads: Vec<String> =
+                        s.reads.iter().map(|(r, v)| format!("{r}={}", show(v))).collect();
+                    let reads = if reads.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" reading {}", reads.join(", "))
+                    };
+                    println!(
+                        "    {:<44} {}{cond}{reads}",
+                        format!(
+                            "{} {} (priority {}/{}, {})",
+                            s.kind, s.instruction, s.priority, s.inherent_priority, s.source
+                        ),
+                        s.after.as_ref().map_or("-".to_owned(), |a| show(&Some(a.clone())))
+                    );
+                }
+                println!("    {:<44} {}", "value", show(&Some(tr.value)));
+            }
+            Err(e) => {
+                ok = false;
+                eprintln!("error: --trace {t}: {}", e.message);
+            }
+        }
+    }
+    ok
+}
+
+fn describe(step: &Json) -> String {
+    match step.as_object().and_then(|o| o.iter().next()) {
+        Some((kind, Json::String(id))) => format!("{kind} {id}"),
+        Some((kind, Json::Object(o))) => {
+            format!("{kind} {}", o.get("id").and_then(Json::as_str).unwrap_or(""))
+        }
+        _ => "invalid step".to_owned(),
+    }
+}
+
+/// Runs `sheetd solve --scenario`.
+pub fn run(args: SolveArgs) -> ExitCode {
+    let name = args.scenario.display().to_string();
+    let text = match std::fs::read_to_string(&args.scenario) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read {name}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let scenario = match parse_scenario(&text, &name).and_then(|s| build_rules(&s).map(|r| (s, r))) {
+        Ok(x) => x,
+        Err(LoadError(m)) => {
+            eprintln!("error: {m}");
+            return ExitCode::from(1);
+        }
+    };
+    let (scenario, rules) = scenario;
+    let mut sheet = Sheet::new(Arc::new(rules));
+    let outcomes: Vec<(String, Result<Report, SolveError>)> =
+        scenario.steps.iter().map(|s| (describe(s), apply_step(&mut sheet, s))).collect();
+    if print_results(&sheet, &outcomes, &args.traces, args.json) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

@@ -1,0 +1,136 @@
+//! End-to-end tests of `sheetd solve --scenario`, run as a user would.
+
+use serde_json::{Value as Json, json};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn sheetd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sheetd")).args(args).env("NO_COLOR", "1").output().expect("sheetd runs")
+}
+
+fn example() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/appendages.json").display().to_string()
+}
+
+fn json_lines(out: &Output) -> Vec<Json> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+#[test]
+fn the_walkthrough_scenario_reports_every_step() {
+    let out =
+        sheetd(&["solve", "--scenario", &example(), "--json", "--trace", "AC", "--trace", "Appendages"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 15 + 1 + 2);
+    assert_eq!(
+        lines[0],
+        json!({"step": 0, "changed": [{"var": "Fingers", "old": "0", "new": "5"}], "recomputed": 1})
+    );
+    // f) Toes, then Feet, then Appendages: each once, in topological order.
+    assert_eq!(
+        lines[5],
+        json!({"step": 5, "changed": [
+            {"var": "Toes", "old": "0", "new": "10"},
+            {"var": "Feet", "old": "0", "new": "2"},
+            {"var": "Appendages", "old": "12", "new": "24"}], "recomputed": 3})
+    );
+    // g) priority 1000 SET to the same value: one evaluation, no change.
+    assert_eq!(lines[6], json!({"step": 6, "changed": [], "recomputed": 1}));
+    // The cycle is rejected with its path; later steps still run.
+    assert_eq!(lines[7]["step"], 7);
+    assert_eq!(lines[7]["error"]["code"], "solver.cycle");
+    assert_eq!(lines[7]["error"]["cycle"], json!(["Appendages", "Hands", "Appendages"]));
+    assert_eq!(lines[7]["error"]["modifiers"], json!(["loop", "e"]));
+    // A new instance's variables appear with old: null.
+    assert_eq!(lines[8]["changed"], json!([{"var": "sword1.MyPlusValue", "old": null, "new": "0"}]));
+    assert_eq!(lines[12]["changed"], json!([{"var": "AC", "old": "0", "new": "4"}]));
+    // Removing the sword removes its part, their variables and the AC modifier from the part.
+    assert_eq!(
+        lines[13]["changed"],
+        json!([
+            {"var": "sword1#1.PartBonus", "old": "4", "new": null},
+            {"var": "sword1.MyPlusValue", "old": "2", "new": null},
+            {"var": "AC", "old": "4", "new": "0"}])
+    );
+    // Removing Template1 takes Fingers back to 5; Toes stays 10 (Template2's SET).
+    let changed: Vec<&str> =
+        lines[14]["changed"].as_array().unwrap().iter().map(|c| c["var"].as_str().unwrap()).collect();
+    assert_eq!(changed, ["Fingers", "Hands", "Appendages"]);
+    assert_eq!(
+        lines[15],
+        json!({"values": {"AC": "0", "Appendages": "18", "Feet": "2", "Fingers": "5", "Hands": "1", "Toes": "10"}})
+    );
+    let trace = &lines[17]["trace"];
+    assert_eq!(trace["ref"], "Appendages");
+    assert_eq!(trace["default"], "0");
+    assert_eq!(trace["value"], "18");
+    assert_eq!(
+        trace["steps"][0],
+        json!({"modifier": "e", "type": "SET", "instruction": "Fingers+Toes+Hands+Feet", "priority": 0,
+               "inherent_priority": 0, "source": "Rules", "condition": null,
+               "reads": {"Fingers": "5", "Toes": "10", "Hands": "1", "Feet": "2"}, "after": "18"})
+    );
+}
+
+#[test]
+fn readable_output_without_json() {
+    let out = sheetd(&["solve", "--scenario", &example(), "--trace", "Toes"]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("step 5: add_modifier f (3 recomputed)"), "{s}");
+    assert!(s.contains("rejected [solver.cycle]: modifier `loop` on `Hands` would create a cycle: Appendages → Hands → Appendages"), "{s}");
+    assert!(s.contains("trace of Toes (NUMBER):"), "{s}");
+    assert!(s.contains("SET 10 (priority 1000/0, Template2)"), "{s}");
+}
+
+#[test]
+fn bad_scenarios_are_errors_with_locations() {
+    let dir = std::env::temp_dir().join(format!("sheetd-solve-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let p = write("syntax.json", "{\"steps\": [\n  {\"add_instance\": }\n]}");
+    let out = sheetd(&["solve", "--scenario", &p]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("syntax.json:2:"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = write(
+        "conflict.json",
+        r#"{"scopes": [{"name": "PC.EQUIPMENT", "parent": "PC"}],
+        "variables": [{"name": "X", "scope": "PC", "format": "NUMBER"}, {"name": "x", "scope": "PC.EQUIPMENT", "format": "NUMBER"}],
+        "steps": []}"#,
+    );
+    let err = String::from_utf8_lossy(&sheetd(&["solve", "--scenario", &p]).stderr).to_string();
+    assert!(err.contains("variable `x`") && err.contains("solver.variable_conflict"), "{err}");
+    let p = write(
+        "steps.json",
+        r#"{"variables": [{"name": "X", "format": "NUMBER"}],
+        "steps": [{"add_modifier": {"id": "m", "var": "X", "type": "SET", "value": "1", "priority": -1}},
+                  {"add_modifier": {"id": "m", "var": "X", "type": "SET", "value": "Y + 1"}},
+                  {"explode": 1},
+                  {"add_modifier": {"id": "m", "var": "X", "type": "SET", "value": "2"}}]}"#,
+    );
+    let out = sheetd(&["solve", "--scenario", &p, "--json"]);
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["error"]["code"], "solver.bad_priority");
+    assert_eq!(lines[1]["error"]["code"], "solver.formula");
+    assert_eq!(
+        lines[1]["error"]["formula"],
+        json!({"text": "Y + 1", "stage": "semantics", "code": "semantics.unknown_variable", "span": [0, 1]})
+    );
+    assert_eq!(lines[2]["error"]["code"], "solver.bad_step");
+    assert_eq!(lines[3]["changed"], json!([{"var": "X", "old": "0", "new": "2"}]));
+    let out = sheetd(&["solve", "--scenario", &p, "--json", "--trace", "nope"]);
+    assert_eq!(out.status.code(), Some(1), "an unknown --trace reference fails the run");
+    std::fs::remove_dir_all(&dir).ok();
+}
