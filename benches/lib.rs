@@ -71,14 +71,14 @@ pub mod generator {
         pub fn new(seed: u64) -> Self {
             Rng(seed.max(1))
         }
-        pub fn next(&mut self) -> u64 {
+        pub fn next_u64(&mut self) -> u64 {
             self.0 ^= self.0 >> 12;
             self.0 ^= self.0 << 25;
             self.0 ^= self.0 >> 27;
             self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
         }
         pub fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
+            (self.next_u64() % n as u64) as usize
         }
     }
 
