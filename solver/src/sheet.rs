@@ -169,11 +169,16 @@ pub struct Sheet {
     free_mods: Vec<ModKey>,
     mod_ids: HashMap<Arc<str>, ModKey>,
     sources: HashMap<Arc<str>, Vec<ModKey>>,
+    /// The modifiers on or from each instance other than the global one, by instance id: what
+    /// removing the instance must remove.
+    by_instance: Vec<Vec<ModKey>>,
     next_seq: u64,
     epoch: u32,
     /// Default value of each variable definition, by `VarDefId` (copied from the rules once).
     defaults: Arc<[Value]>,
     record_evaluations: bool,
+    /// Every node in topological order, for full solves; `None` after a structural change.
+    order: Option<Vec<NodeIndex>>,
 }
 
 /// The modifier's formulas read variables through this context.
@@ -216,11 +221,13 @@ impl Sheet {
             free_mods: Vec::new(),
             mod_ids: HashMap::new(),
             sources: HashMap::new(),
+            by_instance: Vec::new(),
             next_seq: 0,
             epoch: 0,
             defaults,
             rules,
             record_evaluations: false,
+            order: None,
         };
         let global_key: Arc<str> = sheet.rules.scope_def(sheet.rules.global()).name.clone();
         sheet.create_instance(global_key, sheet.rules.global(), None);
@@ -238,6 +245,7 @@ impl Sheet {
     }
 
     fn create_instance(&mut self, key: Arc<str>, scope: ScopeId, parent: Option<InstanceId>) -> InstanceId {
+        self.order = None;
         let id = InstanceId(self.instances.len() as u32);
         let vars = self.rules.scope_def(scope).vars.clone();
         let nodes: Box<[NodeIndex]> = vars
@@ -254,6 +262,7 @@ impl Sheet {
             })
             .collect();
         self.instances.push(Some(Instance { key: key.clone(), scope, parent, children: Vec::new(), nodes }));
+        self.by_instance.push(Vec::new());
         if let Some(p) = parent
             && let Some(pi) = self.instances[p.0 as usize].as_mut()
         {
@@ -423,17 +432,13 @@ impl Sheet {
             .iter()
             .map(|&n| Change { var: self.var_ref(n), old: Some(self.graph[n].value.clone()), new: None })
             .collect();
-        // Modifiers on or from the doomed instances, or targeting their variables.
-        let keys: Vec<ModKey> = self
-            .mods
-            .iter()
-            .enumerate()
-            .filter_map(|(k, m)| m.as_ref().map(|m| (ModKey(k as u32), m)))
-            .filter(|(_, m)| {
-                doomed.contains(&m.on) || doomed.contains(&m.from) || self.graph[m.target].owner_in(&doomed)
-            })
-            .map(|(k, _)| k)
-            .collect();
+        // Modifiers on or from the doomed instances. (A modifier targeting a doomed variable is
+        // on a doomed instance: names resolve upwards, so its `on` is that variable's instance
+        // or a descendant of it.)
+        let mut keys: Vec<ModKey> =
+            doomed.iter().flat_map(|d| self.by_instance[d.0 as usize].iter().copied()).collect();
+        keys.sort_unstable();
+        keys.dedup();
         let mut dirty = Vec::new();
         for k in keys {
             let target = self.unlink_modifier(k);
@@ -441,6 +446,7 @@ impl Sheet {
                 dirty.push(target);
             }
         }
+        self.order = None;
         for n in &doomed_nodes {
             self.graph.remove_node(*n);
         }
@@ -720,6 +726,13 @@ impl Sheet {
         }
         self.mod_ids.insert(m.id.clone(), key);
         self.sources.entry(m.source.clone()).or_default().push(key);
+        // The global instance is never removed, so it needs no index (and would hold nearly
+        // every modifier).
+        for i in [m.on, m.from] {
+            if i != GLOBAL && self.by_instance[i.0 as usize].last() != Some(&key) {
+                self.by_instance[i.0 as usize].push(key);
+            }
+        }
         let order = m.order();
         let mods = &self.mods;
         let list = &self.graph[target].mods;
@@ -730,6 +743,7 @@ impl Sheet {
     }
 
     fn add_edge(&mut self, from: NodeIndex, to: NodeIndex) {
+        self.order = None;
         if let Some(e) = self.graph.find_edge(from, to) {
             self.graph[e] += 1;
             return;
@@ -780,6 +794,11 @@ impl Sheet {
             list.retain(|k| *k != key);
             if list.is_empty() {
                 self.sources.remove(&m.source);
+            }
+        }
+        for i in [m.on, m.from] {
+            if i != GLOBAL {
+                self.by_instance[i.0 as usize].retain(|k| *k != key);
             }
         }
         self.free_mods.push(key);
@@ -866,20 +885,81 @@ impl Sheet {
     /// evaluations that took. Values are the same as the incremental ones (a property test
     /// checks this); this is what a full solve costs.
     pub fn solve_all(&mut self) -> usize {
-        let mut order: Vec<(u32, NodeIndex)> =
-            self.graph.node_indices().map(|n| (self.graph[n].level, n)).collect();
-        order.sort_unstable_by_key(|(l, n)| (*l, n.index()));
-        for &(_, n) in &order {
+        let order = match self.order.take() {
+            Some(o) => o,
+            None => {
+                let mut o: Vec<(u32, NodeIndex)> =
+                    self.graph.node_indices().map(|n| (self.graph[n].level, n)).collect();
+                o.sort_unstable_by_key(|(l, n)| (*l, n.index()));
+                o.into_iter().map(|(_, n)| n).collect()
+            }
+        };
+        for &n in &order {
             let v = self.compute(n, None);
             self.graph[n].value = v;
         }
-        order.len()
+        let count = order.len();
+        self.order = Some(order);
+        count
     }
 
     /// The value of `node` from its default through its modifiers, recording each step when
     /// `trace` is given. The one function that computes values, for solving and for traces.
-    fn compute(&self, node: NodeIndex, mut trace: Option<&mut Vec<TraceStep>>) -> Slot {
+    fn compute(&self, node: NodeIndex, trace: Option<&mut Vec<TraceStep>>) -> Slot {
         let n = &self.graph[node];
+        if trace.is_none()
+            && let Value::Number(start) = self.defaults[n.def.0 as usize]
+        {
+            return self.compute_number(n, start);
+        }
+        self.compute_any(n, trace)
+    }
+
+    /// `compute` for a NUMBER variable without a trace: the same steps on decimals, with no
+    /// `Value` built per modifier. A property test and the trace tests hold it to `compute_any`.
+    fn compute_number(&self, n: &Node, start: Decimal) -> Slot {
+        let mut cur = start;
+        for &k in &n.mods {
+            let Some(m) = &self.mods[k.0 as usize] else { continue };
+            let cx = ModContext { graph: &self.graph, reads: &m.reads };
+            if let Some(c) = &m.condition {
+                match c.evaluate(&cx, Some(&Value::Number(cur))) {
+                    Ok(Value::Boolean(true)) => {}
+                    Ok(_) => continue,
+                    Err(e) => return Err(self.value_error(m, e)),
+                }
+            }
+            let v = match &m.value {
+                ModValue::Const(Value::Number(d)) => *d,
+                ModValue::Formula(f) if !f.uses_input() => match f.evaluate_number(&cx, None) {
+                    Ok(d) => d,
+                    Err(e) => return Err(self.value_error(m, e)),
+                },
+                ModValue::Formula(f) => match f.evaluate_number(&cx, Some(&Value::Number(cur))) {
+                    Ok(d) => d,
+                    Err(e) => return Err(self.value_error(m, e)),
+                },
+                // A NUMBER variable's modifiers have NUMBER values (checked when added).
+                ModValue::Const(_) => continue,
+            };
+            let r = match m.kind {
+                ModKind::Set => Ok(v),
+                ModKind::Add => number::add(cur, v),
+                ModKind::Multiply => number::mul(cur, v),
+                ModKind::Divide => number::div(cur, v),
+                ModKind::Max => Ok(cur.max(v)),
+                ModKind::Min => Ok(cur.min(v)),
+                ModKind::Append => Ok(cur),
+            };
+            match r {
+                Ok(d) => cur = d,
+                Err(e) => return Err(self.value_error(m, math_error(m.kind, e))),
+            }
+        }
+        Ok(Value::Number(cur))
+    }
+
+    fn compute_any(&self, n: &Node, mut trace: Option<&mut Vec<TraceStep>>) -> Slot {
         let mut cur = self.defaults[n.def.0 as usize].clone();
         for &k in &n.mods {
             let Some(m) = &self.mods[k.0 as usize] else { continue };
@@ -998,17 +1078,22 @@ fn slot_eq(a: &Slot, b: &Slot) -> bool {
     }
 }
 
+#[cold]
+fn math_error(kind: ModKind, e: number::MathError) -> FormulaError {
+    let (code, what) = match e {
+        number::MathError::DivisionByZero => (formula::ErrorCode::DivisionByZero, "division by zero"),
+        number::MathError::Overflow => {
+            (formula::ErrorCode::Overflow, "result outside the exact decimal range")
+        }
+        number::MathError::Domain => (formula::ErrorCode::Domain, "result is not a real number"),
+    };
+    FormulaError::new(code, formula::Span::default(), format!("{kind}: {what}"))
+}
+
 /// Applies one modifier's value to the value so far.
 fn apply(kind: ModKind, cur: Value, v: Value) -> Result<Value, FormulaError> {
-    let num = |r: Result<Decimal, number::MathError>, what: &str| {
-        r.map(Value::Number).map_err(|e| {
-            let code = match e {
-                number::MathError::DivisionByZero => formula::ErrorCode::DivisionByZero,
-                number::MathError::Overflow => formula::ErrorCode::Overflow,
-                number::MathError::Domain => formula::ErrorCode::Domain,
-            };
-            FormulaError::new(code, formula::Span::default(), format!("{what}: {e:?}"))
-        })
+    let num = |r: Result<Decimal, number::MathError>, _: &str| {
+        r.map(Value::Number).map_err(|e| math_error(kind, e))
     };
     match (kind, &cur, &v) {
         (ModKind::Set, _, _) => Ok(v),

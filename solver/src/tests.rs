@@ -362,6 +362,10 @@ proptest! {
             let mut scratch = sheet.clone();
             scratch.solve_all();
             prop_assert_eq!(scratch.values(), sheet.values());
+            // Traces run the general path; values the NUMBER fast path: they must agree.
+            for (r, v) in sheet.values() {
+                prop_assert_eq!(sheet.trace(&r.to_string()).unwrap().value, v);
+            }
         }
     }
 }
