@@ -1064,12 +1064,6 @@ impl Sheet {
     }
 }
 
-impl Node {
-    fn owner_in(&self, instances: &[InstanceId]) -> bool {
-        instances.contains(&self.owner)
-    }
-}
-
 fn slot_eq(a: &Slot, b: &Slot) -> bool {
     match (a, b) {
         (Ok(x), Ok(y)) => x == y,
