@@ -200,7 +200,8 @@ fn step_error(code: &str, message: String) -> SolveError {
 
 /// Turns a modifier step into a spec; rejects a negative or non-integer priority.
 pub fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
-    let value = text(&m.value).map_err(|msg| step_error("value", format!("modifier `{}`: {msg}", m.id)))?;
+    let value = text(&m.value)
+        .map_err(|msg| step_error("solver.bad_value", format!("modifier `{}`: {msg}", m.id)))?;
     let priority = match &m.priority {
         None | Some(Json::Null) => 0,
         Some(Json::Number(n)) => n.as_u64().and_then(|p| u32::try_from(p).ok()).ok_or_else(|| {
@@ -226,8 +227,8 @@ pub fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
 
 /// Applies one step (as JSON) to a sheet.
 pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Report, SolveError> {
-    let step: Step =
-        serde_json::from_value(step.clone()).map_err(|e| step_error("step", format!("invalid step: {e}")))?;
+    let step: Step = serde_json::from_value(step.clone())
+        .map_err(|e| step_error("solver.bad_step", format!("invalid step: {e}")))?;
     match step {
         Step::AddInstance(i) => sheet.add_instance(&i.id, &i.scope, i.parent.as_deref()),
         Step::AddModifier(m) => sheet.add_modifier(&modifier_spec(&m)?),
