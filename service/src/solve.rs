@@ -184,18 +184,8 @@ fn text(value: &Json) -> Result<String, String> {
     }
 }
 
-fn step_error(code: &str, message: String) -> SolveError {
-    let mut e = SolveError {
-        code: "solver.bad_step",
-        message,
-        cycle: Vec::new(),
-        cycle_modifiers: Vec::new(),
-        formula: None,
-    };
-    if code == "priority" {
-        e.code = "solver.bad_priority";
-    }
-    e
+fn step_error(code: &'static str, message: String) -> SolveError {
+    SolveError { code, message, cycle: Vec::new(), cycle_modifiers: Vec::new(), formula: None }
 }
 
 /// Turns a modifier step into a spec; rejects a negative or non-integer priority.
@@ -206,13 +196,13 @@ pub fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
         None | Some(Json::Null) => 0,
         Some(Json::Number(n)) => n.as_u64().and_then(|p| u32::try_from(p).ok()).ok_or_else(|| {
             step_error(
-                "priority",
+                "solver.bad_priority",
                 format!("modifier `{}`: priority {n} must be a whole number from 0 to {}", m.id, u32::MAX),
             )
         })?,
         Some(other) => {
             return Err(step_error(
-                "priority",
+                "solver.bad_priority",
                 format!("modifier `{}`: priority {other} is not a number", m.id),
             ));
         }
