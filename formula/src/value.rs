@@ -71,12 +71,6 @@ impl Value {
                 .map_err(|e| format!("`{t}` is not a valid {}: {e}", c.name())),
         }
     }
-
-    /// Canonical text: numbers without exponent or trailing zeros (`2.5`, `-3`, `0`), booleans
-    /// as `true`/`false`, strings as they are, arrays as `[a, b]`, custom values as literals.
-    pub fn to_text(&self) -> String {
-        self.to_string()
-    }
 }
 
 /// Parses a decimal number exactly (`12`, `-1.5`, `.5`); more than 28 significant digits or a

@@ -1086,14 +1086,12 @@ fn math_error(kind: ModKind, e: number::MathError) -> FormulaError {
 
 /// Applies one modifier's value to the value so far.
 fn apply(kind: ModKind, cur: Value, v: Value) -> Result<Value, FormulaError> {
-    let num = |r: Result<Decimal, number::MathError>, _: &str| {
-        r.map(Value::Number).map_err(|e| math_error(kind, e))
-    };
+    let num = |r: Result<Decimal, number::MathError>| r.map(Value::Number).map_err(|e| math_error(kind, e));
     match (kind, &cur, &v) {
         (ModKind::Set, _, _) => Ok(v),
-        (ModKind::Add, Value::Number(a), Value::Number(b)) => num(number::add(*a, *b), "ADD"),
-        (ModKind::Multiply, Value::Number(a), Value::Number(b)) => num(number::mul(*a, *b), "MULTIPLY"),
-        (ModKind::Divide, Value::Number(a), Value::Number(b)) => num(number::div(*a, *b), "DIVIDE"),
+        (ModKind::Add, Value::Number(a), Value::Number(b)) => num(number::add(*a, *b)),
+        (ModKind::Multiply, Value::Number(a), Value::Number(b)) => num(number::mul(*a, *b)),
+        (ModKind::Divide, Value::Number(a), Value::Number(b)) => num(number::div(*a, *b)),
         (ModKind::Max, Value::Number(a), Value::Number(b)) => Ok(Value::Number(*a.max(b))),
         (ModKind::Min, Value::Number(a), Value::Number(b)) => Ok(Value::Number(*a.min(b))),
         (ModKind::Append, Value::Array(items), _) => {
