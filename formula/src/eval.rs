@@ -6,7 +6,7 @@
 
 use crate::check::{Arith, Cmp, MathFn, Node, as_index};
 use crate::error::{ErrorCode, FormulaError};
-use crate::number::{self, MathError};
+use crate::number::{self, MathError, Num};
 use crate::span::Span;
 use crate::value::{Value, canonical_decimal};
 use crate::{EvalContext, VarId};
@@ -83,20 +83,34 @@ impl<'a, C: EvalContext> Evaluator<'a, C> {
         })
     }
 
+    /// Reads a NUMBER variable as a [`Num`], through the context's slot-indexed read.
+    #[inline(always)]
+    pub fn var_num(&self, slot: u32) -> EvalResult<Num> {
+        match self.cx.num_at(slot as usize) {
+            Some(Some(n)) => Ok(n),
+            Some(None) => Err(self.missing_number(slot)),
+            None => self.var_number(slot).map(Num::from_decimal),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn missing_number(&self, slot: u32) -> Box<FormulaError> {
+        let name = self.vars.get(slot as usize).map_or("?", |(_, n)| &**n);
+        err(
+            ErrorCode::MissingValue,
+            Span::default(),
+            format!("no NUMBER value was supplied for variable `{name}`"),
+        )
+    }
+
     /// Reads a NUMBER variable without building a [`Value`].
     #[inline]
     pub fn var_number(&self, slot: u32) -> EvalResult<Decimal> {
-        let Some((id, name)) = self.vars.get(slot as usize) else {
+        let Some((id, _)) = self.vars.get(slot as usize) else {
             return Err(internal("a variable slot"));
         };
-        match self.cx.number(*id) {
-            Some(d) => Ok(d),
-            None => Err(err(
-                ErrorCode::MissingValue,
-                Span::default(),
-                format!("no NUMBER value was supplied for variable `{name}`"),
-            )),
-        }
+        self.cx.number(*id).ok_or_else(|| self.missing_number(slot))
     }
 
     /// `a op b`, with errors pointing at the operator.
@@ -147,7 +161,7 @@ impl<'a, C: EvalContext> Evaluator<'a, C> {
                 let a = self.num(arg)?;
                 self.math_fn(*f, a, *span)
             }
-            Node::Program(p) => p.run(self),
+            Node::Program(p) => p.run(self).map(Num::to_decimal),
             Node::MinMax { max, args } => {
                 let mut best = self.num(&args[0])?;
                 for a in &args[1..] {

@@ -106,6 +106,103 @@ pub fn rem(a: Decimal, b: Decimal) -> R {
     a.checked_rem(b).ok_or(MathError::Overflow)
 }
 
+/// An exact number with a fast path: a whole number of scale 0 that fits in `i64` is kept as
+/// `Int`, so chains of integer operations (the common case in game data) run on machine
+/// integers; anything else is a [`Decimal`]. `Int(x)` means exactly the decimal `x` (scale 0),
+/// and every operation gives the same value as the [`Decimal`] functions of this module: an
+/// integer operation that overflows or is not exact (7/2) falls back to them.
+#[derive(Clone, Copy, Debug)]
+pub enum Num {
+    Int(i64),
+    Dec(Decimal),
+}
+
+impl Num {
+    /// `d` as an `Int` when it is a small whole number of scale 0, else as a `Dec`.
+    #[inline(always)]
+    pub fn from_decimal(d: Decimal) -> Num {
+        match small(d) {
+            Some(i) => Num::Int(i),
+            None => Num::Dec(d),
+        }
+    }
+
+    /// The number as a decimal.
+    #[inline(always)]
+    pub fn to_decimal(self) -> Decimal {
+        match self {
+            Num::Int(i) => from_small(i),
+            Num::Dec(d) => d,
+        }
+    }
+
+    /// `self < other`.
+    #[inline(always)]
+    pub fn less(self, other: Num) -> bool {
+        match (self, other) {
+            (Num::Int(a), Num::Int(b)) => a < b,
+            (a, b) => a.to_decimal() < b.to_decimal(),
+        }
+    }
+
+    /// The greater of the two (`self` when equal).
+    #[inline(always)]
+    pub fn max(self, other: Num) -> Num {
+        if self.less(other) { other } else { self }
+    }
+
+    /// The lesser of the two (`self` when equal).
+    #[inline(always)]
+    pub fn min(self, other: Num) -> Num {
+        if other.less(self) { other } else { self }
+    }
+
+    /// Checked `self + other`.
+    #[inline(always)]
+    pub fn checked_add(self, other: Num) -> Result<Num, MathError> {
+        if let (Num::Int(x), Num::Int(y)) = (self, other)
+            && let Some(r) = x.checked_add(y)
+        {
+            return Ok(Num::Int(r));
+        }
+        add(self.to_decimal(), other.to_decimal()).map(Num::from_decimal)
+    }
+
+    /// Checked `self × other`.
+    #[inline(always)]
+    pub fn checked_mul(self, other: Num) -> Result<Num, MathError> {
+        if let (Num::Int(x), Num::Int(y)) = (self, other)
+            && let Some(r) = x.checked_mul(y)
+        {
+            return Ok(Num::Int(r));
+        }
+        mul(self.to_decimal(), other.to_decimal()).map(Num::from_decimal)
+    }
+
+    /// Checked `self / other` (see [`div`]).
+    #[inline(always)]
+    pub fn checked_div(self, other: Num) -> Result<Num, MathError> {
+        if let (Num::Int(x), Num::Int(y)) = (self, other)
+            && y != 0
+            && let Some(q) = x.checked_div(y)
+            && q.wrapping_mul(y) == x
+        {
+            return Ok(Num::Int(q));
+        }
+        div(self.to_decimal(), other.to_decimal()).map(Num::from_decimal)
+    }
+}
+
+impl PartialEq for Num {
+    /// Numeric equality: `Int(3)` equals `Dec(3.0)`.
+    fn eq(&self, other: &Num) -> bool {
+        match (self, other) {
+            (Num::Int(a), Num::Int(b)) => a == b,
+            (a, b) => a.to_decimal() == b.to_decimal(),
+        }
+    }
+}
+
 /// Rounds half up toward +infinity: round(2.5) = 3, round(-2.5) = -2, round(-5.5) = -5.
 pub fn round(a: Decimal) -> R {
     Ok(add(a, Decimal::new(5, 1))?.floor())

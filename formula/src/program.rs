@@ -14,44 +14,9 @@
 use crate::EvalContext;
 use crate::check::{Arith, MathFn, Node};
 use crate::eval::{EvalResult, Evaluator};
-use crate::number::{from_small, small};
+use crate::number::Num;
 use crate::span::Span;
 use rust_decimal::Decimal;
-
-/// A number on the machine's stack: a whole number of scale 0 that fits in `i64` is kept as
-/// one, so that chains of integer operations never convert to and from [`Decimal`]. `Int(x)`
-/// means exactly the decimal `x` with scale 0.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Num {
-    Int(i64),
-    Dec(Decimal),
-}
-
-impl Num {
-    #[inline(always)]
-    fn from_dec(d: Decimal) -> Num {
-        match small(d) {
-            Some(i) => Num::Int(i),
-            None => Num::Dec(d),
-        }
-    }
-
-    #[inline(always)]
-    fn dec(self) -> Decimal {
-        match self {
-            Num::Int(i) => from_small(i),
-            Num::Dec(d) => d,
-        }
-    }
-
-    #[inline(always)]
-    fn less(self, other: Num) -> bool {
-        match (self, other) {
-            (Num::Int(a), Num::Int(b)) => a < b,
-            (a, b) => a.dec() < b.dec(),
-        }
-    }
-}
 
 /// Integer arithmetic when it is exact, else `None` (the caller takes the decimal path, which
 /// also reports division by zero and overflow).
@@ -85,6 +50,27 @@ pub(crate) enum Op {
     /// `top = k op top` with a constant left operand.
     KArith(Arith, Num, Span),
     Math(MathFn, Span),
+    /// `floor(a / b)` or `ceil(a / b)` (fused so that whole numbers never take the decimal
+    /// path: `floor((Score-10)/2)` is the commonest formula in d20 data). Pops two values.
+    DivRound {
+        f: MathFn,
+        div: Span,
+        math: Span,
+    },
+    /// The same with a constant divisor: `top = f(top / k)`.
+    DivRoundK {
+        f: MathFn,
+        k: Num,
+        div: Span,
+        math: Span,
+    },
+    /// The same with a constant dividend: `top = f(k / top)`.
+    KDivRound {
+        f: MathFn,
+        k: Num,
+        div: Span,
+        math: Span,
+    },
     /// Pops `n` values, pushes the least or greatest.
     MinMax {
         max: bool,
@@ -161,7 +147,7 @@ fn push(ops: &mut Vec<Op>, op: Op, depth: &mut usize, max_depth: &mut usize) {
 
 fn emit(node: Node, ops: &mut Vec<Op>, depth: &mut usize, max_depth: &mut usize) {
     match node {
-        Node::Const(crate::Value::Number(d)) => push(ops, Op::Const(Num::from_dec(d)), depth, max_depth),
+        Node::Const(crate::Value::Number(d)) => push(ops, Op::Const(Num::from_decimal(d)), depth, max_depth),
         Node::Var(slot) => push(ops, Op::Var(slot), depth, max_depth),
         Node::Neg(a) => {
             emit(*a, ops, depth, max_depth);
@@ -170,11 +156,11 @@ fn emit(node: Node, ops: &mut Vec<Op>, depth: &mut usize, max_depth: &mut usize)
         Node::Arith { op, lhs, rhs, span } => match (*lhs, *rhs) {
             (l, Node::Const(crate::Value::Number(k))) => {
                 emit(l, ops, depth, max_depth);
-                ops.push(Op::ArithK(op, Num::from_dec(k), span));
+                ops.push(Op::ArithK(op, Num::from_decimal(k), span));
             }
             (Node::Const(crate::Value::Number(k)), r) => {
                 emit(r, ops, depth, max_depth);
-                ops.push(Op::KArith(op, Num::from_dec(k), span));
+                ops.push(Op::KArith(op, Num::from_decimal(k), span));
             }
             (l, r) => {
                 emit(l, ops, depth, max_depth);
@@ -183,10 +169,30 @@ fn emit(node: Node, ops: &mut Vec<Op>, depth: &mut usize, max_depth: &mut usize)
                 *depth -= 1;
             }
         },
-        Node::Math { f, arg, span } => {
-            emit(*arg, ops, depth, max_depth);
-            ops.push(Op::Math(f, span));
-        }
+        Node::Math { f, arg, span: math } => match (f, *arg) {
+            (MathFn::Floor | MathFn::Ceil, Node::Arith { op: Arith::Div, lhs, rhs, span: div }) => {
+                match (*lhs, *rhs) {
+                    (l, Node::Const(crate::Value::Number(k))) => {
+                        emit(l, ops, depth, max_depth);
+                        ops.push(Op::DivRoundK { f, k: Num::from_decimal(k), div, math });
+                    }
+                    (Node::Const(crate::Value::Number(k)), r) => {
+                        emit(r, ops, depth, max_depth);
+                        ops.push(Op::KDivRound { f, k: Num::from_decimal(k), div, math });
+                    }
+                    (l, r) => {
+                        emit(l, ops, depth, max_depth);
+                        emit(r, ops, depth, max_depth);
+                        ops.push(Op::DivRound { f, div, math });
+                        *depth -= 1;
+                    }
+                }
+            }
+            (f, arg) => {
+                emit(arg, ops, depth, max_depth);
+                ops.push(Op::Math(f, math));
+            }
+        },
         Node::MinMax { max, args } => {
             let n = args.len() as u32;
             for a in args.into_vec() {
@@ -207,7 +213,7 @@ fn unlower(ops: Vec<Op>) -> Node {
         // Every op pops what earlier ops pushed; the ops came from a well-formed tree.
         let mut pop = || stack_pop(&mut stack);
         let node = match op {
-            Op::Const(d) => num(d.dec()),
+            Op::Const(d) => num(d.to_decimal()),
             Op::Var(s) => Node::Var(s),
             Op::Tree(t) => *t,
             Op::Neg => Node::Neg(Box::new(pop())),
@@ -217,12 +223,19 @@ fn unlower(ops: Vec<Op>) -> Node {
                 Node::Arith { op, lhs: Box::new(l), rhs: Box::new(r), span }
             }
             Op::ArithK(op, k, span) => {
-                Node::Arith { op, lhs: Box::new(pop()), rhs: Box::new(num(k.dec())), span }
+                Node::Arith { op, lhs: Box::new(pop()), rhs: Box::new(num(k.to_decimal())), span }
             }
             Op::KArith(op, k, span) => {
-                Node::Arith { op, lhs: Box::new(num(k.dec())), rhs: Box::new(pop()), span }
+                Node::Arith { op, lhs: Box::new(num(k.to_decimal())), rhs: Box::new(pop()), span }
             }
             Op::Math(f, span) => Node::Math { f, arg: Box::new(pop()), span },
+            Op::DivRound { f, div, math } => {
+                let r = pop();
+                let l = pop();
+                div_round_node(f, l, r, div, math)
+            }
+            Op::DivRoundK { f, k, div, math } => div_round_node(f, pop(), num(k.to_decimal()), div, math),
+            Op::KDivRound { f, k, div, math } => div_round_node(f, num(k.to_decimal()), pop(), div, math),
             Op::MinMax { max, n } => {
                 let mut args: Vec<Node> = (0..n).map(|_| pop()).collect();
                 args.reverse();
@@ -234,6 +247,11 @@ fn unlower(ops: Vec<Op>) -> Node {
     stack_pop(&mut stack)
 }
 
+fn div_round_node(f: MathFn, lhs: Node, rhs: Node, div: Span, math: Span) -> Node {
+    let arg = Node::Arith { op: Arith::Div, lhs: Box::new(lhs), rhs: Box::new(rhs), span: div };
+    Node::Math { f, arg: Box::new(arg), span: math }
+}
+
 fn stack_pop(stack: &mut Vec<Node>) -> Node {
     // Ops from a well-formed tree never pop an empty stack; a constant keeps this panic-free.
     stack.pop().unwrap_or(Node::Const(crate::Value::Number(Decimal::ZERO)))
@@ -242,7 +260,7 @@ fn stack_pop(stack: &mut Vec<Node>) -> Node {
 impl Program {
     /// Runs the program.
     #[inline]
-    pub(crate) fn run<C: EvalContext>(&self, ev: &mut Evaluator<'_, C>) -> EvalResult<Decimal> {
+    pub(crate) fn run<C: EvalContext>(&self, ev: &mut Evaluator<'_, C>) -> EvalResult<Num> {
         let mut stack = [Num::Int(0); MAX_STACK];
         // `sp` is the number of values on the stack; lowering guaranteed it stays within
         // MAX_STACK and never pops an empty stack, so indexing cannot fail.
@@ -254,17 +272,17 @@ impl Program {
                     sp += 1;
                 }
                 Op::Var(slot) => {
-                    stack[sp] = Num::from_dec(ev.var_number(*slot)?);
+                    stack[sp] = ev.var_num(*slot)?;
                     sp += 1;
                 }
                 Op::Tree(node) => {
-                    stack[sp] = Num::from_dec(ev.num(node)?);
+                    stack[sp] = Num::from_decimal(ev.num(node)?);
                     sp += 1;
                 }
                 Op::Neg => {
                     stack[sp - 1] = match stack[sp - 1] {
                         Num::Int(i) if i != i64::MIN => Num::Int(-i),
-                        n => Num::from_dec(-n.dec()),
+                        n => Num::from_decimal(-n.to_decimal()),
                     }
                 }
                 Op::Arith(op, span) => {
@@ -278,8 +296,18 @@ impl Program {
                         // Whole numbers are their own floor, ceiling and rounding.
                         (MathFn::Floor | MathFn::Ceil | MathFn::Round, n @ Num::Int(_)) => n,
                         (MathFn::Abs, Num::Int(i)) if i != i64::MIN => Num::Int(i.abs()),
-                        (f, n) => Num::from_dec(ev.math_fn(*f, n.dec(), *span)?),
+                        (f, n) => Num::from_decimal(ev.math_fn(*f, n.to_decimal(), *span)?),
                     }
+                }
+                Op::DivRound { f, div, math } => {
+                    sp -= 1;
+                    stack[sp - 1] = div_round(ev, *f, stack[sp - 1], stack[sp], *div, *math)?;
+                }
+                Op::DivRoundK { f, k, div, math } => {
+                    stack[sp - 1] = div_round(ev, *f, stack[sp - 1], *k, *div, *math)?
+                }
+                Op::KDivRound { f, k, div, math } => {
+                    stack[sp - 1] = div_round(ev, *f, *k, stack[sp - 1], *div, *math)?
                 }
                 Op::MinMax { max, n } => {
                     let n = *n as usize;
@@ -295,7 +323,7 @@ impl Program {
                 }
             }
         }
-        Ok(stack[0].dec())
+        Ok(stack[0])
     }
 }
 
@@ -307,5 +335,236 @@ fn arith<C: EvalContext>(ev: &Evaluator<'_, C>, op: Arith, a: Num, b: Num, span:
     {
         return Ok(Num::Int(r));
     }
-    ev.arith(op, a.dec(), b.dec(), span).map(Num::from_dec)
+    ev.arith(op, a.to_decimal(), b.to_decimal(), span).map(Num::from_decimal)
+}
+
+/// `floor(a / b)` or `ceil(a / b)`: one hardware division for whole numbers, else the decimal
+/// division (which reports division by zero at the `/`) and then the rounding.
+#[inline(always)]
+fn div_round<C: EvalContext>(
+    ev: &Evaluator<'_, C>,
+    f: MathFn,
+    a: Num,
+    b: Num,
+    div: Span,
+    math: Span,
+) -> EvalResult<Num> {
+    if let (Num::Int(x), Num::Int(y)) = (a, b)
+        && y != 0
+        && let Some(q) = x.checked_div(y)
+    {
+        // `checked_div` succeeded, so `x % y` cannot overflow. `q` is truncated toward zero;
+        // with a nonzero remainder (the sign of `x`), the true quotient is above `q` when it is
+        // positive (ceil moves up) and below it when negative (floor moves down).
+        let r = x.wrapping_rem(y);
+        let positive = (r < 0) == (y < 0);
+        let q = match f {
+            MathFn::Floor if r != 0 && !positive => q.checked_sub(1),
+            MathFn::Ceil if r != 0 && positive => q.checked_add(1),
+            _ => Some(q),
+        };
+        if let Some(q) = q {
+            return Ok(Num::Int(q));
+        }
+    }
+    let d = ev.arith(Arith::Div, a.to_decimal(), b.to_decimal(), div)?;
+    Ok(Num::from_decimal(ev.math_fn(f, d, math)?))
+}
+
+/// One instruction of an [`IntProgram`]: the whole-number subset of a numeric program, flat
+/// (one dispatch per instruction), small and `Copy` so a caller can lay many programs out in one
+/// array. `K` marks a constant operand: `AddK(k)` is `top + k`, `KSub(k)` is `k - top`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntOp {
+    /// Pushes a constant.
+    Const(i64),
+    /// Pushes variable number `slot` of the formula (the order of `Formula::variables`). A
+    /// caller that copies the program may renumber these to its own positions.
+    Var(u32),
+    Neg,
+    Abs,
+    /// Pop two values `a`, `b`; push `a op b`.
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    /// `floor(a / b)` and `ceil(a / b)`, popping two.
+    FloorDiv,
+    CeilDiv,
+    AddK(i64),
+    SubK(i64),
+    MulK(i64),
+    DivK(i64),
+    RemK(i64),
+    FloorDivK(i64),
+    CeilDivK(i64),
+    KSub(i64),
+    KDiv(i64),
+    KRem(i64),
+    KFloorDiv(i64),
+    KCeilDiv(i64),
+    /// Pop `n` values; push the least or the greatest.
+    Min(u32),
+    Max(u32),
+}
+
+/// A numeric program that only ever needs whole numbers, when its inputs are whole: the fastest
+/// way to evaluate the formulas that fill game data (`floor((Score-10)/2)`, `Base + Ranks`).
+///
+/// [`run_int`] returns `None` whenever the whole-number path does not apply — an input that
+/// is not a whole `i64`, a result that is not whole (7/2), overflow, division by zero — and the
+/// caller then evaluates the formula the general way ([`crate::Formula::evaluate_num`]), which
+/// gives the value or the precise error. When `run_int` answers, it is the value the general
+/// way gives (a property test checks this).
+pub type IntProgram = [IntOp];
+
+impl Program {
+    /// The whole-number form of this program, if every instruction has one (no decimal
+    /// constant, no `^`, no tree).
+    pub(crate) fn to_int(&self) -> Option<Box<IntProgram>> {
+        let whole = |n: &Num| match n {
+            Num::Int(i) => Some(*i),
+            Num::Dec(_) => None,
+        };
+        self.ops
+            .iter()
+            .map(|op| {
+                Some(match op {
+                    Op::Const(n) => IntOp::Const(whole(n)?),
+                    Op::Var(s) => IntOp::Var(*s),
+                    Op::Tree(_) => return None,
+                    Op::Neg => IntOp::Neg,
+                    Op::Arith(op, _) => match op {
+                        Arith::Add => IntOp::Add,
+                        Arith::Sub => IntOp::Sub,
+                        Arith::Mul => IntOp::Mul,
+                        Arith::Div => IntOp::Div,
+                        Arith::Rem => IntOp::Rem,
+                        Arith::Pow => return None,
+                    },
+                    Op::ArithK(op, n, _) => {
+                        let k = whole(n)?;
+                        match op {
+                            Arith::Add => IntOp::AddK(k),
+                            Arith::Sub => IntOp::SubK(k),
+                            Arith::Mul => IntOp::MulK(k),
+                            Arith::Div => IntOp::DivK(k),
+                            Arith::Rem => IntOp::RemK(k),
+                            Arith::Pow => return None,
+                        }
+                    }
+                    Op::KArith(op, n, _) => {
+                        let k = whole(n)?;
+                        match op {
+                            Arith::Add => IntOp::AddK(k),
+                            Arith::Sub => IntOp::KSub(k),
+                            Arith::Mul => IntOp::MulK(k),
+                            Arith::Div => IntOp::KDiv(k),
+                            Arith::Rem => IntOp::KRem(k),
+                            Arith::Pow => return None,
+                        }
+                    }
+                    Op::Math(MathFn::Abs, _) => IntOp::Abs,
+                    // Whole numbers are their own floor, ceiling and rounding.
+                    Op::Math(_, _) => IntOp::AddK(0),
+                    Op::DivRound { f: MathFn::Ceil, .. } => IntOp::CeilDiv,
+                    Op::DivRound { .. } => IntOp::FloorDiv,
+                    Op::DivRoundK { f: MathFn::Ceil, k, .. } => IntOp::CeilDivK(whole(k)?),
+                    Op::DivRoundK { k, .. } => IntOp::FloorDivK(whole(k)?),
+                    Op::KDivRound { f: MathFn::Ceil, k, .. } => IntOp::KCeilDiv(whole(k)?),
+                    Op::KDivRound { k, .. } => IntOp::KFloorDiv(whole(k)?),
+                    Op::MinMax { max: true, n } => IntOp::Max(*n),
+                    Op::MinMax { max: false, n } => IntOp::Min(*n),
+                })
+            })
+            .collect()
+    }
+}
+
+#[inline(always)]
+fn exact_div(x: i64, y: i64) -> Option<i64> {
+    x.checked_div(y).filter(|q| q.wrapping_mul(y) == x)
+}
+
+#[inline(always)]
+fn floor_div(x: i64, y: i64) -> Option<i64> {
+    let q = x.checked_div(y)?;
+    // `checked_div` succeeded, so `x % y` cannot overflow; a nonzero remainder with a sign
+    // other than the divisor's means the true quotient is negative and below `q`.
+    let r = x.wrapping_rem(y);
+    if r != 0 && ((r < 0) != (y < 0)) { q.checked_sub(1) } else { Some(q) }
+}
+
+#[inline(always)]
+fn ceil_div(x: i64, y: i64) -> Option<i64> {
+    let q = x.checked_div(y)?;
+    let r = x.wrapping_rem(y);
+    if r != 0 && ((r < 0) == (y < 0)) { q.checked_add(1) } else { Some(q) }
+}
+
+/// Runs an [`IntProgram`], reading variables through `read` (by the number in `IntOp::Var`;
+/// `None`: not a whole number). `None` when the whole-number path does not apply (see
+/// [`IntProgram`]).
+#[inline(always)]
+pub fn run_int(ops: &IntProgram, read: impl Fn(u32) -> Option<i64>) -> Option<i64> {
+    // The top of the stack lives in `acc` (a register), the rest in `stack`: most instructions
+    // only touch the top, so values rarely go through memory. A push spills `acc` first; the
+    // very first push spills a meaningless zero, which is why a finished program leaves exactly
+    // one value in `stack`.
+    let mut acc = 0i64;
+    let mut stack = [0i64; MAX_STACK + 1];
+    let mut sp = 0usize;
+    // Programs come from well-formed trees within MAX_STACK (or were copied from such by a
+    // caller); checked indexing keeps a malformed copy from panicking: it just fails.
+    macro_rules! push {
+        ($v:expr) => {{
+            *stack.get_mut(sp)? = acc;
+            sp += 1;
+            acc = $v;
+        }};
+    }
+    macro_rules! binary {
+        ($f:expr) => {{
+            sp = sp.checked_sub(1)?;
+            acc = $f(*stack.get(sp)?, acc)?;
+        }};
+    }
+    for op in ops {
+        match *op {
+            IntOp::Const(k) => push!(k),
+            IntOp::Var(s) => push!(read(s)?),
+            IntOp::Neg => acc = acc.checked_neg()?,
+            IntOp::Abs => acc = acc.checked_abs()?,
+            IntOp::Add => binary!(i64::checked_add),
+            IntOp::Sub => binary!(i64::checked_sub),
+            IntOp::Mul => binary!(i64::checked_mul),
+            IntOp::Div => binary!(exact_div),
+            IntOp::Rem => binary!(i64::checked_rem),
+            IntOp::FloorDiv => binary!(floor_div),
+            IntOp::CeilDiv => binary!(ceil_div),
+            IntOp::AddK(k) => acc = acc.checked_add(k)?,
+            IntOp::SubK(k) => acc = acc.checked_sub(k)?,
+            IntOp::MulK(k) => acc = acc.checked_mul(k)?,
+            IntOp::DivK(k) => acc = exact_div(acc, k)?,
+            IntOp::RemK(k) => acc = acc.checked_rem(k)?,
+            IntOp::FloorDivK(k) => acc = floor_div(acc, k)?,
+            IntOp::CeilDivK(k) => acc = ceil_div(acc, k)?,
+            IntOp::KSub(k) => acc = k.checked_sub(acc)?,
+            IntOp::KDiv(k) => acc = exact_div(k, acc)?,
+            IntOp::KRem(k) => acc = k.checked_rem(acc)?,
+            IntOp::KFloorDiv(k) => acc = floor_div(k, acc)?,
+            IntOp::KCeilDiv(k) => acc = ceil_div(k, acc)?,
+            IntOp::Min(n) | IntOp::Max(n) => {
+                // The other n - 1 operands are the top n - 1 entries of `stack`.
+                let below = sp.checked_sub((n as usize).checked_sub(1)?)?;
+                let max = matches!(op, IntOp::Max(_));
+                for &v in stack.get(below..sp)? {
+                    acc = if max { acc.max(v) } else { acc.min(v) };
+                }
+                sp = below;
+            }
+        }
+    }
+    if sp == 1 { Some(acc) } else { None }
 }

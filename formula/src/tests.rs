@@ -144,6 +144,24 @@ fn values_table() {
         ("ceil(-5.3)", "-5"),
         ("ceil(6.3)", "7"),
         ("floor(-5.3)", "-6"),
+        // floor and ceil of a division (fused into one integer division when whole)
+        ("floor(7/2)", "3"),
+        ("floor(-7/2)", "-4"),
+        ("floor(7/-2)", "-4"),
+        ("floor(-7/-2)", "3"),
+        ("ceil(7/2)", "4"),
+        ("ceil(-7/2)", "-3"),
+        ("ceil(-8/2)", "-4"),
+        ("floor((Score-10)/2)", "2"),
+        ("floor((Score-11)/2)", "1"),
+        ("ceil(Score/4)", "4"),
+        ("floor(30/Score)", "2"),
+        ("floor(-Score/4)", "-4"),
+        ("ceil(-Score/4)", "-3"),
+        ("floor(Score/(Score-15))", "-14"),
+        ("ceil(Score/(Score-15))", "-14"),
+        ("floor(Score/2.5)", "5"),
+        ("floor(-9223372036854775808/-1)", "9223372036854775808"),
         ("round(2.5)", "3"),
         ("round(-2.5)", "-2"),
         ("round(-5.5)", "-5"),
@@ -252,6 +270,8 @@ fn errors_table() {
         ("ping(1)", RecursiveFunction, "ping(1)"),
         ("bad(1)", FormatMismatch, "bad(1)"),
         ("1/0", DivisionByZero, "/"),
+        ("floor(Score/0)", DivisionByZero, "/"),
+        ("ceil(Score/(Score-14))", DivisionByZero, "/"),
         ("1.3%0", DivisionByZero, "%"),
         ("a/(b-1)", DivisionByZero, "/"),
         ("0^(-1)", DivisionByZero, "^"),
@@ -681,6 +701,8 @@ fn arb_numeric_formula() -> impl Strategy<Value = String> {
             inner.clone().prop_map(|x| format!("-({x})")),
             (prop::sample::select(vec!["abs", "floor", "ceil", "round"]), inner.clone())
                 .prop_map(|(f, x)| format!("{f}({x})")),
+            (prop::sample::select(vec!["floor", "ceil"]), inner.clone(), inner.clone())
+                .prop_map(|(f, l, r)| format!("{f}({l} / {r})")),
             (prop::sample::select(vec!["min", "max"]), prop::collection::vec(inner.clone(), 2..4))
                 .prop_map(|(f, xs)| format!("{f}({})", xs.join(", "))),
             (inner.clone(), inner.clone(), inner.clone(), inner)
@@ -710,6 +732,45 @@ proptest! {
             _ => prop_assert!(false, "{text}: program {fast:?} vs tree {reference:?}"),
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// When the whole-number program answers, it gives what general evaluation gives.
+    #[test]
+    fn int_programs_agree_with_evaluation(text in arb_numeric_formula(), a in -50i64..50, b in -5i64..5, c in 0i64..3) {
+        let e = Env::default().num("a", &a.to_string()).num("b", &b.to_string()).num("c", &c.to_string());
+        let lib = library();
+        let Ok(f) = Formula::compile(&text, &lib, &CheckEnv::new(&e), &Limits::default()) else { return Ok(()) };
+        let Some(program) = f.int_program() else { return Ok(()) };
+        let names: Vec<&str> = f.variable_names().collect();
+        let read = |slot: u32| match names.get(slot as usize).copied() {
+            Some("a") => Some(a),
+            Some("b") => Some(b),
+            Some("c") => Some(c),
+            _ => None,
+        };
+        if let Some(i) = run_int(program, read) {
+            prop_assert_eq!(Ok(Value::Number(i.into())), f.evaluate(&e, None), "{}", text);
+        }
+    }
+}
+
+#[test]
+fn int_programs_cover_d20_formulas_and_decline_fractions() {
+    let e = env();
+    let lib = library();
+    let compile = |t: &str| Formula::compile(t, &lib, &CheckEnv::new(&e), &Limits::default()).unwrap();
+    let f = compile("floor((Score-10)/2)");
+    let p = f.int_program().expect("whole-number program");
+    assert_eq!(run_int(p, |_| Some(14)), Some(2));
+    assert_eq!(run_int(p, |_| Some(7)), Some(-2));
+    // Not whole: the caller must take the general path.
+    assert_eq!(run_int(compile("Score/4").int_program().unwrap(), |_| Some(14)), None);
+    assert_eq!(run_int(compile("Score/0").int_program().unwrap(), |_| Some(14)), None);
+    assert!(compile("Score * 1.5").int_program().is_none());
+    assert!(compile("Score ^ 2").int_program().is_none());
 }
 
 // ---- the remaining evaluation errors ----

@@ -9,7 +9,7 @@
 use crate::error::{SolveError, codes};
 use crate::modifier::{Instruction, ModKind, ModValue, ModifierSpec};
 use crate::rules::{Rules, ScopeId, VarDefId};
-use formula::{EvalContext, Format, Formula, FormulaError, Value, VarId, number};
+use formula::{EvalContext, Format, Formula, FormulaError, Num, Value, VarId, number};
 use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use rust_decimal::Decimal;
@@ -17,6 +17,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::sync::Arc;
+
+mod plan;
 
 /// A scope instance in a sheet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -121,6 +123,13 @@ struct Modifier {
     from: InstanceId,
     /// Every variable the value and condition read, and the node it is in this sheet.
     reads: Box<[(VarId, NodeIndex)]>,
+    /// The nodes the value formula reads, in the order of its variables (its slots), so that
+    /// evaluation indexes instead of searching.
+    value_slots: Box<[NodeIndex]>,
+    /// The same for the condition.
+    cond_slots: Box<[NodeIndex]>,
+    /// A constant NUMBER value, ready for the numeric path.
+    const_num: Option<Num>,
 }
 
 impl Modifier {
@@ -177,14 +186,16 @@ pub struct Sheet {
     /// Default value of each variable definition, by `VarDefId` (copied from the rules once).
     defaults: Arc<[Value]>,
     record_evaluations: bool,
-    /// Every node in topological order, for full solves; `None` after a structural change.
-    order: Option<Vec<NodeIndex>>,
+    /// The full-solve plan; `None` after any structural change (built again when needed).
+    plan: Option<Box<plan::Plan>>,
 }
 
 /// The modifier's formulas read variables through this context.
 struct ModContext<'a> {
     graph: &'a StableDiGraph<Node, u32>,
     reads: &'a [(VarId, NodeIndex)],
+    /// The nodes of the formula being evaluated, by slot.
+    slots: &'a [NodeIndex],
 }
 
 impl ModContext<'_> {
@@ -207,6 +218,15 @@ impl EvalContext for ModContext<'_> {
             _ => None,
         }
     }
+
+    #[inline(always)]
+    fn num_at(&self, slot: usize) -> Option<Option<Num>> {
+        let node = *self.slots.get(slot)?;
+        Some(match &self.graph[node].value {
+            Ok(Value::Number(d)) => Some(Num::from_decimal(*d)),
+            _ => None,
+        })
+    }
 }
 
 impl Sheet {
@@ -227,7 +247,7 @@ impl Sheet {
             defaults,
             rules,
             record_evaluations: false,
-            order: None,
+            plan: None,
         };
         let global_key: Arc<str> = sheet.rules.scope_def(sheet.rules.global()).name.clone();
         sheet.create_instance(global_key, sheet.rules.global(), None);
@@ -245,7 +265,7 @@ impl Sheet {
     }
 
     fn create_instance(&mut self, key: Arc<str>, scope: ScopeId, parent: Option<InstanceId>) -> InstanceId {
-        self.order = None;
+        self.plan = None;
         let id = InstanceId(self.instances.len() as u32);
         let vars = self.rules.scope_def(scope).vars.clone();
         let nodes: Box<[NodeIndex]> = vars
@@ -446,7 +466,7 @@ impl Sheet {
                 dirty.push(target);
             }
         }
-        self.order = None;
+        self.plan = None;
         for n in &doomed_nodes {
             self.graph.remove_node(*n);
         }
@@ -558,7 +578,25 @@ impl Sheet {
                 reads.push((v, node));
             }
         }
+        let slots = |f: Option<&Arc<Formula>>| -> Box<[NodeIndex]> {
+            // Every variable of both formulas is in `reads` (built just above).
+            f.map_or(Box::default(), |f| {
+                f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)).collect()
+            })
+        };
+        let value_slots = slots(match &value {
+            ModValue::Formula(f) => Some(f),
+            ModValue::Const(_) => None,
+        });
+        let cond_slots = slots(condition.as_ref());
+        let const_num = match &value {
+            ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
+            _ => None,
+        };
         let m = Modifier {
+            value_slots,
+            cond_slots,
+            const_num,
             id: spec.id.clone(),
             target,
             kind,
@@ -712,6 +750,7 @@ impl Sheet {
     }
 
     fn insert_modifier(&mut self, m: Modifier) {
+        self.plan = None;
         self.next_seq += 1;
         let key = match self.free_mods.pop() {
             Some(k) => k,
@@ -743,7 +782,7 @@ impl Sheet {
     }
 
     fn add_edge(&mut self, from: NodeIndex, to: NodeIndex) {
-        self.order = None;
+        self.plan = None;
         if let Some(e) = self.graph.find_edge(from, to) {
             self.graph[e] += 1;
             return;
@@ -779,6 +818,7 @@ impl Sheet {
 
     /// Detaches a modifier from everything and returns its target.
     fn unlink_modifier(&mut self, key: ModKey) -> NodeIndex {
+        self.plan = None;
         // Keys handed out are live until this function frees them.
         let m = self.mods[key.0 as usize].take().expect("live modifier");
         for &(_, read) in m.reads.iter() {
@@ -885,21 +925,9 @@ impl Sheet {
     /// evaluations that took. Values are the same as the incremental ones (a property test
     /// checks this); this is what a full solve costs.
     pub fn solve_all(&mut self) -> usize {
-        let order = match self.order.take() {
-            Some(o) => o,
-            None => {
-                let mut o: Vec<(u32, NodeIndex)> =
-                    self.graph.node_indices().map(|n| (self.graph[n].level, n)).collect();
-                o.sort_unstable_by_key(|(l, n)| (*l, n.index()));
-                o.into_iter().map(|(_, n)| n).collect()
-            }
-        };
-        for &n in &order {
-            let v = self.compute(n, None);
-            self.graph[n].value = v;
-        }
-        let count = order.len();
-        self.order = Some(order);
+        let mut plan = self.plan.take().unwrap_or_else(|| Box::new(plan::Plan::build(self)));
+        let count = plan.run(self);
+        self.plan = Some(plan);
         count
     }
 
@@ -918,35 +946,35 @@ impl Sheet {
     /// `compute` for a NUMBER variable without a trace: the same steps on decimals, with no
     /// `Value` built per modifier. A property test and the trace tests hold it to `compute_any`.
     fn compute_number(&self, n: &Node, start: Decimal) -> Slot {
-        let mut cur = start;
+        let mut cur = Num::from_decimal(start);
         for &k in &n.mods {
             let Some(m) = &self.mods[k.0 as usize] else { continue };
-            let cx = ModContext { graph: &self.graph, reads: &m.reads };
             if let Some(c) = &m.condition {
-                match c.evaluate(&cx, Some(&Value::Number(cur))) {
+                let cx = ModContext { graph: &self.graph, reads: &m.reads, slots: &m.cond_slots };
+                match c.evaluate(&cx, Some(&Value::Number(cur.to_decimal()))) {
                     Ok(Value::Boolean(true)) => {}
                     Ok(_) => continue,
                     Err(e) => return Err(self.value_error(m, e)),
                 }
             }
-            let v = match &m.value {
-                ModValue::Const(Value::Number(d)) => *d,
-                ModValue::Formula(f) if !f.uses_input() => match f.evaluate_number(&cx, None) {
-                    Ok(d) => d,
-                    Err(e) => return Err(self.value_error(m, e)),
-                },
-                ModValue::Formula(f) => match f.evaluate_number(&cx, Some(&Value::Number(cur))) {
-                    Ok(d) => d,
-                    Err(e) => return Err(self.value_error(m, e)),
-                },
+            let v = match (m.const_num, &m.value) {
+                (Some(c), _) => c,
+                (None, ModValue::Formula(f)) => {
+                    let cx = ModContext { graph: &self.graph, reads: &m.reads, slots: &m.value_slots };
+                    let input = if f.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
+                    match f.evaluate_num(&cx, input.as_ref()) {
+                        Ok(d) => d,
+                        Err(e) => return Err(self.value_error(m, e)),
+                    }
+                }
                 // A NUMBER variable's modifiers have NUMBER values (checked when added).
-                ModValue::Const(_) => continue,
+                (None, ModValue::Const(_)) => continue,
             };
             let r = match m.kind {
                 ModKind::Set => Ok(v),
-                ModKind::Add => number::add(cur, v),
-                ModKind::Multiply => number::mul(cur, v),
-                ModKind::Divide => number::div(cur, v),
+                ModKind::Add => cur.checked_add(v),
+                ModKind::Multiply => cur.checked_mul(v),
+                ModKind::Divide => cur.checked_div(v),
                 ModKind::Max => Ok(cur.max(v)),
                 ModKind::Min => Ok(cur.min(v)),
                 ModKind::Append => Ok(cur),
@@ -956,17 +984,19 @@ impl Sheet {
                 Err(e) => return Err(self.value_error(m, math_error(m.kind, e))),
             }
         }
-        Ok(Value::Number(cur))
+        Ok(Value::Number(cur.to_decimal()))
     }
 
     fn compute_any(&self, n: &Node, mut trace: Option<&mut Vec<TraceStep>>) -> Slot {
         let mut cur = self.defaults[n.def.0 as usize].clone();
         for &k in &n.mods {
             let Some(m) = &self.mods[k.0 as usize] else { continue };
-            let cx = ModContext { graph: &self.graph, reads: &m.reads };
             let condition = match &m.condition {
                 None => None,
-                Some(c) => match c.evaluate(&cx, Some(&cur)) {
+                Some(c) => match c.evaluate(
+                    &ModContext { graph: &self.graph, reads: &m.reads, slots: &m.cond_slots },
+                    Some(&cur),
+                ) {
                     Ok(Value::Boolean(b)) => Some(b),
                     Ok(_) => None,
                     Err(e) => {
@@ -982,7 +1012,10 @@ impl Sheet {
             }
             let result = match &m.value {
                 ModValue::Const(v) => apply(m.kind, cur, v.clone()),
-                ModValue::Formula(f) => match f.evaluate(&cx, Some(&cur)) {
+                ModValue::Formula(f) => match f.evaluate(
+                    &ModContext { graph: &self.graph, reads: &m.reads, slots: &m.value_slots },
+                    Some(&cur),
+                ) {
                     Ok(v) => apply(m.kind, cur, v),
                     Err(e) => Err(e),
                 },

@@ -287,7 +287,15 @@ fn clones_are_independent_what_ifs() {
 
 #[derive(Clone, Debug)]
 enum Step {
-    Add { target: usize, kind: usize, reads: Vec<usize>, constant: i64, priority: u32, local: Option<usize> },
+    Add {
+        target: usize,
+        kind: usize,
+        shape: usize,
+        reads: Vec<usize>,
+        constant: i64,
+        priority: u32,
+        local: Option<usize>,
+    },
     Remove(usize),
     AddItem(usize),
     RemoveItem(usize),
@@ -295,8 +303,8 @@ enum Step {
 
 fn arb_step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        6 => (0usize..8, 0usize..6, prop::collection::vec(0usize..8, 0..3), -5i64..6, 0u32..3, prop::option::of(0usize..3))
-            .prop_map(|(target, kind, reads, constant, priority, local)| Step::Add { target, kind, reads, constant, priority, local }),
+        6 => (0usize..8, 0usize..7, 0usize..6, prop::collection::vec(0usize..8, 0..3), -5i64..6, 0u32..3, prop::option::of(0usize..3))
+            .prop_map(|(target, kind, shape, reads, constant, priority, local)| Step::Add { target, kind, shape, reads, constant, priority, local }),
         2 => (0usize..64).prop_map(Step::Remove),
         1 => (0usize..3).prop_map(Step::AddItem),
         1 => (0usize..3).prop_map(Step::RemoveItem),
@@ -321,18 +329,27 @@ proptest! {
         let mut sheet = Sheet::new(prop_rules());
         sheet.record_evaluations(true);
         let mut ids: Vec<String> = Vec::new();
-        let kinds = ["SET", "ADD", "MULTIPLY", "MAX", "MIN", "ADD"];
+        let kinds = ["SET", "ADD", "MULTIPLY", "MAX", "MIN", "ADD", "DIVIDE"];
         for (n, step) in steps.into_iter().enumerate() {
             let before = sheet.values();
             let result = match step {
-                Step::Add { target, kind, reads, constant, priority, local } => {
-                    let mut formula: Vec<String> = reads.iter().map(|r| format!("G{r}")).collect();
-                    formula.push(constant.to_string());
+                Step::Add { target, kind, shape, reads, constant, priority, local } => {
+                    let mut terms: Vec<String> = reads.iter().map(|r| format!("G{r}")).collect();
+                    terms.push(constant.to_string());
+                    let sum = terms.join(" + ");
+                    // Whole-number programs, decimals (x / 3, x * 1.5), errors (x / 0), value().
+                    let formula = match shape {
+                        0 | 1 => sum,
+                        2 => format!("floor(({sum}) / 2)"),
+                        3 => format!("({sum}) / {}", constant.rem_euclid(4)),
+                        4 => format!("({sum}) * 1.5"),
+                        _ => format!("value() * 2 + {sum}"),
+                    };
                     let id = format!("m{n}");
-                    let mut spec = ModifierSpec::new(&id, &format!("G{target}"), kinds[kind], &formula.join(" + "), "s").priority(priority);
+                    let mut spec = ModifierSpec::new(&id, &format!("G{target}"), kinds[kind], &formula, "s").priority(priority);
                     if let Some(item) = local {
                         // A local variable modified from its item, read by a global.
-                        spec = ModifierSpec::new(&id, "Weight", kinds[kind], &formula.join(" + "), "s").on(&format!("item{item}"));
+                        spec = ModifierSpec::new(&id, "Weight", kinds[kind], &formula, "s").on(&format!("item{item}"));
                     }
                     let r = sheet.add_modifier(&spec);
                     if r.is_ok() { ids.push(id); }
