@@ -3,14 +3,15 @@
 //! - `full_solve`: recompute all 2,000 variables of a sheet with 8,000 modifiers from scratch;
 //!   baseline: cloning the same sheet (touching the same memory without evaluating anything).
 //! - `incremental`: add an item instance carrying 20 modifiers (formulas compiled beforehand, as
-//!   the data layer does at load), and remove it again;
+//!   the data layer does at load) as one batch — how objects are added — and remove it again;
+//!   also the same 21 operations one by one (21 recomputations);
 //!   baseline: adding and removing one constant modifier on one variable.
 //! - `trace`: the trace of one variable; baseline: reading that variable's value.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use formula::Format;
 use sheetd_benches::generator::{Rng, generate_sheet, item_modifiers};
-use solver::{Instruction, ModifierSpec};
+use solver::{Instruction, ModifierSpec, Operation};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -44,11 +45,19 @@ fn bench_incremental(c: &mut Criterion) {
             m
         })
         .collect();
+    let add_item = Operation::AddInstance { key: "item".into(), scope: "PC.ITEM".into(), parent: None };
+    let batch: Vec<Operation> =
+        std::iter::once(add_item).chain(mods.iter().cloned().map(Operation::AddModifier)).collect();
+    let remove = [Operation::RemoveInstance("item".into())];
     // One round, to report how much an add recomputes.
-    let added = sheet.add_instance("item", "PC.ITEM", None).expect("add").recomputed
+    let added = sheet.apply(&batch).expect("add").recomputed;
+    let removed = sheet.apply(&remove).expect("remove").recomputed;
+    let one_by_one = sheet.add_instance("item", "PC.ITEM", None).expect("add").recomputed
         + mods.iter().map(|m| sheet.add_modifier(m).expect("valid").recomputed).sum::<usize>();
-    let removed = sheet.remove_instance("item").expect("remove").recomputed;
-    eprintln!("incremental: adding the item evaluates {added} variables, removing it {removed}");
+    sheet.remove_instance("item").expect("remove");
+    eprintln!(
+        "incremental: adding the item evaluates {added} variables ({one_by_one} one by one), removing it {removed}"
+    );
 
     let mut g = c.benchmark_group("solver_incremental");
     let one = ModifierSpec::new("one", "V1999", "ADD", "1", "bench");
@@ -63,12 +72,9 @@ fn bench_incremental(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..n {
                 let start = Instant::now();
-                sheet.add_instance("item", "PC.ITEM", None).expect("add");
-                for m in &mods {
-                    sheet.add_modifier(m).expect("valid");
-                }
+                sheet.apply(black_box(&batch)).expect("add");
                 total += start.elapsed();
-                sheet.remove_instance("item").expect("remove");
+                sheet.apply(&remove).expect("remove");
             }
             total
         })
@@ -77,13 +83,25 @@ fn bench_incremental(c: &mut Criterion) {
         b.iter_custom(|n| {
             let mut total = Duration::ZERO;
             for _ in 0..n {
+                sheet.apply(&batch).expect("add");
+                let start = Instant::now();
+                sheet.apply(black_box(&remove)).expect("remove");
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    g.bench_function("add_instance_and_20_modifiers_one_by_one", |b| {
+        b.iter_custom(|n| {
+            let mut total = Duration::ZERO;
+            for _ in 0..n {
+                let start = Instant::now();
                 sheet.add_instance("item", "PC.ITEM", None).expect("add");
                 for m in &mods {
                     sheet.add_modifier(m).expect("valid");
                 }
-                let start = Instant::now();
-                sheet.remove_instance("item").expect("remove");
                 total += start.elapsed();
+                sheet.remove_instance("item").expect("remove");
             }
             total
         })

@@ -235,6 +235,11 @@ impl Formula {
         &self.text
     }
 
+    /// The text as written, shared.
+    pub fn text_arc(&self) -> &Arc<str> {
+        &self.text
+    }
+
     /// The syntax tree.
     pub fn tree(&self) -> &ast::Expr {
         &self.tree

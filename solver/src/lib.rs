@@ -22,6 +22,10 @@
 //! ## Main types
 //! [`Rules`], [`Sheet`], [`ModifierSpec`], [`Report`] and [`Change`], [`Trace`], [`SolveError`].
 
+/// Hash maps keyed by names and ids: foldhash is several times faster than SipHash on short
+/// keys and still seeded per map.
+type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 mod error;
 mod modifier;
 mod rules;
@@ -30,7 +34,9 @@ mod sheet;
 pub use error::{SolveError, codes};
 pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec};
 pub use rules::{Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId};
-pub use sheet::{Change, InstanceId, Report, Sheet, Slot, Trace, TraceStep, ValueError, VarRef};
+pub use sheet::{
+    BatchError, Change, InstanceId, Operation, Report, Sheet, Slot, Trace, TraceStep, ValueError, VarRef,
+};
 
 #[cfg(test)]
 mod tests;

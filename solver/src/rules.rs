@@ -4,6 +4,7 @@
 //! Formulas are compiled against a scope through [`Rules::compile`], which resolves names through
 //! the scope and its ancestors and interns identical text per scope.
 
+use crate::Map;
 use crate::error::{SolveError, codes};
 use formula::{
     CheckEnv, Compiler, Format, FormatRegistry, FormatType, Formula, Library, Symbols, Value, VarId,
@@ -200,16 +201,16 @@ impl RulesBuilder {
 
     /// Finishes the rules.
     pub fn build(self) -> Rules {
-        let mut by_scope = HashMap::new();
+        let mut by_name: Map<String, Vec<(ScopeId, VarDefId)>> = Map::default();
         for (i, v) in self.vars.iter().enumerate() {
-            by_scope.insert((v.scope, v.name.to_ascii_lowercase()), VarDefId(i as u32));
+            by_name.entry(v.name.to_ascii_lowercase()).or_default().push((v.scope, VarDefId(i as u32)));
         }
         Rules {
             compiler: Compiler::new(Arc::new(self.library)),
             scopes: self.scopes,
             scope_names: self.scope_names,
             vars: self.vars,
-            by_scope,
+            by_name,
             defaults: self.defaults,
             formats: self.formats,
         }
@@ -239,7 +240,8 @@ pub struct Rules {
     scopes: Vec<ScopeDef>,
     scope_names: HashMap<String, ScopeId>,
     vars: Vec<VarDef>,
-    by_scope: HashMap<(ScopeId, String), VarDefId>,
+    /// Declarations by lowercased name: every scope declaring it.
+    by_name: Map<String, Vec<(ScopeId, VarDefId)>>,
     defaults: HashMap<Format, Value>,
     compiler: Compiler,
     formats: FormatRegistry,
@@ -286,10 +288,15 @@ impl Rules {
 
     /// The variable `name` as seen from `scope`: declared there or in an ancestor.
     pub fn resolve(&self, scope: ScopeId, name: &str) -> Option<VarDefId> {
-        let key = name.to_ascii_lowercase();
+        let declared = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.by_name.get(&name.to_ascii_lowercase())?
+        } else {
+            self.by_name.get(name)?
+        };
+        // The nearest scope wins (declaration rules keep one per chain, but be exact anyway).
         let mut s = Some(scope);
         while let Some(id) = s {
-            if let Some(v) = self.by_scope.get(&(id, key.clone())) {
+            if let Some((_, v)) = declared.iter().find(|(d, _)| *d == id) {
                 return Some(*v);
             }
             s = self.scopes[id.0 as usize].parent;

@@ -6,6 +6,7 @@
 //! fails; then it applies the change and recomputes exactly the affected variables, in
 //! topological order, each at most once, stopping where a value did not change.
 
+use crate::Map;
 use crate::error::{SolveError, codes};
 use crate::modifier::{Instruction, ModKind, ModValue, ModifierSpec};
 use crate::rules::{Rules, ScopeId, VarDefId};
@@ -14,11 +15,14 @@ use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use rust_decimal::Decimal;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::Arc;
 
+mod batch;
 mod plan;
+
+pub use batch::{BatchError, Operation};
 
 /// A scope instance in a sheet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -173,11 +177,11 @@ pub struct Sheet {
     rules: Arc<Rules>,
     graph: StableDiGraph<Node, u32>,
     instances: Vec<Option<Instance>>,
-    instance_keys: HashMap<Arc<str>, InstanceId>,
+    instance_keys: Map<Arc<str>, InstanceId>,
     mods: Vec<Option<Modifier>>,
     free_mods: Vec<ModKey>,
-    mod_ids: HashMap<Arc<str>, ModKey>,
-    sources: HashMap<Arc<str>, Vec<ModKey>>,
+    mod_ids: Map<Arc<str>, ModKey>,
+    sources: Map<Arc<str>, Vec<ModKey>>,
     /// The modifiers on or from each instance other than the global one, by instance id: what
     /// removing the instance must remove.
     by_instance: Vec<Vec<ModKey>>,
@@ -236,11 +240,11 @@ impl Sheet {
         let mut sheet = Sheet {
             graph: StableDiGraph::default(),
             instances: Vec::new(),
-            instance_keys: HashMap::new(),
+            instance_keys: Map::default(),
             mods: Vec::new(),
             free_mods: Vec::new(),
-            mod_ids: HashMap::new(),
-            sources: HashMap::new(),
+            mod_ids: Map::default(),
+            sources: Map::default(),
             by_instance: Vec::new(),
             next_seq: 0,
             epoch: 0,
@@ -407,81 +411,13 @@ impl Sheet {
         scope: &str,
         parent: Option<&str>,
     ) -> Result<Report, SolveError> {
-        if self.instance_keys.contains_key(key) {
-            return Err(SolveError::new(
-                codes::DUPLICATE_INSTANCE,
-                format!("instance `{key}` already exists"),
-            ));
-        }
-        let scope_id = self.rules.scope(scope)?;
-        let parent_id = self.lookup_instance(parent)?;
-        let parent_scope = self.instance(parent_id).scope;
-        if self.rules.scope_def(scope_id).parent != Some(parent_scope) {
-            let expected = match self.rules.scope_def(scope_id).parent {
-                Some(p) => format!("an instance of {}", self.rules.scope_def(p).name),
-                None => "nothing (it is the global scope)".to_owned(),
-            };
-            return Err(SolveError::new(
-                codes::WRONG_PARENT,
-                format!(
-                    "instance `{key}` of scope {} needs a parent that is {expected}, but {} is of scope {}",
-                    self.rules.scope_def(scope_id).name,
-                    parent.map_or("the global instance".to_owned(), |p| format!("`{p}`")),
-                    self.rules.scope_def(parent_scope).name
-                ),
-            ));
-        }
-        let id = self.create_instance(Arc::from(key), scope_id, Some(parent_id));
-        let created: Vec<NodeIndex> = self.instance(id).nodes.to_vec();
-        Ok(self.recompute(created.iter().copied(), &created, Vec::new()))
+        self.single(|s, p| s.op_add_instance(key, scope, parent, p))
     }
 
     /// Removes instance `key`, its descendants, their variables, and every modifier on or from
     /// any of them.
     pub fn remove_instance(&mut self, key: &str) -> Result<Report, SolveError> {
-        let root = self.lookup_instance(Some(key))?;
-        let mut doomed = vec![root];
-        let mut i = 0;
-        while i < doomed.len() {
-            doomed.extend(self.instance(doomed[i]).children.iter().copied());
-            i += 1;
-        }
-        let doomed_nodes: Vec<NodeIndex> =
-            doomed.iter().flat_map(|&d| self.instance(d).nodes.iter().copied()).collect();
-        let mut removed: Vec<Change> = doomed_nodes
-            .iter()
-            .map(|&n| Change { var: self.var_ref(n), old: Some(self.graph[n].value.clone()), new: None })
-            .collect();
-        // Modifiers on or from the doomed instances. (A modifier targeting a doomed variable is
-        // on a doomed instance: names resolve upwards, so its `on` is that variable's instance
-        // or a descendant of it.)
-        let mut keys: Vec<ModKey> =
-            doomed.iter().flat_map(|d| self.by_instance[d.0 as usize].iter().copied()).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        let mut dirty = Vec::new();
-        for k in keys {
-            let target = self.unlink_modifier(k);
-            if !doomed_nodes.contains(&target) {
-                dirty.push(target);
-            }
-        }
-        self.plan = None;
-        for n in &doomed_nodes {
-            self.graph.remove_node(*n);
-        }
-        if let Some(parent) = self.instance(root).parent
-            && let Some(p) = self.instances[parent.0 as usize].as_mut()
-        {
-            p.children.retain(|c| *c != root);
-        }
-        for d in &doomed {
-            if let Some(inst) = self.instances[d.0 as usize].take() {
-                self.instance_keys.remove(&inst.key);
-            }
-        }
-        removed.sort_by_key(|c| c.var.to_string());
-        Ok(self.recompute(dirty.into_iter(), &[], removed))
+        self.single(|s, p| s.op_remove_instance(key, p))
     }
 
     // ---- modifiers ----
@@ -490,10 +426,7 @@ impl Sheet {
     /// the variable is unknown, the variable is locked, the type does not fit the format, a
     /// formula is invalid in the `from` instance's scope, or the modifier would close a cycle.
     pub fn add_modifier(&mut self, spec: &ModifierSpec) -> Result<Report, SolveError> {
-        let m = self.prepare(spec)?;
-        let target = m.target;
-        self.insert_modifier(m);
-        Ok(self.recompute(std::iter::once(target), &[], Vec::new()))
+        self.single(|s, p| s.op_add_modifier(spec, p))
     }
 
     fn prepare(&self, spec: &ModifierSpec) -> Result<Modifier, SolveError> {
@@ -602,7 +535,10 @@ impl Sheet {
             kind,
             value,
             condition,
-            text: Arc::from(spec.value.text()),
+            text: match &spec.value {
+                Instruction::Compiled(f) => f.text_arc().clone(),
+                Instruction::Text(t) => t.clone(),
+            },
             priority: spec.priority,
             seq: self.next_seq,
             source: spec.source.clone(),
@@ -726,7 +662,11 @@ impl Sheet {
             return Some(vec![from]);
         }
         let limit = self.graph[to].level;
-        let mut parent: HashMap<NodeIndex, NodeIndex> = HashMap::new();
+        if self.graph[from].level >= limit {
+            // Levels increase along every edge: nothing at or above `to`'s level reaches it.
+            return None;
+        }
+        let mut parent: Map<NodeIndex, NodeIndex> = Map::default();
         let mut stack = vec![from];
         while let Some(n) = stack.pop() {
             for next in self.graph.neighbors_directed(n, Direction::Outgoing) {
@@ -749,8 +689,8 @@ impl Sheet {
         None
     }
 
-    fn insert_modifier(&mut self, m: Modifier) {
-        self.plan = None;
+    /// Adds a prepared modifier under a new key, and returns the key.
+    fn insert_modifier(&mut self, m: Modifier) -> ModKey {
         self.next_seq += 1;
         let key = match self.free_mods.pop() {
             Some(k) => k,
@@ -759,6 +699,13 @@ impl Sheet {
                 ModKey(self.mods.len() as u32 - 1)
             }
         };
+        self.link_modifier(key, m);
+        key
+    }
+
+    /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list.
+    fn link_modifier(&mut self, key: ModKey, m: Modifier) {
+        self.plan = None;
         let target = m.target;
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
@@ -816,8 +763,8 @@ impl Sheet {
         }
     }
 
-    /// Detaches a modifier from everything and returns its target.
-    fn unlink_modifier(&mut self, key: ModKey) -> NodeIndex {
+    /// Detaches a modifier from everything and returns it.
+    fn unlink_modifier(&mut self, key: ModKey) -> Modifier {
         self.plan = None;
         // Keys handed out are live until this function frees them.
         let m = self.mods[key.0 as usize].take().expect("live modifier");
@@ -842,25 +789,17 @@ impl Sheet {
             }
         }
         self.free_mods.push(key);
-        m.target
+        m
     }
 
     /// Removes the modifier with id `id`.
     pub fn remove_modifier(&mut self, id: &str) -> Result<Report, SolveError> {
-        let key = *self.mod_ids.get(id).ok_or_else(|| {
-            SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
-        })?;
-        let target = self.unlink_modifier(key);
-        Ok(self.recompute(std::iter::once(target), &[], Vec::new()))
+        self.single(|s, p| s.op_remove_modifier(id, p))
     }
 
     /// Removes every modifier whose source is `source`.
     pub fn remove_source(&mut self, source: &str) -> Result<Report, SolveError> {
-        let keys = self.sources.get(source).cloned().ok_or_else(|| {
-            SolveError::new(codes::UNKNOWN_MODIFIER, format!("no modifier has source `{source}`"))
-        })?;
-        let targets: Vec<NodeIndex> = keys.into_iter().map(|k| self.unlink_modifier(k)).collect();
-        Ok(self.recompute(targets.into_iter(), &[], Vec::new()))
+        self.single(|s, p| s.op_remove_source(source, p))
     }
 
     // ---- evaluation ----

@@ -1,0 +1,291 @@
+//! Atomic batches: several operations, one recomputation, all or nothing.
+//!
+//! Every mutation of a sheet goes through here, a single operation being a batch of one. Each
+//! operation validates and applies its structural change at once (so later operations see
+//! earlier ones: a modifier on an instance added just before, a cycle closed by two new
+//! modifiers together) and logs how to undo it. Values are not touched until the whole batch
+//! has succeeded; then one recomputation evaluates each affected variable once, and the report
+//! gives old → new across the whole batch. When an operation fails, the log is replayed
+//! backwards and the sheet is exactly as before the batch.
+//!
+//! Removing an instance detaches it and its modifiers at once, but its variables stay in the
+//! graph, isolated, until the batch commits: that keeps the removal undoable without
+//! renumbering anything.
+
+use super::{Change, Instance, InstanceId, ModKey, Modifier, Report, Sheet};
+use crate::error::{SolveError, codes};
+use crate::modifier::ModifierSpec;
+use petgraph::stable_graph::NodeIndex;
+use std::sync::Arc;
+
+/// One change to a sheet, for [`Sheet::apply`].
+#[derive(Clone, Debug)]
+pub enum Operation {
+    /// Adds instance `key` of `scope` under `parent` (`None`: the global instance).
+    AddInstance {
+        key: String,
+        scope: String,
+        parent: Option<String>,
+    },
+    /// Removes an instance, its descendants, their variables, and every modifier on or from
+    /// any of them.
+    RemoveInstance(String),
+    AddModifier(ModifierSpec),
+    RemoveModifier(String),
+    /// Removes every modifier with this source.
+    RemoveSource(String),
+}
+
+/// Why a batch was rejected: the operation at `index` failed; the sheet is unchanged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchError {
+    pub index: usize,
+    pub error: SolveError,
+}
+
+/// What a batch in progress has done so far.
+#[derive(Default)]
+pub(super) struct Pending {
+    /// Variables whose modifiers changed.
+    dirty: Vec<NodeIndex>,
+    /// Variables of added instances.
+    created: Vec<NodeIndex>,
+    /// Variables of removed instances, with their names and values before the batch.
+    removed: Vec<(NodeIndex, Change)>,
+    undo: Vec<Undo>,
+}
+
+enum Undo {
+    AddedInstance(InstanceId),
+    AddedModifier(ModKey),
+    RemovedModifier(ModKey, Box<Modifier>),
+    /// The instances removed (root first), and the root's parent.
+    RemovedInstances(Vec<(InstanceId, Instance)>, Option<InstanceId>),
+}
+
+impl Sheet {
+    /// Applies `ops` in order as one atomic change: either all succeed and one recomputation
+    /// follows (each affected variable evaluated once; the report gives old → new across the
+    /// batch), or the first failure is returned with its index and the sheet is unchanged.
+    pub fn apply(&mut self, ops: &[Operation]) -> Result<Report, BatchError> {
+        let mut pending = Pending {
+            dirty: Vec::with_capacity(ops.len()),
+            undo: Vec::with_capacity(ops.len()),
+            ..Pending::default()
+        };
+        for (index, op) in ops.iter().enumerate() {
+            let result = match op {
+                Operation::AddInstance { key, scope, parent } => {
+                    self.op_add_instance(key, scope, parent.as_deref(), &mut pending)
+                }
+                Operation::RemoveInstance(key) => self.op_remove_instance(key, &mut pending),
+                Operation::AddModifier(spec) => self.op_add_modifier(spec, &mut pending),
+                Operation::RemoveModifier(id) => self.op_remove_modifier(id, &mut pending),
+                Operation::RemoveSource(source) => self.op_remove_source(source, &mut pending),
+            };
+            if let Err(error) = result {
+                self.rollback(pending);
+                return Err(BatchError { index, error });
+            }
+        }
+        Ok(self.commit(pending))
+    }
+
+    /// Runs one operation as a batch of one.
+    pub(super) fn single(
+        &mut self,
+        op: impl FnOnce(&mut Sheet, &mut Pending) -> Result<(), SolveError>,
+    ) -> Result<Report, SolveError> {
+        let mut pending = Pending::default();
+        match op(self, &mut pending) {
+            Ok(()) => Ok(self.commit(pending)),
+            Err(e) => {
+                self.rollback(pending);
+                Err(e)
+            }
+        }
+    }
+
+    pub(super) fn op_add_instance(
+        &mut self,
+        key: &str,
+        scope: &str,
+        parent: Option<&str>,
+        pending: &mut Pending,
+    ) -> Result<(), SolveError> {
+        if self.instance_keys.contains_key(key) {
+            return Err(SolveError::new(
+                codes::DUPLICATE_INSTANCE,
+                format!("instance `{key}` already exists"),
+            ));
+        }
+        let scope_id = self.rules.scope(scope)?;
+        let parent_id = self.lookup_instance(parent)?;
+        let parent_scope = self.instance(parent_id).scope;
+        if self.rules.scope_def(scope_id).parent != Some(parent_scope) {
+            let expected = match self.rules.scope_def(scope_id).parent {
+                Some(p) => format!("an instance of {}", self.rules.scope_def(p).name),
+                None => "nothing (it is the global scope)".to_owned(),
+            };
+            return Err(SolveError::new(
+                codes::WRONG_PARENT,
+                format!(
+                    "instance `{key}` of scope {} needs a parent that is {expected}, but {} is of scope {}",
+                    self.rules.scope_def(scope_id).name,
+                    parent.map_or("the global instance".to_owned(), |p| format!("`{p}`")),
+                    self.rules.scope_def(parent_scope).name
+                ),
+            ));
+        }
+        let id = self.create_instance(Arc::from(key), scope_id, Some(parent_id));
+        pending.created.extend(self.instance(id).nodes.iter().copied());
+        pending.undo.push(Undo::AddedInstance(id));
+        Ok(())
+    }
+
+    pub(super) fn op_remove_instance(&mut self, key: &str, pending: &mut Pending) -> Result<(), SolveError> {
+        let root = self.lookup_instance(Some(key))?;
+        let mut doomed = vec![root];
+        let mut i = 0;
+        while i < doomed.len() {
+            doomed.extend(self.instance(doomed[i]).children.iter().copied());
+            i += 1;
+        }
+        for &d in &doomed {
+            for &n in self.instance(d).nodes.iter() {
+                let change =
+                    Change { var: self.var_ref(n), old: Some(self.graph[n].value.clone()), new: None };
+                pending.removed.push((n, change));
+            }
+        }
+        // Modifiers on or from the doomed instances. (A modifier targeting a doomed variable is
+        // on a doomed instance: names resolve upwards, so its `on` is that variable's instance
+        // or a descendant of it. Likewise a modifier reading a doomed variable is from one.)
+        let mut keys: Vec<ModKey> =
+            doomed.iter().flat_map(|d| self.by_instance[d.0 as usize].iter().copied()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            self.op_unlink(k, pending);
+        }
+        self.plan = None;
+        let parent = self.instance(root).parent;
+        if let Some(p) = parent
+            && let Some(p) = self.instances[p.0 as usize].as_mut()
+        {
+            p.children.retain(|c| *c != root);
+        }
+        let mut taken = Vec::with_capacity(doomed.len());
+        for d in doomed {
+            if let Some(inst) = self.instances[d.0 as usize].take() {
+                self.instance_keys.remove(&inst.key);
+                taken.push((d, inst));
+            }
+        }
+        pending.undo.push(Undo::RemovedInstances(taken, parent));
+        Ok(())
+    }
+
+    pub(super) fn op_add_modifier(
+        &mut self,
+        spec: &ModifierSpec,
+        pending: &mut Pending,
+    ) -> Result<(), SolveError> {
+        let m = self.prepare(spec)?;
+        pending.dirty.push(m.target);
+        let key = self.insert_modifier(m);
+        pending.undo.push(Undo::AddedModifier(key));
+        Ok(())
+    }
+
+    pub(super) fn op_remove_modifier(&mut self, id: &str, pending: &mut Pending) -> Result<(), SolveError> {
+        let key = *self.mod_ids.get(id).ok_or_else(|| {
+            SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
+        })?;
+        self.op_unlink(key, pending);
+        Ok(())
+    }
+
+    pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
+        let keys = self.sources.get(source).cloned().ok_or_else(|| {
+            SolveError::new(codes::UNKNOWN_MODIFIER, format!("no modifier has source `{source}`"))
+        })?;
+        for k in keys {
+            self.op_unlink(k, pending);
+        }
+        Ok(())
+    }
+
+    fn op_unlink(&mut self, key: ModKey, pending: &mut Pending) {
+        let m = self.unlink_modifier(key);
+        pending.dirty.push(m.target);
+        pending.undo.push(Undo::RemovedModifier(key, Box::new(m)));
+    }
+
+    /// Ends a successful batch: drops the removed variables and recomputes.
+    fn commit(&mut self, pending: Pending) -> Report {
+        let Pending { dirty, mut created, removed, .. } = pending;
+        let mut changes = Vec::with_capacity(removed.len());
+        for (n, change) in removed {
+            self.graph.remove_node(n);
+            // Created and removed in the same batch: it never existed as far as the report goes.
+            if let Some(i) = created.iter().position(|c| *c == n) {
+                created.swap_remove(i);
+            } else {
+                changes.push(change);
+            }
+        }
+        changes.sort_by_key(|c| c.var.to_string());
+        let live = |n: &NodeIndex| self.graph.contains_node(*n);
+        let dirty: Vec<NodeIndex> = dirty.into_iter().filter(live).chain(created.iter().copied()).collect();
+        self.recompute(dirty.into_iter(), &created, changes)
+    }
+
+    /// Ends a failed batch: undoes everything it did, last first.
+    fn rollback(&mut self, pending: Pending) {
+        for undo in pending.undo.into_iter().rev() {
+            match undo {
+                Undo::AddedModifier(key) => {
+                    self.unlink_modifier(key);
+                    // Give the sequence number back, so the next modifier gets the same one.
+                    self.next_seq -= 1;
+                }
+                Undo::RemovedModifier(key, m) => {
+                    // The key went to the free list last (everything after it has been undone).
+                    if let Some(i) = self.free_mods.iter().rposition(|k| *k == key) {
+                        self.free_mods.remove(i);
+                    }
+                    self.link_modifier(key, *m);
+                }
+                Undo::AddedInstance(id) => {
+                    // The newest instance: everything added after it has been undone.
+                    if let Some(inst) = self.instances.pop().flatten() {
+                        for n in inst.nodes.iter() {
+                            self.graph.remove_node(*n);
+                        }
+                        self.instance_keys.remove(&inst.key);
+                        if let Some(p) = inst.parent
+                            && let Some(p) = self.instances[p.0 as usize].as_mut()
+                        {
+                            p.children.retain(|c| *c != id);
+                        }
+                    }
+                    self.by_instance.pop();
+                }
+                Undo::RemovedInstances(taken, parent) => {
+                    let root = taken.first().map(|(id, _)| *id);
+                    for (id, inst) in taken {
+                        self.instance_keys.insert(inst.key.clone(), id);
+                        self.instances[id.0 as usize] = Some(inst);
+                    }
+                    if let (Some(p), Some(root)) = (parent, root)
+                        && let Some(p) = self.instances[p.0 as usize].as_mut()
+                    {
+                        p.children.push(root);
+                    }
+                }
+            }
+        }
+        self.plan = None;
+    }
+}
