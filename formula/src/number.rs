@@ -84,14 +84,37 @@ pub fn div(a: Decimal, b: Decimal) -> R {
     if b.is_zero() {
         return Err(MathError::DivisionByZero);
     }
-    if let Some((x, y)) = small_pair(a, b)
-        && let Some(q) = x.checked_div(y)
-        && q.wrapping_mul(y) == x
-    {
-        // One hardware division: the quotient is exact when it multiplies back (|q·y| ≤ |x|).
+    if let Some(q) = small_pair(a, b).and_then(|(x, y)| int_div_exact(x, y)) {
         return Ok(from_small(q));
     }
     a.checked_div(b).ok_or(MathError::Overflow)
+}
+
+/// `x / y` when the quotient is a whole number that fits, else `None` (7/2, division by zero,
+/// `i64::MIN / -1`). One hardware division: the quotient is exact when it multiplies back.
+#[inline(always)]
+pub(crate) fn int_div_exact(x: i64, y: i64) -> Option<i64> {
+    x.checked_div(y).filter(|q| q.wrapping_mul(y) == x)
+}
+
+/// `floor(x / y)` on whole numbers, `None` on division by zero or overflow.
+#[inline(always)]
+pub(crate) fn int_div_floor(x: i64, y: i64) -> Option<i64> {
+    let q = x.checked_div(y)?;
+    // `checked_div` succeeded, so `x % y` cannot overflow. `q` is truncated toward zero; a
+    // nonzero remainder (the sign of `x`) of another sign than `y` means the true quotient is
+    // negative, below `q`.
+    let r = x.wrapping_rem(y);
+    if r != 0 && ((r < 0) != (y < 0)) { q.checked_sub(1) } else { Some(q) }
+}
+
+/// `ceil(x / y)` on whole numbers, `None` on division by zero or overflow.
+#[inline(always)]
+pub(crate) fn int_div_ceil(x: i64, y: i64) -> Option<i64> {
+    let q = x.checked_div(y)?;
+    // As in `int_div_floor`: a remainder of the divisor's sign means a positive quotient above `q`.
+    let r = x.wrapping_rem(y);
+    if r != 0 && ((r < 0) == (y < 0)) { q.checked_add(1) } else { Some(q) }
 }
 
 /// Remainder with the sign of the dividend: -7 % 3 = -1, 2 % -3 = 2.
@@ -183,9 +206,7 @@ impl Num {
     #[inline(always)]
     pub fn checked_div(self, other: Num) -> Result<Num, MathError> {
         if let (Num::Int(x), Num::Int(y)) = (self, other)
-            && y != 0
-            && let Some(q) = x.checked_div(y)
-            && q.wrapping_mul(y) == x
+            && let Some(q) = int_div_exact(x, y)
         {
             return Ok(Num::Int(q));
         }

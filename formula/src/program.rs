@@ -14,7 +14,7 @@
 use crate::EvalContext;
 use crate::check::{Arith, MathFn, Node};
 use crate::eval::{EvalResult, Evaluator};
-use crate::number::Num;
+use crate::number::{Num, int_div_ceil, int_div_exact, int_div_floor};
 use crate::span::Span;
 use rust_decimal::Decimal;
 
@@ -27,7 +27,7 @@ fn int_arith(op: Arith, x: i64, y: i64) -> Option<i64> {
         Arith::Sub => x.checked_sub(y),
         Arith::Mul => x.checked_mul(y),
         // Exact quotients only: 7/2 is 3.5, a decimal.
-        Arith::Div if y != 0 => x.checked_div(y).filter(|q| q.wrapping_mul(y) == x),
+        Arith::Div => int_div_exact(x, y),
         Arith::Rem if y != 0 => x.checked_rem(y),
         _ => None,
     }
@@ -349,19 +349,10 @@ fn div_round<C: EvalContext>(
     div: Span,
     math: Span,
 ) -> EvalResult<Num> {
-    if let (Num::Int(x), Num::Int(y)) = (a, b)
-        && y != 0
-        && let Some(q) = x.checked_div(y)
-    {
-        // `checked_div` succeeded, so `x % y` cannot overflow. `q` is truncated toward zero;
-        // with a nonzero remainder (the sign of `x`), the true quotient is above `q` when it is
-        // positive (ceil moves up) and below it when negative (floor moves down).
-        let r = x.wrapping_rem(y);
-        let positive = (r < 0) == (y < 0);
+    if let (Num::Int(x), Num::Int(y)) = (a, b) {
         let q = match f {
-            MathFn::Floor if r != 0 && !positive => q.checked_sub(1),
-            MathFn::Ceil if r != 0 && positive => q.checked_add(1),
-            _ => Some(q),
+            MathFn::Ceil => int_div_ceil(x, y),
+            _ => int_div_floor(x, y),
         };
         if let Some(q) = q {
             return Ok(Num::Int(q));
@@ -482,27 +473,6 @@ impl Program {
     }
 }
 
-#[inline(always)]
-fn exact_div(x: i64, y: i64) -> Option<i64> {
-    x.checked_div(y).filter(|q| q.wrapping_mul(y) == x)
-}
-
-#[inline(always)]
-fn floor_div(x: i64, y: i64) -> Option<i64> {
-    let q = x.checked_div(y)?;
-    // `checked_div` succeeded, so `x % y` cannot overflow; a nonzero remainder with a sign
-    // other than the divisor's means the true quotient is negative and below `q`.
-    let r = x.wrapping_rem(y);
-    if r != 0 && ((r < 0) != (y < 0)) { q.checked_sub(1) } else { Some(q) }
-}
-
-#[inline(always)]
-fn ceil_div(x: i64, y: i64) -> Option<i64> {
-    let q = x.checked_div(y)?;
-    let r = x.wrapping_rem(y);
-    if r != 0 && ((r < 0) == (y < 0)) { q.checked_add(1) } else { Some(q) }
-}
-
 /// Runs an [`IntProgram`], reading variables through `read` (by the number in `IntOp::Var`;
 /// `None`: not a whole number). `None` when the whole-number path does not apply (see
 /// [`IntProgram`]).
@@ -539,22 +509,22 @@ pub fn run_int(ops: &IntProgram, read: impl Fn(u32) -> Option<i64>) -> Option<i6
             IntOp::Add => binary!(i64::checked_add),
             IntOp::Sub => binary!(i64::checked_sub),
             IntOp::Mul => binary!(i64::checked_mul),
-            IntOp::Div => binary!(exact_div),
+            IntOp::Div => binary!(int_div_exact),
             IntOp::Rem => binary!(i64::checked_rem),
-            IntOp::FloorDiv => binary!(floor_div),
-            IntOp::CeilDiv => binary!(ceil_div),
+            IntOp::FloorDiv => binary!(int_div_floor),
+            IntOp::CeilDiv => binary!(int_div_ceil),
             IntOp::AddK(k) => acc = acc.checked_add(k)?,
             IntOp::SubK(k) => acc = acc.checked_sub(k)?,
             IntOp::MulK(k) => acc = acc.checked_mul(k)?,
-            IntOp::DivK(k) => acc = exact_div(acc, k)?,
+            IntOp::DivK(k) => acc = int_div_exact(acc, k)?,
             IntOp::RemK(k) => acc = acc.checked_rem(k)?,
-            IntOp::FloorDivK(k) => acc = floor_div(acc, k)?,
-            IntOp::CeilDivK(k) => acc = ceil_div(acc, k)?,
+            IntOp::FloorDivK(k) => acc = int_div_floor(acc, k)?,
+            IntOp::CeilDivK(k) => acc = int_div_ceil(acc, k)?,
             IntOp::KSub(k) => acc = k.checked_sub(acc)?,
-            IntOp::KDiv(k) => acc = exact_div(k, acc)?,
+            IntOp::KDiv(k) => acc = int_div_exact(k, acc)?,
             IntOp::KRem(k) => acc = k.checked_rem(acc)?,
-            IntOp::KFloorDiv(k) => acc = floor_div(k, acc)?,
-            IntOp::KCeilDiv(k) => acc = ceil_div(k, acc)?,
+            IntOp::KFloorDiv(k) => acc = int_div_floor(k, acc)?,
+            IntOp::KCeilDiv(k) => acc = int_div_ceil(k, acc)?,
             IntOp::Min(n) | IntOp::Max(n) => {
                 // The other n - 1 operands are the top n - 1 entries of `stack`.
                 let below = sp.checked_sub((n as usize).checked_sub(1)?)?;

@@ -1,6 +1,7 @@
 //! Modifier types and values.
 
-use formula::{Format, Formula, Value};
+use formula::number::MathError;
+use formula::{Format, Formula, Num, Value};
 use std::fmt;
 use std::sync::Arc;
 
@@ -24,6 +25,21 @@ pub enum ModKind {
 }
 
 impl ModKind {
+    /// Applies a NUMBER modifier of this type with value `v` to the value so far, `cur`
+    /// (APPEND, which never reaches a NUMBER variable, leaves it unchanged).
+    #[inline(always)]
+    pub fn apply_num(self, cur: Num, v: Num) -> Result<Num, MathError> {
+        match self {
+            ModKind::Set => Ok(v),
+            ModKind::Add => cur.checked_add(v),
+            ModKind::Multiply => cur.checked_mul(v),
+            ModKind::Divide => cur.checked_div(v),
+            ModKind::Max => Ok(cur.max(v)),
+            ModKind::Min => Ok(cur.min(v)),
+            ModKind::Append => Ok(cur),
+        }
+    }
+
     /// The inherent priority: SET 0, MULTIPLY 1, DIVIDE 2, ADD 3, MAX 4, MIN 5; APPEND 3.
     pub fn inherent_priority(self) -> u8 {
         match self {

@@ -909,16 +909,7 @@ impl Sheet {
                 // A NUMBER variable's modifiers have NUMBER values (checked when added).
                 (None, ModValue::Const(_)) => continue,
             };
-            let r = match m.kind {
-                ModKind::Set => Ok(v),
-                ModKind::Add => cur.checked_add(v),
-                ModKind::Multiply => cur.checked_mul(v),
-                ModKind::Divide => cur.checked_div(v),
-                ModKind::Max => Ok(cur.max(v)),
-                ModKind::Min => Ok(cur.min(v)),
-                ModKind::Append => Ok(cur),
-            };
-            match r {
+            match m.kind.apply_num(cur, v) {
                 Ok(d) => cur = d,
                 Err(e) => return Err(self.value_error(m, math_error(m.kind, e))),
             }

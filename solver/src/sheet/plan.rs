@@ -255,14 +255,7 @@ impl Plan {
             (ModKind::Add, PlanValue::Whole(k)) => return cur.checked_add(k),
             (_, PlanValue::Whole(k)) => k,
             (_, PlanValue::Dec(_)) => return None,
-            (_, PlanValue::Formula { ops, len, .. }) => {
-                if len == 0 {
-                    return None;
-                }
-                let program = self.int_ops.get(ops as usize..(ops + len) as usize)?;
-                let ints = &self.ints;
-                run_int(program, |pos| ints.get(pos as usize).copied().filter(|x| *x != NOT_WHOLE))?
-            }
+            (_, PlanValue::Formula { ops, len, .. }) => self.whole_formula(ops, len)?,
         };
         match m.kind {
             ModKind::Set => Some(v),
@@ -275,14 +268,24 @@ impl Plan {
         }
     }
 
+    /// The value of the whole-number program `int_ops[ops..ops + len]`, when it answers.
+    #[inline(always)]
+    fn whole_formula(&self, ops: u32, len: u32) -> Option<i64> {
+        if len == 0 {
+            return None;
+        }
+        let program = self.int_ops.get(ops as usize..(ops + len) as usize)?;
+        run_int(program, |pos| self.ints.get(pos as usize).copied().filter(|x| *x != NOT_WHOLE))
+    }
+
     /// A step on [`Num`]s, or `None` on any error (the caller recomputes the variable the
     /// reference way, which reports the error).
     fn apply(&self, m: &PlanMod, cur: Num) -> Option<Num> {
         let v = match m.value {
             PlanValue::Whole(k) => Num::Int(k),
             PlanValue::Dec(i) => Num::Dec(*self.decimals.get(i as usize)?),
-            PlanValue::Formula { index, .. } => {
-                if let Some(i) = self.apply_int(&PlanMod { kind: ModKind::Set, value: m.value }, 0) {
+            PlanValue::Formula { index, ops, len } => {
+                if let Some(i) = self.whole_formula(ops, len) {
                     Num::Int(i)
                 } else {
                     let f = self.formulas.get(index as usize)?;
@@ -294,14 +297,6 @@ impl Plan {
                 }
             }
         };
-        match m.kind {
-            ModKind::Set => Some(v),
-            ModKind::Add => cur.checked_add(v).ok(),
-            ModKind::Multiply => cur.checked_mul(v).ok(),
-            ModKind::Divide => cur.checked_div(v).ok(),
-            ModKind::Max => Some(cur.max(v)),
-            ModKind::Min => Some(cur.min(v)),
-            ModKind::Append => None,
-        }
+        m.kind.apply_num(cur, v).ok()
     }
 }
