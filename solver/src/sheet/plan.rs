@@ -253,6 +253,7 @@ impl Plan {
         let v = match (m.kind, m.value) {
             (ModKind::Set, PlanValue::Whole(k)) => return Some(k),
             (ModKind::Add, PlanValue::Whole(k)) => return cur.checked_add(k),
+            (ModKind::Set, PlanValue::Formula { ops, len, .. }) => return self.whole_formula(ops, len),
             (_, PlanValue::Whole(k)) => k,
             (_, PlanValue::Dec(_)) => return None,
             (_, PlanValue::Formula { ops, len, .. }) => self.whole_formula(ops, len)?,
