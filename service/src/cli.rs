@@ -31,6 +31,15 @@ pub enum Command {
     /// each --trace. A rejected step (unknown name, locked variable, cycle, bad formula) has no
     /// effect and later steps still run. See docs/solver.md for the scenario format.
     Solve(crate::solve::SolveArgs),
+
+    /// Load rulesets and report what they hold, or every problem in them.
+    ///
+    /// A ruleset is a native one (a .toml file or a directory of them, see
+    /// docs/ruleset-format.md) or a PCGen campaign (.pcc) with the files it lists. Several
+    /// rulesets load on top of each other in order (Pact Worlds after the core rulebook). On
+    /// success prints counts of scopes, variables, functions, objects, modifiers and skipped
+    /// tokens and exits 0; otherwise prints every error with file:line:col and exits 1.
+    Check(crate::check::CheckArgs),
 }
 
 /// Parses the command line, runs the command, and returns the process exit status.
@@ -39,6 +48,7 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Eval(args) => crate::eval::run(args),
         Command::Solve(args) => crate::solve::run(args),
+        Command::Check(args) => crate::check::run(args),
     }
 }
 

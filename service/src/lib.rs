@@ -18,8 +18,10 @@
 //! [`cli::Cli`] (the argument grammar), [`json`] (the value encoding shared by every JSON
 //! output), [`eval::eval_request`] (one `--jsonl` request to one response).
 
+pub mod check;
 pub mod cli;
 pub mod eval;
 pub mod json;
 pub mod render;
+pub mod sheet;
 pub mod solve;

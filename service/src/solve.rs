@@ -18,7 +18,7 @@ use clap::Args;
 use formula::Value;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json, json};
-use solver::{ModifierSpec, Report, Rules, RulesBuilder, Sheet, Slot, SolveError, Trace};
+use solver::{ModifierSpec, Operation, Report, Rules, RulesBuilder, Sheet, Slot, SolveError, Trace};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,10 +26,21 @@ use std::sync::Arc;
 
 /// Arguments of `sheetd solve`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["scenario", "sheet"])))]
 pub struct SolveArgs {
     /// A scenario file: scopes, variables, functions and steps (see docs/solver.md).
-    #[arg(long, value_name = "FILE")]
-    pub scenario: PathBuf,
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ruleset", "sheet"])]
+    pub scenario: Option<PathBuf>,
+
+    /// A ruleset to load: a native one (.toml file or directory) or a PCGen campaign (.pcc).
+    /// Repeatable: later rulesets load on top of earlier ones. Needed with --sheet.
+    #[arg(long = "ruleset", value_name = "RULESET", requires = "sheet")]
+    pub ruleset: Vec<PathBuf>,
+
+    /// A sheet file: `{"steps": [...]}` with add_object, remove_object, set_input and the
+    /// scenario steps (see docs/ruleset-format.md). Needs --ruleset.
+    #[arg(long, value_name = "FILE", requires = "ruleset")]
+    pub sheet: Option<PathBuf>,
 
     /// Print one JSON object per line instead of tables.
     #[arg(long)]
@@ -215,17 +226,23 @@ pub fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
     Ok(spec)
 }
 
-/// Applies one step (as JSON) to a sheet.
-pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Report, SolveError> {
+/// Parses one scenario step (as JSON) into a solver operation.
+pub fn parse_operation(step: &Json) -> Result<Operation, SolveError> {
     let step: Step = serde_json::from_value(step.clone())
         .map_err(|e| step_error("solver.bad_step", format!("invalid step: {e}")))?;
-    match step {
-        Step::AddInstance(i) => sheet.add_instance(&i.id, &i.scope, i.parent.as_deref()),
-        Step::AddModifier(m) => sheet.add_modifier(&modifier_spec(&m)?),
-        Step::RemoveModifier(id) => sheet.remove_modifier(&id),
-        Step::RemoveSource(s) => sheet.remove_source(&s),
-        Step::RemoveInstance(id) => sheet.remove_instance(&id),
-    }
+    Ok(match step {
+        Step::AddInstance(i) => Operation::AddInstance { key: i.id, scope: i.scope, parent: i.parent },
+        Step::AddModifier(m) => Operation::AddModifier(modifier_spec(&m)?),
+        Step::RemoveModifier(id) => Operation::RemoveModifier(id),
+        Step::RemoveSource(s) => Operation::RemoveSource(s),
+        Step::RemoveInstance(id) => Operation::RemoveInstance(id),
+    })
+}
+
+/// Applies one step (as JSON) to a sheet.
+pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Report, SolveError> {
+    let op = parse_operation(step)?;
+    sheet.apply(std::slice::from_ref(&op)).map_err(|e| e.error)
 }
 
 /// The JSON line for a step's outcome.
@@ -382,20 +399,34 @@ pub fn print_results(
     ok
 }
 
-fn describe(step: &Json) -> String {
+pub fn describe(step: &Json) -> String {
     match step.as_object().and_then(|o| o.iter().next()) {
         Some((kind, Json::String(id))) => format!("{kind} {id}"),
         Some((kind, Json::Object(o))) => {
-            format!("{kind} {}", o.get("id").and_then(Json::as_str).unwrap_or(""))
+            let id = ["id", "key"].iter().find_map(|k| o.get(*k).and_then(Json::as_str)).unwrap_or("");
+            match (o.get("channel").and_then(Json::as_str), o.get("on").and_then(Json::as_str)) {
+                (Some(c), Some(on)) => format!("{kind} {on}.{c}"),
+                (Some(c), None) => format!("{kind} {c}"),
+                _ => format!("{kind} {id}"),
+            }
         }
         _ => "invalid step".to_owned(),
     }
 }
 
-/// Runs `sheetd solve --scenario`.
+/// Runs `sheetd solve`.
 pub fn run(args: SolveArgs) -> ExitCode {
-    let name = args.scenario.display().to_string();
-    let text = match std::fs::read_to_string(&args.scenario) {
+    match (&args.scenario, &args.sheet) {
+        (Some(scenario), _) => run_scenario(scenario, &args),
+        (None, Some(sheet)) => crate::sheet::run(&args.ruleset, sheet, &args.traces, args.json),
+        // clap requires one of the two.
+        (None, None) => ExitCode::from(2),
+    }
+}
+
+fn run_scenario(path: &std::path::Path, args: &SolveArgs) -> ExitCode {
+    let name = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: cannot read {name}: {e}");

@@ -120,6 +120,9 @@ pub enum Instruction {
     Text(Arc<str>),
     /// A formula compiled earlier (by [`crate::Rules::compile`] in the `from` instance's scope).
     Compiled(Arc<Formula>),
+    /// A constant parsed and checked earlier (by the data layer at load), with its text as
+    /// written. Its format must be the one the modifier type requires.
+    Literal(Value, Arc<str>),
 }
 
 impl Instruction {
@@ -128,6 +131,7 @@ impl Instruction {
         match self {
             Instruction::Text(t) => t,
             Instruction::Compiled(f) => f.text(),
+            Instruction::Literal(_, t) => t,
         }
     }
 }

@@ -537,7 +537,7 @@ impl Sheet {
             condition,
             text: match &spec.value {
                 Instruction::Compiled(f) => f.text_arc().clone(),
-                Instruction::Text(t) => t.clone(),
+                Instruction::Text(t) | Instruction::Literal(_, t) => t.clone(),
             },
             priority: spec.priority,
             seq: self.next_seq,
@@ -563,7 +563,7 @@ impl Sheet {
             SolveError::formula(&format!("modifier `{}` {what}", spec.id), text, e)
         };
         match ins {
-            Instruction::Text(t) => {
+            Instruction::Text(t) | Instruction::Literal(_, t) => {
                 self.rules.compile(t, scope, Some(input), Some(expected)).map_err(|e| wrap(e, t))
             }
             Instruction::Compiled(f) => {
@@ -591,6 +591,15 @@ impl Sheet {
         target: &Format,
         expected: &Format,
     ) -> Result<ModValue, SolveError> {
+        if let Instruction::Literal(v, t) = ins {
+            if !v.conforms_to(expected) {
+                return Err(SolveError::new(
+                    codes::BAD_VALUE,
+                    format!("modifier `{}`: `{t}` is not a {expected}", spec.id),
+                ));
+            }
+            return Ok(ModValue::Const(v.clone()));
+        }
         if let Instruction::Text(t) = ins {
             match expected {
                 // Formats without formula syntax take literals only.

@@ -1,0 +1,177 @@
+//! The draft: what the readers (native TOML, PCGen) found in the files, not yet checked.
+//!
+//! Both readers fill one [`Draft`]; loading several rulesets on top of each other means reading
+//! them into the same draft in order. [`crate::Ruleset::compile`] then checks everything at once
+//! and reports every problem, each at the text it comes from.
+
+use crate::diag::{Diagnostic, Origin, Text};
+use std::collections::BTreeMap;
+
+/// How a kind's objects come to be on a sheet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presence {
+    /// Active when the sheet lists them (races, abilities, equipment, sizes).
+    Listed,
+    /// Always on every sheet, with their key as id (PCGen stats and saves).
+    Always,
+    /// Present only while an active object grants them (PCGen dynamic objects: movement).
+    Granted,
+}
+
+/// A scope definition.
+#[derive(Clone, Debug)]
+pub struct ScopeDecl {
+    pub name: Text,
+    pub parent: Text,
+}
+
+/// The behaviour of a data format.
+#[derive(Clone, Debug)]
+pub enum FormatKind {
+    OrderedPair,
+    Dice,
+    /// An enumeration; more values may be added by [`Draft::enum_values`].
+    Enumeration(Vec<Text>),
+}
+
+/// A format definition.
+#[derive(Clone, Debug)]
+pub struct FormatDecl {
+    pub name: Text,
+    pub kind: FormatKind,
+}
+
+/// A variable declaration.
+#[derive(Clone, Debug)]
+pub struct VarDecl {
+    pub name: Text,
+    pub scope: Text,
+    pub format: Text,
+    /// A channel: a value the user enters on the sheet, read by `input("NAME")`.
+    pub channel: bool,
+}
+
+/// An object kind: which scope its objects live in and how they become active.
+#[derive(Clone, Debug)]
+pub struct KindDecl {
+    pub name: Text,
+    pub scope: Text,
+    pub presence: Presence,
+    /// Objects of this kind have no instance of their own: they attach to a parent instance of
+    /// `scope` (PCGen EQUIPMOD on an equipment part).
+    pub attach: bool,
+    /// The scope of this kind's parts (PCGen EQUIPMENT: `PC.EQUIPMENT.PART`).
+    pub parts: Option<Text>,
+}
+
+/// A modifier as written.
+#[derive(Clone, Debug)]
+pub struct ModDraft {
+    pub var: Text,
+    /// `SET`, `ADD`, …
+    pub kind: Text,
+    pub value: Text,
+    pub priority: Option<Text>,
+    pub condition: Option<Text>,
+    /// The whole token or table, for traces.
+    pub at: Origin,
+}
+
+/// Which instances a [`OtherDraft`] reaches.
+#[derive(Clone, Debug)]
+pub enum Selector {
+    /// Objects with this key.
+    Key(Text),
+    /// Every instance of the scope.
+    All,
+    /// Objects in this group (PCGen `GROUP=x`, matched against the object's TYPE).
+    Group(Text),
+}
+
+/// A modifier on other objects' local variables (PCGen MODIFYOTHER).
+#[derive(Clone, Debug)]
+pub struct OtherDraft {
+    pub scope: Text,
+    pub select: Selector,
+    pub m: ModDraft,
+}
+
+/// A dynamic object an object grants.
+#[derive(Clone, Debug)]
+pub struct GrantDraft {
+    pub kind: Text,
+    pub key: Text,
+}
+
+/// An object as written.
+#[derive(Clone, Debug)]
+pub struct ObjectDraft {
+    pub kind: Text,
+    pub key: Text,
+    pub name: Text,
+    /// The category within its kind (PCGen abilities: `FEAT`, `Class Feature`); objects of
+    /// different categories may share a key.
+    pub category: Option<Text>,
+    /// Groups the object belongs to (PCGen TYPE), for `GROUP=` selectors.
+    pub groups: Vec<Text>,
+    pub modify: Vec<ModDraft>,
+    pub other: Vec<OtherDraft>,
+    pub grants: Vec<GrantDraft>,
+    /// Modifiers on the object's n-th part (1-based).
+    pub parts: Vec<(u32, ModDraft)>,
+    /// How many parts the object has at least (native `parts = n`).
+    pub part_count: u32,
+    pub at: Origin,
+}
+
+impl ObjectDraft {
+    /// An empty object of `kind` with `key` (and the same name).
+    pub fn new(kind: Text, key: Text, at: Origin) -> ObjectDraft {
+        ObjectDraft {
+            kind,
+            name: key.clone(),
+            key,
+            category: None,
+            groups: Vec::new(),
+            modify: Vec::new(),
+            other: Vec::new(),
+            grants: Vec::new(),
+            parts: Vec::new(),
+            part_count: 0,
+            at,
+        }
+    }
+}
+
+/// Everything read from the files of one or more rulesets, in reading order.
+#[derive(Clone, Debug, Default)]
+pub struct Draft {
+    /// The global scope's name (`PC`).
+    pub global: Option<Text>,
+    pub scopes: Vec<ScopeDecl>,
+    pub formats: Vec<FormatDecl>,
+    /// Values added to enumerations by data files (PCGen ALIGNMENT and DEITY files).
+    pub enum_values: Vec<(String, Text)>,
+    /// Format defaults: (format, literal).
+    pub defaults: Vec<(Text, Text)>,
+    /// User functions: (name, body).
+    pub functions: Vec<(Text, Text)>,
+    pub variables: Vec<VarDecl>,
+    pub kinds: Vec<KindDecl>,
+    pub objects: Vec<ObjectDraft>,
+    /// Modifiers that always apply, on the global scope (PCGen GLOBALMODIFIER files).
+    pub global_mods: Vec<ModDraft>,
+    /// Tokens read but not used, by token name, with where each was.
+    pub skipped: BTreeMap<String, Vec<Origin>>,
+    /// Files read, in order.
+    pub files: Vec<String>,
+    /// Problems found while reading.
+    pub errors: Vec<Diagnostic>,
+}
+
+impl Draft {
+    /// Records a skipped token.
+    pub fn skip(&mut self, token: &str, at: Origin) {
+        self.skipped.entry(token.to_owned()).or_default().push(at);
+    }
+}

@@ -1,0 +1,212 @@
+//! The data formats game data uses beyond the core's NUMBER, BOOLEAN and STRING:
+//!
+//! - [`OrderedPair`]: two exact numbers, written `5,5` or `2.5,2.5` (PCGen's `Face`);
+//! - [`Dice`]: a dice expression, written `1d8`, `2d6+1`, `3d4-2`, or a plain whole number `0`;
+//! - [`Enumeration`]: one of a fixed set of keys the data declares (ALIGNMENT `LG`, HANDED
+//!   `Right`), matched case-insensitively and written with the declared spelling.
+//!
+//! Each is a [`FormatType`] registered with the solver's rules, so values of these formats are
+//! parsed once at load and compared by the formula language's `==`.
+
+use formula::{CustomData, FormatType, canonical_decimal, parse_decimal};
+use rust_decimal::Decimal;
+use std::any::Any;
+use std::sync::Arc;
+
+/// The ORDEREDPAIR format: `x,y`.
+#[derive(Debug)]
+pub struct OrderedPair;
+
+/// A value of [`OrderedPair`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pair(pub Decimal, pub Decimal);
+
+impl CustomData for Pair {
+    fn literal(&self) -> String {
+        format!("{},{}", canonical_decimal(self.0), canonical_decimal(self.1))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl FormatType for OrderedPair {
+    fn name(&self) -> &str {
+        "ORDEREDPAIR"
+    }
+    fn parse_literal(&self, text: &str) -> Result<Arc<dyn CustomData>, String> {
+        let (x, y) = text.split_once(',').ok_or("an ORDEREDPAIR is written `x,y`, e.g. `5,5`")?;
+        let x = parse_decimal(x.trim()).map_err(|e| format!("first number: {e}"))?;
+        let y = parse_decimal(y.trim()).map_err(|e| format!("second number: {e}"))?;
+        Ok(Arc::new(Pair(x, y)))
+    }
+    fn default_value(&self) -> Arc<dyn CustomData> {
+        Arc::new(Pair(Decimal::ZERO, Decimal::ZERO))
+    }
+}
+
+/// The DICE format: `NdS`, `NdS+B`, `NdS-B`, or a whole number `B`.
+#[derive(Debug)]
+pub struct Dice;
+
+/// A value of [`Dice`]: `count` dice of `sides` sides plus `bonus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Roll {
+    pub count: u32,
+    pub sides: u32,
+    pub bonus: i64,
+}
+
+impl CustomData for Roll {
+    fn literal(&self) -> String {
+        if self.count == 0 {
+            return self.bonus.to_string();
+        }
+        match self.bonus {
+            0 => format!("{}d{}", self.count, self.sides),
+            b if b > 0 => format!("{}d{}+{b}", self.count, self.sides),
+            b => format!("{}d{}{b}", self.count, self.sides),
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn whole<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{what} must be a whole number, not `{text}`"));
+    }
+    text.parse().map_err(|_| format!("{what} `{text}` is too large"))
+}
+
+impl FormatType for Dice {
+    fn name(&self) -> &str {
+        "DICE"
+    }
+    fn parse_literal(&self, text: &str) -> Result<Arc<dyn CustomData>, String> {
+        let t = text.trim();
+        let Some(d) = t.find(['d', 'D']) else {
+            let (neg, digits) = match t.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, t),
+            };
+            let b: i64 = whole(digits, "a DICE value without `d`")
+                .map_err(|e| format!("{e} (write `1d8`, `2d6+1` or a whole number)"))?;
+            return Ok(Arc::new(Roll { count: 0, sides: 0, bonus: if neg { -b } else { b } }));
+        };
+        let count: u32 = whole(&t[..d], "the number of dice")?;
+        let rest = &t[d + 1..];
+        let (sides, bonus) = match rest.find(['+', '-']) {
+            Some(i) => {
+                let b: i64 = whole(&rest[i + 1..], "the bonus")?;
+                (&rest[..i], if rest.as_bytes()[i] == b'-' { -b } else { b })
+            }
+            None => (rest, 0),
+        };
+        let sides: u32 = whole(sides, "the number of sides")?;
+        if sides == 0 {
+            return Err("a die has at least one side".to_owned());
+        }
+        Ok(Arc::new(Roll { count, sides, bonus }))
+    }
+    fn default_value(&self) -> Arc<dyn CustomData> {
+        Arc::new(Roll { count: 0, sides: 0, bonus: 0 })
+    }
+}
+
+/// A format whose values are keys the data declares (ALIGNMENT: `LG`, `TN`, …).
+#[derive(Debug)]
+pub struct Enumeration {
+    name: Arc<str>,
+    values: Vec<Arc<str>>,
+}
+
+/// A value of an [`Enumeration`]: the key with its declared spelling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Key(pub Arc<str>);
+
+impl CustomData for Key {
+    fn literal(&self) -> String {
+        self.0.to_string()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Enumeration {
+    /// An enumeration named `name` (upper case by convention) with `values`, in order. The first
+    /// value is the default unless the ruleset sets one.
+    pub fn new(name: &str, values: Vec<Arc<str>>) -> Enumeration {
+        Enumeration { name: Arc::from(name), values }
+    }
+
+    /// The declared values.
+    pub fn values(&self) -> &[Arc<str>] {
+        &self.values
+    }
+}
+
+impl FormatType for Enumeration {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn parse_literal(&self, text: &str) -> Result<Arc<dyn CustomData>, String> {
+        let t = text.trim();
+        match self.values.iter().find(|v| v.eq_ignore_ascii_case(t)) {
+            Some(v) => Ok(Arc::new(Key(v.clone()))),
+            None => {
+                let shown: Vec<&str> = self.values.iter().take(12).map(|v| &**v).collect();
+                let more = if self.values.len() > 12 { ", …" } else { "" };
+                Err(format!("`{t}` is not one of {} ({}{more})", self.name, shown.join(", ")))
+            }
+        }
+    }
+    fn default_value(&self) -> Arc<dyn CustomData> {
+        Arc::new(Key(self.values.first().cloned().unwrap_or_else(|| Arc::from(""))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(t: &dyn FormatType, s: &str) -> Result<String, String> {
+        t.parse_literal(s).map(|d| d.literal())
+    }
+
+    #[test]
+    fn ordered_pairs() {
+        assert_eq!(lit(&OrderedPair, "5,5").unwrap(), "5,5");
+        assert_eq!(lit(&OrderedPair, " 2.50, 2.5 ").unwrap(), "2.5,2.5");
+        assert_eq!(lit(&OrderedPair, "-1,0.5").unwrap(), "-1,0.5");
+        assert!(lit(&OrderedPair, "5").unwrap_err().contains("written `x,y`"));
+        assert!(lit(&OrderedPair, "5,x").unwrap_err().contains("second number"));
+    }
+
+    #[test]
+    fn dice() {
+        for (text, canon) in [
+            ("1d8", "1d8"),
+            ("2d6+1", "2d6+1"),
+            ("3D4-2", "3d4-2"),
+            ("0", "0"),
+            ("-3", "-3"),
+            ("2d6+0", "2d6"),
+        ] {
+            assert_eq!(lit(&Dice, text).unwrap(), canon, "{text}");
+        }
+        for bad in ["d8", "1d", "1d0", "1dx", "1d8+", "abc", "1.5d6", "99999999999d6"] {
+            assert!(lit(&Dice, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn enumerations() {
+        let e = Enumeration::new("HANDED", vec![Arc::from("Right"), Arc::from("Left")]);
+        assert_eq!(lit(&e, "left").unwrap(), "Left");
+        assert_eq!(e.default_value().literal(), "Right");
+        assert!(lit(&e, "Up").unwrap_err().contains("`Up` is not one of HANDED (Right, Left)"));
+    }
+}

@@ -1,0 +1,67 @@
+//! # sheetd-data: rulesets from files, and character sheets
+//!
+//! This crate turns game data into a compiled, immutable [`Ruleset`] and defines what a
+//! character sheet is ([`Character`]).
+//!
+//! ## What it does
+//! - Reads rulesets in sheetd's native TOML format ([`native`], documented in
+//!   `docs/ruleset-format.md`) and PCGen campaigns (`.pcc` plus the `.lst` files they list,
+//!   [`pcgen`]), into one [`Draft`]; several rulesets load on top of each other in order.
+//! - Checks the draft once ([`Ruleset::compile`]): scopes, formats (ORDEREDPAIR, DICE,
+//!   enumerations — [`formats`]), defaults, functions, declarations, every object's modifiers.
+//!   Every problem is a [`Diagnostic`] pointing at file:line:col with the offending text.
+//! - [`Character`]: a ruleset plus the objects a character has, channel inputs and ad-hoc
+//!   modifiers, changed by atomic batches of [`SheetOp`]s, following PCGen's activation rules.
+//!
+//! ## What it does not do
+//! It evaluates nothing itself: values, recomputation and traces are the solver's. It does not
+//! serve or persist anything.
+//!
+//! ## Main types
+//! [`load`] (paths to a [`Ruleset`]), [`Ruleset`], [`Character`], [`SheetOp`], [`Diagnostic`].
+
+/// Hash maps keyed by names and ids.
+type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+pub mod diag;
+pub mod draft;
+pub mod formats;
+pub mod native;
+pub mod pcgen;
+mod ruleset;
+mod sheet;
+
+pub use diag::{Diagnostic, Origin, Text};
+pub use draft::{Draft, Presence};
+pub use ruleset::{Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Summary};
+pub use sheet::{Character, SheetError, SheetOp, codes as sheet_codes};
+
+use std::path::Path;
+
+/// Reads rulesets into one draft, each on top of the ones before: a `.pcc` is a PCGen campaign;
+/// a directory or a `.toml` file is a native ruleset.
+pub fn read(paths: &[impl AsRef<Path>]) -> Draft {
+    let mut draft = Draft::default();
+    for p in paths {
+        let p = p.as_ref();
+        if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("pcc")) {
+            let mut reader = pcgen::PcgenReader::new(&mut draft);
+            reader.read_campaign(p);
+            reader.finish();
+        } else {
+            native::read(p, &mut draft);
+        }
+    }
+    draft
+}
+
+/// Reads and compiles rulesets (see [`read`]); on failure, every problem found.
+pub fn load(paths: &[impl AsRef<Path>]) -> Result<Ruleset, Vec<Diagnostic>> {
+    Ruleset::compile(read(paths))
+}
+
+/// The bundled starter ruleset's directory (`data/rulesets/starter`), when sheetd runs from a
+/// checkout or the path is given at build time.
+pub fn starter_ruleset_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("rulesets").join("starter")
+}

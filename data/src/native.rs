@@ -1,0 +1,552 @@
+//! sheetd's native ruleset format: TOML, documented in `docs/ruleset-format.md`.
+//!
+//! A ruleset is one `.toml` file or a directory of them (read in file-name order, each on top of
+//! the ones before). Every value keeps its position, so each problem points at file:line:col
+//! with the offending text. Sections:
+//!
+//! ```toml
+//! [ruleset]       # name = "...", global = "PC"
+//! [scopes]        # "PC.EQUIPMENT" = "PC"          (scope = parent)
+//! [formats]       # DICE = "dice", ORDEREDPAIR = "ordered-pair", HANDED = ["Right", "Left"]
+//! [defaults]      # NUMBER = 0, HANDED = "Right"
+//! [functions]     # abilityMod = "floor((arg(0)-10)/2)"
+//! [variables.PC]  # AC = "NUMBER"                  (per scope: name = format)
+//! [channels."PC.ABILITY"]  # Score = "NUMBER"      (values the user enters)
+//! [kinds.EQUIPMENT]        # scope, presence = "listed" | "always" | "granted", attach, parts
+//! [global]        # modify = [...]                 (modifiers that always apply)
+//! [[object]]      # kind, key, name, groups, modify, modify_other, grant, parts, part_modify
+//! ```
+//!
+//! A modifier is a table: `{ var = "AC", add = "2", priority = 10, when = "Armored" }` — the
+//! variable, exactly one type key (`set`, `add`, `multiply`, `divide`, `max`, `min`, `append`)
+//! with the value, and optionally a user priority and a condition.
+
+use crate::diag::{Diagnostic, Origin, Text, codes};
+use crate::draft::{
+    Draft, FormatDecl, FormatKind, GrantDraft, KindDecl, ModDraft, ObjectDraft, OtherDraft, Presence,
+    ScopeDecl, Selector, VarDecl,
+};
+use std::path::Path;
+use std::sync::Arc;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+/// Reads a native ruleset (a `.toml` file or a directory of them) into `draft`.
+pub fn read(path: &Path, draft: &mut Draft) {
+    if path.is_dir() {
+        let mut files: Vec<_> = match std::fs::read_dir(path) {
+            Ok(rd) => rd
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "toml") && p.is_file())
+                .collect(),
+            Err(e) => {
+                draft.errors.push(Diagnostic::nowhere(
+                    codes::FILE,
+                    format!("cannot read directory {}: {e}", path.display()),
+                ));
+                return;
+            }
+        };
+        files.sort();
+        if files.is_empty() {
+            draft.errors.push(Diagnostic::nowhere(
+                codes::FILE,
+                format!(
+                    "{} holds no .toml files (a ruleset is a .toml file, a directory of them, or a .pcc)",
+                    path.display()
+                ),
+            ));
+        }
+        for f in files {
+            read_file(&f, &f.display().to_string(), draft);
+        }
+    } else {
+        read_file(path, &path.display().to_string(), draft);
+    }
+}
+
+/// Reads native ruleset text (as if from file `name`) into `draft`.
+pub fn read_str(text: &str, name: &str, draft: &mut Draft) {
+    draft.files.push(name.to_owned());
+    let cx = Cx::new(name, text);
+    let table = match DeTable::parse(text) {
+        Ok(t) => t,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            let mut d = Diagnostic::at(
+                codes::SYNTAX,
+                &cx.text_at(span.clone(), false),
+                e.message().trim().to_owned(),
+            );
+            if d.text.is_empty() {
+                d.text = " ".to_owned();
+            }
+            draft.errors.push(d);
+            return;
+        }
+    };
+    Reader { cx, draft }.document(table.get_ref());
+}
+
+fn read_file(path: &Path, shown: &str, draft: &mut Draft) {
+    match std::fs::read_to_string(path) {
+        Ok(text) => read_str(&text, shown, draft),
+        Err(e) => draft.errors.push(Diagnostic::nowhere(codes::FILE, format!("cannot read {shown}: {e}"))),
+    }
+}
+
+/// A file's text, for turning byte spans into origins.
+struct Cx<'s> {
+    file: Arc<str>,
+    src: &'s str,
+    line_starts: Vec<usize>,
+}
+
+impl<'s> Cx<'s> {
+    fn new(file: &str, src: &'s str) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+        Cx { file: Arc::from(file), src, line_starts }
+    }
+
+    fn origin(&self, at: usize) -> Origin {
+        let at = at.min(self.src.len());
+        let line = self.line_starts.partition_point(|&s| s <= at) - 1;
+        let start = self.line_starts[line];
+        let end = self.src[start..].find('\n').map_or(self.src.len(), |e| start + e);
+        let text = self.src[start..end].trim_end_matches('\r');
+        let col = self.src.get(start..at).map_or(1, |s| s.chars().count() + 1);
+        Origin { file: self.file.clone(), line: line as u32 + 1, col: col as u32, line_text: Arc::from(text) }
+    }
+
+    /// The source text of `span`; for a string value (`strip`), the content inside its quotes.
+    fn text_at(&self, span: std::ops::Range<usize>, strip: bool) -> Text {
+        let raw = self.src.get(span.clone()).unwrap_or("");
+        let quote = if !strip {
+            0
+        } else if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
+            3
+        } else if raw.starts_with('"') || raw.starts_with('\'') {
+            1
+        } else {
+            0
+        };
+        Text { text: Arc::from(raw), at: self.origin(span.start + quote) }
+    }
+
+    /// A value as text: a string's content, a number's or boolean's literal.
+    fn value_text(&self, v: &Spanned<DeValue<'_>>) -> Option<Text> {
+        let mut t = self.text_at(v.span(), true);
+        t.text = match v.get_ref() {
+            DeValue::String(s) => Arc::from(&**s),
+            DeValue::Integer(i) => Arc::from(i.as_str()),
+            DeValue::Float(f) => Arc::from(f.as_str()),
+            DeValue::Boolean(b) => Arc::from(if *b { "true" } else { "false" }),
+            _ => return None,
+        };
+        Some(t)
+    }
+
+    fn key_text(&self, k: &Spanned<std::borrow::Cow<'_, str>>) -> Text {
+        let mut t = self.text_at(k.span(), true);
+        t.text = Arc::from(&**k.get_ref());
+        t
+    }
+}
+
+struct Reader<'a, 's> {
+    cx: Cx<'s>,
+    draft: &'a mut Draft,
+}
+
+type Entry<'x, 'i> = (&'x Spanned<std::borrow::Cow<'i, str>>, &'x Spanned<DeValue<'i>>);
+
+impl Reader<'_, '_> {
+    fn error(&mut self, span: std::ops::Range<usize>, message: String) {
+        let t = self.cx.text_at(span, false);
+        self.draft.errors.push(Diagnostic::at(codes::SYNTAX, &t, message));
+    }
+
+    fn table<'x, 'i>(&mut self, v: &'x Spanned<DeValue<'i>>, what: &str) -> Option<&'x DeTable<'i>> {
+        match v.get_ref() {
+            DeValue::Table(t) => Some(t),
+            other => {
+                self.error(v.span(), format!("{what} must be a table, not a {}", other.type_str()));
+                None
+            }
+        }
+    }
+
+    fn text(&mut self, v: &Spanned<DeValue<'_>>, what: &str) -> Option<Text> {
+        let t = self.cx.value_text(v);
+        if t.is_none() {
+            self.error(v.span(), format!("{what} must be a string, number or boolean"));
+        }
+        t
+    }
+
+    fn string(&mut self, v: &Spanned<DeValue<'_>>, what: &str) -> Option<Text> {
+        match v.get_ref() {
+            DeValue::String(_) => self.cx.value_text(v),
+            other => {
+                self.error(v.span(), format!("{what} must be a string, not a {}", other.type_str()));
+                None
+            }
+        }
+    }
+
+    fn document(&mut self, doc: &DeTable<'_>) {
+        for (k, v) in doc.iter() {
+            match &**k.get_ref() {
+                "ruleset" => self.ruleset(v),
+                "scopes" => self.pairs(v, "[scopes]", |r, name, parent| {
+                    let parent = r.string(parent, "a scope's parent")?;
+                    r.draft.scopes.push(ScopeDecl { name, parent });
+                    Some(())
+                }),
+                "formats" => self.pairs(v, "[formats]", |r, name, kind| r.format(name, kind)),
+                "defaults" => self.pairs(v, "[defaults]", |r, format, value| {
+                    let value = r.text(value, "a default")?;
+                    r.draft.defaults.push((format, value));
+                    Some(())
+                }),
+                "functions" => self.pairs(v, "[functions]", |r, name, body| {
+                    let body = r.string(body, "a function body")?;
+                    r.draft.functions.push((name, body));
+                    Some(())
+                }),
+                "variables" | "channels" => {
+                    let channel = &**k.get_ref() == "channels";
+                    let what = if channel { "[channels]" } else { "[variables]" };
+                    self.pairs(v, what, |r, scope, vars| {
+                        let t = r.table(vars, "a scope's variables")?;
+                        for (name, format) in t.iter() {
+                            let name = r.cx.key_text(name);
+                            if let Some(format) = r.string(format, "a variable's format") {
+                                r.draft.variables.push(VarDecl { name, scope: scope.clone(), format, channel });
+                            }
+                        }
+                        Some(())
+                    })
+                }
+                "kinds" => self.pairs(v, "[kinds]", |r, name, def| r.kind(name, def)),
+                "global" => {
+                    let Some(t) = self.table(v, "[global]") else { continue };
+                    for (gk, gv) in t.iter() {
+                        if &**gk.get_ref() == "modify" {
+                            let mods = self.mods(gv);
+                            self.draft.global_mods.extend(mods);
+                        } else {
+                            self.error(gk.span(), format!("unknown key `{}` in [global] (expected modify)", gk.get_ref()));
+                        }
+                    }
+                }
+                "object" => match v.get_ref() {
+                    DeValue::Array(items) => {
+                        for item in items.iter() {
+                            self.object(item);
+                        }
+                    }
+                    other => self.error(v.span(), format!("`object` must be an array of tables ([[object]]), not a {}", other.type_str())),
+                },
+                other => self.error(
+                    k.span(),
+                    format!(
+                        "unknown section `{other}` (expected ruleset, scopes, formats, defaults, functions, variables, channels, kinds, global, object)"
+                    ),
+                ),
+            }
+        }
+    }
+
+    /// Calls `f` for each `key = value` of table `v`.
+    fn pairs(
+        &mut self,
+        v: &Spanned<DeValue<'_>>,
+        what: &str,
+        mut f: impl FnMut(&mut Self, Text, &Spanned<DeValue<'_>>) -> Option<()>,
+    ) {
+        let Some(t) = self.table(v, what) else { return };
+        for (k, v) in t.iter() {
+            let key = self.cx.key_text(k);
+            f(self, key, v);
+        }
+    }
+
+    fn ruleset(&mut self, v: &Spanned<DeValue<'_>>) {
+        let Some(t) = self.table(v, "[ruleset]") else { return };
+        for (k, v) in t.iter() {
+            match &**k.get_ref() {
+                "name" | "description" => {
+                    self.string(v, "the ruleset's name");
+                }
+                "global" => {
+                    if let Some(g) = self.string(v, "the global scope's name") {
+                        match &self.draft.global {
+                            Some(prev) if !prev.text.eq_ignore_ascii_case(&g.text) => {
+                                self.draft.errors.push(Diagnostic::at(
+                                    codes::BAD_SCOPE,
+                                    &g,
+                                    format!(
+                                        "the global scope is already named `{}` ({})",
+                                        prev.text, prev.at
+                                    ),
+                                ));
+                            }
+                            _ => self.draft.global = Some(g),
+                        }
+                    }
+                }
+                other => self.error(
+                    k.span(),
+                    format!("unknown key `{other}` in [ruleset] (expected name, description, global)"),
+                ),
+            }
+        }
+    }
+
+    fn format(&mut self, name: Text, kind: &Spanned<DeValue<'_>>) -> Option<()> {
+        let k = match kind.get_ref() {
+            DeValue::String(s) if s.eq_ignore_ascii_case("ordered-pair") => FormatKind::OrderedPair,
+            DeValue::String(s) if s.eq_ignore_ascii_case("dice") => FormatKind::Dice,
+            DeValue::Array(items) => {
+                let mut values = Vec::new();
+                for item in items.iter() {
+                    values.push(self.string(item, "an enumeration value")?);
+                }
+                FormatKind::Enumeration(values)
+            }
+            _ => {
+                self.error(
+                    kind.span(),
+                    "a format is \"ordered-pair\", \"dice\", or an array of enumeration values".to_owned(),
+                );
+                return None;
+            }
+        };
+        self.draft.formats.push(FormatDecl { name, kind: k });
+        Some(())
+    }
+
+    fn kind(&mut self, name: Text, def: &Spanned<DeValue<'_>>) -> Option<()> {
+        let t = self.table(def, "an object kind")?;
+        let (mut scope, mut presence, mut attach, mut parts) = (None, Presence::Listed, false, None);
+        for (k, v) in t.iter() {
+            match &**k.get_ref() {
+                "scope" => scope = self.string(v, "a kind's scope"),
+                "parts" => parts = self.string(v, "a kind's part scope"),
+                "attach" => match v.get_ref() {
+                    DeValue::Boolean(b) => attach = *b,
+                    _ => self.error(v.span(), "`attach` is true or false".to_owned()),
+                },
+                "presence" => match v.get_ref() {
+                    DeValue::String(s) if s == "listed" => presence = Presence::Listed,
+                    DeValue::String(s) if s == "always" => presence = Presence::Always,
+                    DeValue::String(s) if s == "granted" => presence = Presence::Granted,
+                    _ => {
+                        self.error(v.span(), "`presence` is \"listed\", \"always\" or \"granted\"".to_owned())
+                    }
+                },
+                other => self.error(
+                    k.span(),
+                    format!("unknown key `{other}` in a kind (expected scope, presence, attach, parts)"),
+                ),
+            }
+        }
+        let Some(scope) = scope else {
+            self.draft.errors.push(Diagnostic::at(
+                codes::SYNTAX,
+                &name,
+                format!("kind `{}` has no `scope`", name.text),
+            ));
+            return None;
+        };
+        self.draft.kinds.push(KindDecl { name, scope, presence, attach, parts });
+        Some(())
+    }
+
+    fn object(&mut self, item: &Spanned<DeValue<'_>>) {
+        let Some(t) = self.table(item, "an [[object]]") else { return };
+        let at = self.cx.origin(item.span().start);
+        let get = |key: &str| t.iter().find(|(k, _)| &**k.get_ref() == key);
+        let kind = get("kind").and_then(|(_, v)| self.string(v, "an object's kind"));
+        let key = get("key").and_then(|(_, v)| self.string(v, "an object's key"));
+        let (Some(kind), Some(key)) = (kind, key) else {
+            let t = Text::new("[[object]]", at);
+            self.draft.errors.push(Diagnostic::at(
+                codes::SYNTAX,
+                &t,
+                "an [[object]] needs a `kind` and a `key`",
+            ));
+            return;
+        };
+        let mut obj = ObjectDraft::new(kind, key, at);
+        for (k, v) in t.iter() {
+            match &**k.get_ref() {
+                "kind" | "key" => {}
+                "name" => {
+                    if let Some(n) = self.string(v, "an object's name") {
+                        obj.name = n;
+                    }
+                }
+                "groups" => obj.groups = self.strings(v, "`groups`"),
+                "modify" => obj.modify = self.mods(v),
+                "modify_other" => {
+                    for e in self.array(v, "`modify_other`") {
+                        if let Some(o) = self.other(e) {
+                            obj.other.push(o);
+                        }
+                    }
+                }
+                "grant" => {
+                    for e in self.array(v, "`grant`") {
+                        let Some(g) = self.table(e, "a grant") else { continue };
+                        let kind = g.iter().find(|(k, _)| &**k.get_ref() == "kind");
+                        let key = g.iter().find(|(k, _)| &**k.get_ref() == "key");
+                        match (kind, key) {
+                            (Some((_, kv)), Some((_, keyv))) if g.len() == 2 => {
+                                if let (Some(kind), Some(key)) =
+                                    (self.string(kv, "a grant's kind"), self.string(keyv, "a grant's key"))
+                                {
+                                    obj.grants.push(GrantDraft { kind, key });
+                                }
+                            }
+                            _ => self.error(e.span(), "a grant is { kind = \"MOVEMENT\", key = \"Walk\" }".to_owned()),
+                        }
+                    }
+                }
+                "parts" => match v.get_ref() {
+                    DeValue::Integer(i) => match i.as_str().parse::<u32>() {
+                        Ok(n) if n >= 1 => obj.part_count = n,
+                        _ => self.error(v.span(), "`parts` is a whole number from 1 up".to_owned()),
+                    },
+                    _ => self.error(v.span(), "`parts` is a whole number from 1 up".to_owned()),
+                },
+                "part_modify" => {
+                    for e in self.array(v, "`part_modify`") {
+                        let Some(mt) = self.table(e, "a part modifier") else { continue };
+                        let part = mt.iter().find(|(k, _)| &**k.get_ref() == "part");
+                        let n = match part.map(|(_, pv)| (pv, pv.get_ref())) {
+                            Some((_, DeValue::Integer(i))) => i.as_str().parse::<u32>().ok().filter(|n| *n >= 1),
+                            _ => None,
+                        };
+                        let Some(n) = n else {
+                            self.error(e.span(), "a part modifier needs `part = n` (1 for the first part)".to_owned());
+                            continue;
+                        };
+                        if let Some(m) = self.modifier(e, &["part"]) {
+                            obj.parts.push((n, m));
+                        }
+                    }
+                }
+                other => self.error(
+                    k.span(),
+                    format!(
+                        "unknown key `{other}` in an object (expected kind, key, name, groups, modify, modify_other, grant, parts, part_modify)"
+                    ),
+                ),
+            }
+        }
+        self.draft.objects.push(obj);
+    }
+
+    fn array<'x, 'i>(&mut self, v: &'x Spanned<DeValue<'i>>, what: &str) -> Vec<&'x Spanned<DeValue<'i>>> {
+        match v.get_ref() {
+            DeValue::Array(items) => items.iter().collect(),
+            other => {
+                self.error(v.span(), format!("{what} must be an array, not a {}", other.type_str()));
+                Vec::new()
+            }
+        }
+    }
+
+    fn strings(&mut self, v: &Spanned<DeValue<'_>>, what: &str) -> Vec<Text> {
+        self.array(v, what).into_iter().filter_map(|e| self.string(e, "an array element")).collect()
+    }
+
+    fn mods(&mut self, v: &Spanned<DeValue<'_>>) -> Vec<ModDraft> {
+        self.array(v, "`modify`").into_iter().filter_map(|e| self.modifier(e, &[])).collect()
+    }
+
+    fn other(&mut self, e: &Spanned<DeValue<'_>>) -> Option<OtherDraft> {
+        let t = self.table(e, "a modify_other entry")?;
+        let find = |key: &str| t.iter().find(|(k, _)| &**k.get_ref() == key).map(|(_, v)| v);
+        let scope = match find("scope") {
+            Some(s) => self.string(s, "`scope`")?,
+            None => {
+                self.error(
+                    e.span(),
+                    "a modify_other entry needs `scope` (the target objects' scope)".to_owned(),
+                );
+                return None;
+            }
+        };
+        let select = match (find("key"), find("group"), find("all")) {
+            (Some(k), None, None) => Selector::Key(self.string(k, "`key`")?),
+            (None, Some(g), None) => Selector::Group(self.string(g, "`group`")?),
+            (None, None, Some(a)) if matches!(a.get_ref(), DeValue::Boolean(true)) => Selector::All,
+            _ => {
+                self.error(
+                    e.span(),
+                    "a modify_other entry selects its targets with exactly one of key = \"...\", group = \"...\", all = true"
+                        .to_owned(),
+                );
+                return None;
+            }
+        };
+        let m = self.modifier(e, &["scope", "key", "group", "all"])?;
+        Some(OtherDraft { scope, select, m })
+    }
+
+    /// A modifier table: `var`, one type key with the value, `priority`, `when`; `extra` keys
+    /// belong to the caller.
+    fn modifier(&mut self, e: &Spanned<DeValue<'_>>, extra: &[&str]) -> Option<ModDraft> {
+        let t = self.table(e, "a modifier")?;
+        let at = self.cx.origin(e.span().start);
+        let (mut var, mut kind, mut value, mut priority, mut condition) = (None, None, None, None, None);
+        for entry in t.iter() {
+            let (k, v): Entry<'_, '_> = entry;
+            match &**k.get_ref() {
+                "var" => var = self.string(v, "`var`"),
+                "priority" => {
+                    priority = Some(self.cx.value_text(v).unwrap_or_else(|| self.cx.text_at(v.span(), false)))
+                }
+                "when" => condition = self.string(v, "`when`"),
+                x if extra.contains(&x) => {}
+                _ => {
+                    if kind.is_some() {
+                        self.error(
+                            k.span(),
+                            format!(
+                                "a modifier has one type, but has both `{}` and `{}`",
+                                kind.as_ref().map_or("", |k: &Text| &k.text),
+                                k.get_ref()
+                            ),
+                        );
+                        return None;
+                    }
+                    let mut kt = self.cx.key_text(k);
+                    kt.text = Arc::from(kt.text.to_ascii_uppercase());
+                    kind = Some(kt);
+                    value = self.text(v, "a modifier's value");
+                }
+            }
+        }
+        let Some(var) = var else {
+            self.error(e.span(), "a modifier needs `var` (the variable it modifies)".to_owned());
+            return None;
+        };
+        let (Some(kind), Some(value)) = (kind, value) else {
+            self.error(
+                e.span(),
+                format!(
+                    "the modifier on `{}` needs a type and value, e.g. set = \"2\" or add = \"1\"",
+                    var.text
+                ),
+            );
+            return None;
+        };
+        Some(ModDraft { var, kind, value, priority, condition, at })
+    }
+}

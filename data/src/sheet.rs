@@ -1,0 +1,647 @@
+//! A character: a ruleset plus what the character has — objects, channel inputs, ad-hoc
+//! modifiers — kept solved by a solver [`Sheet`].
+//!
+//! Activation follows PCGen:
+//! - objects the sheet lists are active; STAT and SAVE objects (kinds with [`Presence::Always`])
+//!   are always present, with their key as id; global modifiers always apply;
+//! - an object with its own scope (equipment, a race, a size) gets an instance with the object's
+//!   id; an equipment's parts are instances `<id>#1`, `<id>#2`, … of the part scope; an object of
+//!   an attaching kind (EQUIPMOD) has no instance and applies its modifiers on its parent part;
+//! - dynamic objects exist only while an active object grants them, with their key as id;
+//! - MODIFYOTHER reaches every existing instance of the target scope whose object matches, and
+//!   instances that appear later; it is a no-op while none exists.
+//!
+//! Every change is a batch of [`SheetOp`]s turned into one atomic solver batch: either all of it
+//! applies, with one recomputation, or nothing does and the error names the failing operation.
+
+use crate::Map;
+use crate::draft::Presence;
+use crate::ruleset::{ModTemplate, ObjectId, Ruleset, Select};
+use formula::{Format, Value};
+use solver::{ModifierSpec, Operation, Report, ScopeId, Sheet, SolveError, VarDefId};
+use std::fmt;
+use std::sync::Arc;
+
+/// One change to a character.
+#[derive(Clone, Debug)]
+pub enum SheetOp {
+    /// Adds an object of `kind` with `key`; `id` defaults to the key; `parent` is the instance an
+    /// attaching object (EQUIPMOD) goes on: a part id or an equipment id (its first part).
+    AddObject { kind: String, key: String, id: Option<String>, parent: Option<String> },
+    /// Removes an object by id, with what is attached to it and what only it granted.
+    RemoveObject(String),
+    /// Sets a channel: `on` is the instance (`STR`), `None` for a global channel.
+    SetInput { channel: String, on: Option<String>, value: Value },
+    /// A solver operation (ad-hoc modifiers and instances).
+    Solver(Operation),
+}
+
+/// Why a batch was rejected; the character is unchanged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SheetError {
+    /// The failing operation's position in the batch.
+    pub index: usize,
+    /// A stable code: `sheet.*`, or the solver's `solver.*`.
+    pub code: &'static str,
+    pub message: String,
+    /// The solver's error, when the solver rejected it (cycles carry their path there).
+    pub solve: Option<Box<SolveError>>,
+}
+
+impl fmt::Display for SheetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "operation {}: {} [{}]", self.index, self.message, self.code)
+    }
+}
+
+impl std::error::Error for SheetError {}
+
+/// The stable codes of sheet errors.
+pub mod codes {
+    pub const UNKNOWN_KIND: &str = "sheet.unknown_kind";
+    pub const UNKNOWN_OBJECT: &str = "sheet.unknown_object";
+    pub const DUPLICATE_ID: &str = "sheet.duplicate_id";
+    pub const NOT_ADDABLE: &str = "sheet.not_addable";
+    pub const NOT_REMOVABLE: &str = "sheet.not_removable";
+    pub const BAD_PARENT: &str = "sheet.bad_parent";
+    pub const UNKNOWN_ID: &str = "sheet.unknown_id";
+    pub const UNKNOWN_CHANNEL: &str = "sheet.unknown_channel";
+    pub const BAD_VALUE: &str = "sheet.bad_value";
+    pub const MANAGED: &str = "sheet.managed";
+}
+
+/// An object on the sheet.
+#[derive(Clone, Debug)]
+struct Active {
+    object: ObjectId,
+    /// Activation order, for a deterministic order of modifiers.
+    seq: u64,
+    /// The instance of its own scope, if it has one (its id).
+    instance: Option<Arc<str>>,
+    /// The object it is attached to (attaching kinds).
+    attached_to: Option<Arc<str>>,
+    /// Objects attached to it.
+    children: Vec<Arc<str>>,
+    /// Its modifiers on the sheet: (modifier id, the instance it is on).
+    mods: Vec<(Arc<str>, Option<Arc<str>>)>,
+    /// The dynamic objects it granted.
+    grants: Vec<Arc<str>>,
+    /// Listed by the user (or always present), as opposed to only granted.
+    listed: bool,
+    /// How many active objects grant it.
+    granted_by: u32,
+    /// Whether its MODIFYOTHER modifiers have been applied (they are applied once it is set up).
+    reaching: bool,
+}
+
+/// An instance created for an object.
+#[derive(Clone, Debug)]
+struct Inst {
+    id: Arc<str>,
+    scope: ScopeId,
+    object: ObjectId,
+}
+
+/// The bookkeeping around the solver sheet; cloned before a batch and restored if it fails.
+#[derive(Clone, Debug, Default)]
+struct State {
+    active: Map<Arc<str>, Active>,
+    instances: Vec<Inst>,
+    /// Channel inputs set: (instance, channel variable) → modifier id.
+    inputs: Map<(Option<Arc<str>>, VarDefId), Arc<str>>,
+    next_seq: u64,
+}
+
+/// A character sheet over a shared ruleset.
+#[derive(Clone)]
+pub struct Character {
+    ruleset: Arc<Ruleset>,
+    sheet: Sheet,
+    state: State,
+}
+
+fn err(code: &'static str, message: String) -> SheetError {
+    SheetError { index: 0, code, message, solve: None }
+}
+
+impl Character {
+    /// A new character: global modifiers applied and always-present objects (stats, saves) added.
+    pub fn new(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {
+        let sheet = Sheet::new(ruleset.rules().clone());
+        let mut c = Character { ruleset, sheet, state: State::default() };
+        let mut ops = Vec::new();
+        for (k, m) in c.ruleset.global_modifiers().iter().enumerate() {
+            ops.push(Operation::AddModifier(spec(m, &format!("global:{}", k + 1), None)));
+        }
+        let always: Vec<ObjectId> = (0..c.ruleset.objects().len() as u32)
+            .map(ObjectId)
+            .filter(|&o| c.ruleset.kind_def(c.ruleset.object(o).kind).presence == Presence::Always)
+            .collect();
+        for o in always {
+            let key = c.ruleset.object(o).key.clone();
+            c.activate(o, key, None, true, &mut ops)?;
+        }
+        c.sheet.apply(&ops).map_err(|e| SheetError {
+            index: 0,
+            code: e.error.code,
+            message: format!("setting up the sheet: {}", e.error.message),
+            solve: Some(Box::new(e.error)),
+        })?;
+        Ok(c)
+    }
+
+    /// The ruleset.
+    pub fn ruleset(&self) -> &Arc<Ruleset> {
+        &self.ruleset
+    }
+
+    /// The solver sheet: values, traces, references.
+    pub fn sheet(&self) -> &Sheet {
+        &self.sheet
+    }
+
+    /// Whether reports list every variable evaluated, in order (see the solver's `Report`).
+    pub fn record_evaluations(&mut self, on: bool) {
+        self.sheet.record_evaluations(on);
+    }
+
+    /// Whether the sheet has an object with this id.
+    pub fn has_object(&self, id: &str) -> bool {
+        self.state.active.contains_key(id)
+    }
+
+    /// The ids of the objects on the sheet, in the order they were added.
+    pub fn object_ids(&self) -> Vec<Arc<str>> {
+        let mut v: Vec<(&u64, &Arc<str>)> = self.state.active.iter().map(|(k, a)| (&a.seq, k)).collect();
+        v.sort();
+        v.into_iter().map(|(_, k)| k.clone()).collect()
+    }
+
+    /// Applies a batch atomically: all of it with one recomputation, or none of it.
+    pub fn apply(&mut self, ops: &[SheetOp]) -> Result<Report, SheetError> {
+        let saved = self.state.clone();
+        let mut solver_ops = Vec::new();
+        let mut owner = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            if let Err(mut e) = self.translate(op, &mut solver_ops) {
+                self.state = saved;
+                e.index = i;
+                return Err(e);
+            }
+            owner.resize(solver_ops.len(), i);
+        }
+        self.sheet.apply(&solver_ops).map_err(|e| {
+            self.state = saved;
+            SheetError {
+                index: owner.get(e.index).copied().unwrap_or(0),
+                code: e.error.code,
+                message: e.error.message.clone(),
+                solve: Some(Box::new(e.error)),
+            }
+        })
+    }
+
+    fn translate(&mut self, op: &SheetOp, ops: &mut Vec<Operation>) -> Result<(), SheetError> {
+        match op {
+            SheetOp::AddObject { kind, key, id, parent } => {
+                self.add_object(kind, key, id.as_deref(), parent.as_deref(), ops)
+            }
+            SheetOp::RemoveObject(id) => {
+                let Some(a) = self.state.active.get(id.as_str()) else {
+                    return Err(err(codes::UNKNOWN_ID, format!("there is no object `{id}` on this sheet")));
+                };
+                let o = self.ruleset.object(a.object);
+                let kind = self.ruleset.kind_def(o.kind);
+                if kind.presence == Presence::Always {
+                    return Err(err(
+                        codes::NOT_REMOVABLE,
+                        format!("{} `{id}` is always present and cannot be removed", kind.name),
+                    ));
+                }
+                if !a.listed {
+                    return Err(err(
+                        codes::NOT_REMOVABLE,
+                        format!(
+                            "{} `{id}` is granted by another object; remove that object instead",
+                            kind.name
+                        ),
+                    ));
+                }
+                let id: Arc<str> = Arc::from(id.as_str());
+                self.deactivate(&id, ops);
+                Ok(())
+            }
+            SheetOp::SetInput { channel, on, value } => self.set_input(channel, on.as_deref(), value, ops),
+            SheetOp::Solver(op) => {
+                match op {
+                    Operation::RemoveInstance(key) if self.state.instances.iter().any(|i| *i.id == **key) => {
+                        return Err(err(
+                            codes::MANAGED,
+                            format!("instance `{key}` belongs to an object; use remove_object"),
+                        ));
+                    }
+                    Operation::RemoveModifier(m) => {
+                        if let Some((owner, _)) =
+                            self.state.active.iter().find(|(_, a)| a.mods.iter().any(|(x, _)| **x == **m))
+                        {
+                            return Err(err(
+                                codes::MANAGED,
+                                format!(
+                                    "modifier `{m}` belongs to object `{owner}`; remove the object instead"
+                                ),
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+                ops.push(op.clone());
+                Ok(())
+            }
+        }
+    }
+
+    fn add_object(
+        &mut self,
+        kind: &str,
+        key: &str,
+        id: Option<&str>,
+        parent: Option<&str>,
+        ops: &mut Vec<Operation>,
+    ) -> Result<(), SheetError> {
+        let r = self.ruleset.clone();
+        let Some(k) = r.kind(kind) else {
+            let known: Vec<&str> = r.kinds().iter().map(|k| &*k.name).collect();
+            return Err(err(
+                codes::UNKNOWN_KIND,
+                format!("unknown object kind `{kind}` (known: {})", known.join(", ")),
+            ));
+        };
+        let kdef = r.kind_def(k);
+        let found = r.find(k, key);
+        let object = match found.as_slice() {
+            [] => {
+                return Err(err(codes::UNKNOWN_OBJECT, format!("the ruleset has no {} `{key}`", kdef.name)));
+            }
+            [one] => *one,
+            several => {
+                let cats: Vec<String> = several
+                    .iter()
+                    .map(|o| format!("CATEGORY={}|{key}", r.object(*o).category.as_deref().unwrap_or("")))
+                    .collect();
+                return Err(err(
+                    codes::UNKNOWN_OBJECT,
+                    format!("{} `{key}` is ambiguous; write one of: {}", kdef.name, cats.join(", ")),
+                ));
+            }
+        };
+        match kdef.presence {
+            Presence::Always => {
+                return Err(err(
+                    codes::NOT_ADDABLE,
+                    format!("{} objects are always present; `{key}` is already on the sheet", kdef.name),
+                ));
+            }
+            Presence::Granted => {
+                return Err(err(
+                    codes::NOT_ADDABLE,
+                    format!("{} objects exist only while another object grants them", kdef.name),
+                ));
+            }
+            Presence::Listed => {}
+        }
+        let id: Arc<str> = Arc::from(id.unwrap_or(&r.object(object).key));
+        if self.state.active.contains_key(&id) || self.state.instances.iter().any(|i| i.id == id) {
+            return Err(err(codes::DUPLICATE_ID, format!("the sheet already has an object `{id}`")));
+        }
+        let rules = r.rules();
+        let scope_parent = rules.scope_def(kdef.scope).parent;
+        let parent = if kdef.attach || scope_parent != Some(rules.global()) && kdef.scope != rules.global() {
+            // The instance this object goes on (attach) or under: a part id, or an object id
+            // whose first part (or own instance) is of the right scope.
+            let want = if kdef.attach { kdef.scope } else { scope_parent.unwrap_or(rules.global()) };
+            let Some(p) = parent else {
+                return Err(err(
+                    codes::BAD_PARENT,
+                    format!(
+                        "{} `{key}` goes on an instance of {}: give its parent (e.g. an equipment id)",
+                        kdef.name,
+                        rules.scope_def(want).name
+                    ),
+                ));
+            };
+            let first_part = format!("{p}#1");
+            let found = self
+                .state
+                .instances
+                .iter()
+                .find(|i| (*i.id == *p || *i.id == first_part) && i.scope == want)
+                .map(|i| i.id.clone());
+            let Some(found) = found else {
+                return Err(err(
+                    codes::BAD_PARENT,
+                    format!(
+                        "`{p}` is not an object or part on this sheet with an instance of {}",
+                        rules.scope_def(want).name
+                    ),
+                ));
+            };
+            Some(found)
+        } else {
+            if let Some(p) = parent {
+                return Err(err(
+                    codes::BAD_PARENT,
+                    format!("{} objects have no parent, but `{p}` was given", kdef.name),
+                ));
+            }
+            None
+        };
+        self.activate(object, id, parent, true, ops)
+    }
+
+    /// Puts object `object` on the sheet as `id`.
+    fn activate(
+        &mut self,
+        object: ObjectId,
+        id: Arc<str>,
+        parent: Option<Arc<str>>,
+        listed: bool,
+        ops: &mut Vec<Operation>,
+    ) -> Result<(), SheetError> {
+        let r = self.ruleset.clone();
+        let o = r.object(object);
+        let kdef = r.kind_def(o.kind);
+        let rules = r.rules();
+        let mut new_instances: Vec<usize> = Vec::new();
+        let mut instance = None;
+        let home = if kdef.attach {
+            parent.clone()
+        } else if kdef.scope == rules.global() {
+            None
+        } else {
+            ops.push(Operation::AddInstance {
+                key: id.to_string(),
+                scope: rules.scope_def(kdef.scope).name.to_string(),
+                parent: parent.as_deref().map(str::to_owned),
+            });
+            new_instances.push(self.state.instances.len());
+            self.state.instances.push(Inst { id: id.clone(), scope: kdef.scope, object });
+            instance = Some(id.clone());
+            Some(id.clone())
+        };
+        if let (Some(ps), Some(inst)) = (kdef.parts, &instance) {
+            for n in 1..=o.part_count {
+                let pid: Arc<str> = Arc::from(format!("{inst}#{n}"));
+                ops.push(Operation::AddInstance {
+                    key: pid.to_string(),
+                    scope: rules.scope_def(ps).name.to_string(),
+                    parent: Some(inst.to_string()),
+                });
+                new_instances.push(self.state.instances.len());
+                self.state.instances.push(Inst { id: pid, scope: ps, object });
+            }
+        }
+        let mut mods = Vec::new();
+        for (k, m) in o.modify.iter().enumerate() {
+            let mid = format!("{id}:{}", k + 1);
+            ops.push(Operation::AddModifier(spec(m, &mid, home.as_ref())));
+            mods.push((Arc::from(mid), home.clone()));
+        }
+        for (k, (n, m)) in o.parts.iter().enumerate() {
+            let on: Arc<str> = Arc::from(format!("{id}#{n}"));
+            let mid = format!("{id}#{n}:{}", k + 1);
+            ops.push(Operation::AddModifier(spec(m, &mid, Some(&on))));
+            mods.push((Arc::from(mid), Some(on)));
+        }
+        let seq = self.state.next_seq;
+        self.state.next_seq += 1;
+        let attached_to = if kdef.attach {
+            // The parent is a part `<id>#n` or an instance; find the object owning it.
+            parent.as_ref().and_then(|p| self.owner_of(p))
+        } else {
+            None
+        };
+        if let Some(owner) = &attached_to
+            && let Some(a) = self.state.active.get_mut(owner)
+        {
+            a.children.push(id.clone());
+        }
+        self.state.active.insert(
+            id.clone(),
+            Active {
+                object,
+                seq,
+                instance,
+                attached_to,
+                children: Vec::new(),
+                mods,
+                grants: Vec::new(),
+                listed,
+                granted_by: 0,
+                reaching: false,
+            },
+        );
+        // Grants: dynamic objects, with their key as id, shared by every object granting them.
+        for &g in &o.grants {
+            let gid = r.object(g).key.clone();
+            match self.state.active.get_mut(&gid) {
+                Some(ga) => ga.granted_by += 1,
+                None => {
+                    self.activate(g, gid.clone(), None, false, ops)?;
+                    if let Some(ga) = self.state.active.get_mut(&gid) {
+                        ga.granted_by = 1;
+                    }
+                }
+            }
+            if let Some(a) = self.state.active.get_mut(&id) {
+                a.grants.push(gid);
+            }
+        }
+        // This object's MODIFYOTHER reaches every matching instance, including its own grants'.
+        let mut reach = Vec::new();
+        for (k, om) in o.other.iter().enumerate() {
+            for inst in &self.state.instances {
+                if inst.scope == om.scope && self.matches(&om.select, inst.object) {
+                    let mid = format!("{id}:o{}>{}", k + 1, inst.id);
+                    ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
+                    reach.push((Arc::from(mid), Some(inst.id.clone())));
+                }
+            }
+        }
+        if let Some(a) = self.state.active.get_mut(&id) {
+            a.mods.extend(reach);
+            a.reaching = true;
+        }
+        // Other objects' MODIFYOTHER reach this object's new instances.
+        let mut others: Vec<(u64, Arc<str>)> = self
+            .state
+            .active
+            .iter()
+            .filter(|(k, a)| a.reaching && **k != id && !r.object(a.object).other.is_empty())
+            .map(|(k, a)| (a.seq, k.clone()))
+            .collect();
+        others.sort();
+        for (_, other) in others {
+            let oo = r.object(self.state.active[&other].object);
+            let mut added = Vec::new();
+            for &ni in &new_instances {
+                let inst = &self.state.instances[ni];
+                for (k, om) in oo.other.iter().enumerate() {
+                    if inst.scope == om.scope && self.matches(&om.select, inst.object) {
+                        let mid = format!("{other}:o{}>{}", k + 1, inst.id);
+                        ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
+                        added.push((Arc::from(mid), Some(inst.id.clone())));
+                    }
+                }
+            }
+            if let Some(a) = self.state.active.get_mut(&other) {
+                a.mods.extend(added);
+            }
+        }
+        Ok(())
+    }
+
+    /// The object owning instance `inst` (itself or a part of it).
+    fn owner_of(&self, inst: &str) -> Option<Arc<str>> {
+        let base = inst.rsplit_once('#').map_or(inst, |(b, _)| b);
+        self.state
+            .active
+            .get_key_value(inst)
+            .or_else(|| self.state.active.get_key_value(base))
+            .map(|(k, _)| k.clone())
+    }
+
+    fn matches(&self, select: &Select, object: ObjectId) -> bool {
+        let o = self.ruleset.object(object);
+        match select {
+            Select::All => true,
+            Select::Key(k) => o.key.to_lowercase() == **k,
+            Select::Group(g) => o.groups.iter().any(|x| x == g),
+        }
+    }
+
+    /// Takes object `id` off the sheet, with its attached objects and the grants only it held.
+    fn deactivate(&mut self, id: &Arc<str>, ops: &mut Vec<Operation>) {
+        let Some(a) = self.state.active.remove(id) else { return };
+        for c in &a.children {
+            self.deactivate(c, ops);
+        }
+        for (m, _) in &a.mods {
+            ops.push(Operation::RemoveModifier(m.to_string()));
+        }
+        if let Some(owner) = &a.attached_to
+            && let Some(p) = self.state.active.get_mut(owner)
+        {
+            p.children.retain(|c| c != id);
+        }
+        for g in &a.grants {
+            let release = match self.state.active.get_mut(g) {
+                Some(ga) => {
+                    ga.granted_by = ga.granted_by.saturating_sub(1);
+                    ga.granted_by == 0 && !ga.listed
+                }
+                None => false,
+            };
+            if release {
+                self.deactivate(g, ops);
+            }
+        }
+        if let Some(inst) = &a.instance {
+            ops.push(Operation::RemoveInstance(inst.to_string()));
+            let prefix = format!("{inst}#");
+            let gone = |i: &str| i == &**inst || i.starts_with(&prefix);
+            self.state.instances.retain(|i| !gone(&i.id));
+            // Modifiers other objects had on these instances go with them.
+            for other in self.state.active.values_mut() {
+                other.mods.retain(|(_, on)| !on.as_deref().is_some_and(gone));
+            }
+            self.state.inputs.retain(|(on, _), _| !on.as_deref().is_some_and(gone));
+        }
+    }
+
+    fn set_input(
+        &mut self,
+        channel: &str,
+        on: Option<&str>,
+        value: &Value,
+        ops: &mut Vec<Operation>,
+    ) -> Result<(), SheetError> {
+        let r = self.ruleset.clone();
+        let rules = r.rules();
+        let scope = match on {
+            None => rules.global(),
+            Some(o) => match self.state.instances.iter().find(|i| *i.id == *o) {
+                Some(i) => i.scope,
+                None => {
+                    return Err(err(codes::UNKNOWN_ID, format!("there is no object `{o}` on this sheet")));
+                }
+            },
+        };
+        let def = rules
+            .resolve(scope, channel)
+            .filter(|&d| r.is_channel(d) && rules.var(d).scope == scope)
+            .ok_or_else(|| {
+            err(
+                codes::UNKNOWN_CHANNEL,
+                format!(
+                    "there is no channel `{channel}` in scope {}{}",
+                    rules.scope_def(scope).name,
+                    on.map_or(String::new(), |o| format!(" (object `{o}`)"))
+                ),
+            )
+        })?;
+        let var = rules.var(def);
+        let v = convert(value, &var.format)
+            .map_err(|m| err(codes::BAD_VALUE, format!("channel `{}`: {m}", var.name)))?;
+        let on: Option<Arc<str>> = on.map(Arc::from);
+        let mid: Arc<str> = Arc::from(format!("input:{}:{}", on.as_deref().unwrap_or("PC"), var.name));
+        if self.state.inputs.insert((on.clone(), def), mid.clone()).is_some() {
+            ops.push(Operation::RemoveModifier(mid.to_string()));
+        }
+        let text: Arc<str> = Arc::from(literal_text(&v));
+        ops.push(Operation::AddModifier(ModifierSpec {
+            id: mid,
+            var: var.name.clone(),
+            on: on.clone(),
+            from: on,
+            kind: Arc::from("SET"),
+            value: solver::Instruction::Literal(v, text),
+            priority: 0,
+            source: Arc::from("input"),
+            condition: None,
+        }));
+        Ok(())
+    }
+}
+
+/// A value as a channel of `format` takes it: numbers for NUMBER, text parsed for data formats.
+fn convert(value: &Value, format: &Format) -> Result<Value, String> {
+    if value.conforms_to(format) {
+        return Ok(value.clone());
+    }
+    match value {
+        Value::String(s) => Value::parse_literal(format, s),
+        other => Err(format!("`{other}` is not a {format}")),
+    }
+}
+
+fn literal_text(v: &Value) -> String {
+    match v {
+        Value::Custom(c) => c.data.literal(),
+        other => other.to_string(),
+    }
+}
+
+/// The solver modifier for template `m` with id `id`, on and from instance `on`.
+fn spec(m: &ModTemplate, id: &str, on: Option<&Arc<str>>) -> ModifierSpec {
+    ModifierSpec {
+        id: Arc::from(id),
+        var: m.var.clone(),
+        on: on.cloned(),
+        from: on.cloned(),
+        kind: Arc::from(m.kind.name()),
+        value: m.value.clone(),
+        priority: m.priority,
+        source: m.source.clone(),
+        condition: m.condition.clone(),
+    }
+}

@@ -1,0 +1,83 @@
+//! `sheetd check RULESET...`: load rulesets (each on top of the ones before) and print a
+//! summary, or every problem found with its place and the offending text.
+
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `sheetd check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Rulesets: a native ruleset (a .toml file or a directory of them) or a PCGen campaign
+    /// (.pcc). Later ones load on top of earlier ones.
+    #[arg(value_name = "RULESET")]
+    pub paths: Vec<PathBuf>,
+
+    /// More rulesets, loaded after the positional ones (same as listing them).
+    #[arg(long = "ruleset", value_name = "RULESET")]
+    pub rulesets: Vec<PathBuf>,
+
+    /// Also list every skipped token with how often it occurs and where it first appears.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+/// Runs `sheetd check`.
+pub fn run(args: CheckArgs) -> ExitCode {
+    let paths: Vec<PathBuf> = args.paths.into_iter().chain(args.rulesets).collect();
+    if paths.is_empty() {
+        eprintln!("error: give at least one ruleset (a .toml file, a directory, or a .pcc)");
+        return ExitCode::from(2);
+    }
+    let start = Instant::now();
+    match data::load(&paths) {
+        Ok(r) => {
+            let elapsed = start.elapsed();
+            let s = r.summary();
+            println!("ok: {} loaded in {:.1} ms", describe(&paths), elapsed.as_secs_f64() * 1000.0);
+            println!("  files      {:>7}", s.files);
+            println!("  scopes     {:>7}", s.scopes);
+            println!("  formats    {:>7}", s.formats);
+            println!("  variables  {:>7}", s.variables);
+            println!("  channels   {:>7}", s.channels);
+            println!("  functions  {:>7}", s.functions);
+            println!("  kinds      {:>7}", s.kinds);
+            println!("  objects    {:>7}", s.objects);
+            println!("  modifiers  {:>7}", s.modifiers);
+            println!(
+                "  skipped    {:>7} tokens (not part of the formula system; --verbose lists them)",
+                s.skipped_tokens
+            );
+            for w in r.warnings() {
+                eprintln!("warning: {w}");
+            }
+            if args.verbose {
+                let mut skipped: Vec<_> = r.skipped().iter().collect();
+                skipped.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+                println!("\nskipped tokens:");
+                for (token, places) in skipped {
+                    let first = places.first().map_or(String::new(), |o| format!("first at {o}"));
+                    println!("  {:<24} {:>7}  {first}", token, places.len());
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{}", e.render());
+            }
+            eprintln!(
+                "error: {} could not be loaded: {} error{}",
+                describe(&paths),
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn describe(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + ")
+}
