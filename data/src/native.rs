@@ -550,3 +550,99 @@ impl Reader<'_, '_> {
         Some(ModDraft { var, kind, value, priority, condition, at })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Draft, Ruleset};
+
+    const BASE: &str = r#"
+[scopes]
+"PC.ITEM" = "PC"
+[variables.PC]
+AC = "NUMBER"
+Armored = "BOOLEAN"
+[variables."PC.ITEM"]
+Bonus = "NUMBER"
+[kinds.ITEM]
+scope = "PC.ITEM"
+"#;
+
+    /// Loads BASE plus `extra`; returns the errors as `line:col code text`.
+    fn errors(extra: &str) -> Vec<String> {
+        let mut d = Draft::default();
+        super::read_str(&format!("{BASE}{extra}"), "t.toml", &mut d);
+        match Ruleset::compile(d) {
+            Ok(_) => Vec::new(),
+            Err(es) => es
+                .iter()
+                .map(|e| {
+                    let at = e.at.as_ref().map_or("-".to_owned(), |a| format!("{}:{}", a.line, a.col));
+                    format!("{at} {} {}", e.code, e.text)
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_valid_ruleset_compiles() {
+        let ok = r#"
+[[object]]
+kind = "ITEM"
+key = "Shield"
+modify = [{ var = "Bonus", set = "2" }, { var = "AC", add = "Bonus", when = "Armored", priority = 3 }]
+"#;
+        assert_eq!(errors(ok), Vec::<String>::new());
+    }
+
+    #[test]
+    fn errors_point_at_the_offending_text() {
+        // BASE has 10 lines (it starts with a newline); the extra text starts on line 11.
+        let table = [
+            ("[nope]\n", "11:2 data.syntax nope"),
+            ("[[object]]\nkind = \"ITEM\"\nkey = \"X\"\ncolour = \"red\"\n", "14:1 data.syntax colour"),
+            ("[[object]]\nkind = \"GADGET\"\nkey = \"X\"\n", "12:9 data.unknown_kind GADGET"),
+            (
+                "[[object]]\nkind = \"ITEM\"\nkey = \"X\"\nmodify = [{ var = \"Nope\", set = \"1\" }]\n",
+                "14:20 data.unknown_variable Nope",
+            ),
+            (
+                "[[object]]\nkind = \"ITEM\"\nkey = \"X\"\nmodify = [{ var = \"AC\", add = \"Bonus + Missing\" }]\n",
+                "14:40 data.formula Missing",
+            ),
+            (
+                "[[object]]\nkind = \"ITEM\"\nkey = \"X\"\nmodify = [{ var = \"AC\", plus = \"1\" }]\n",
+                "14:25 data.bad_modifier_type PLUS",
+            ),
+            (
+                "[[object]]\nkind = \"ITEM\"\nkey = \"X\"\nmodify = [{ var = \"AC\", add = \"1\", priority = -1 }]\n",
+                "14:47 data.bad_priority -1",
+            ),
+            ("[channels.PC]\nAC = \"BOOLEAN\"\n", "12:1 data.variable_conflict AC"),
+            ("[channels.\"PC.ITEM\"]\nAC = \"NUMBER\"\n", "12:1 data.variable_conflict AC"),
+            ("[variables.\"PC.NOPE\"]\nX = \"NUMBER\"\n", "11:13 data.unknown_scope PC.NOPE"),
+            ("[defaults]\nNUMBER = \"abc\"\n", "12:11 data.bad_format abc"),
+            ("key = = 1\n", "11:7 data.syntax ="),
+        ];
+        for (extra, want) in table {
+            let got = errors(extra);
+            assert_eq!(got, [want], "{extra}");
+        }
+    }
+
+    #[test]
+    fn every_error_is_reported() {
+        let two = "[[object]]\nkind = \"ITEM\"\nkey = \"X\"\nmodify = [{ var = \"Nope\", set = \"1\" }, { var = \"AC\", set = \"1+\" }]\n";
+        assert_eq!(errors(two).len(), 2);
+    }
+
+    #[test]
+    fn a_rendered_error() {
+        let mut d = Draft::default();
+        let text = format!(
+            "{BASE}[[object]]\nkind = \"ITEM\"\nkey = \"X\"\nmodify = [{{ var = \"AC\", add = \"Bonus * (2 +\" }}]\n"
+        );
+        super::read_str(&text, "starter/items.toml", &mut d);
+        let es = Ruleset::compile(d).unwrap_err();
+        insta::assert_snapshot!(es[0].render());
+    }
+}

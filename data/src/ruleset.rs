@@ -274,7 +274,7 @@ impl BoundFunction for BoundInput {
 pub(crate) fn formula_diag(code: &'static str, text: &Text, e: &FormulaError, what: &str) -> Diagnostic {
     let (start, end) = (e.span.start as usize, e.span.end as usize);
     let (start, end) = (start.min(text.text.len()), end.min(text.text.len()));
-    let at = if text.text.is_char_boundary(start) && text.text.is_char_boundary(end) && end > start {
+    let at = if text.text.is_char_boundary(start) && text.text.is_char_boundary(end) && end >= start {
         text.slice(start, end)
     } else {
         text.clone()

@@ -1,0 +1,166 @@
+//! The bundled starter ruleset: the example character of `data/examples/starter-character.json`
+//! built through the API, and how it changes.
+
+use data::{Character, Ruleset, SheetOp};
+use formula::Value;
+use std::sync::Arc;
+
+fn starter() -> Arc<Ruleset> {
+    match data::load(&[data::starter_ruleset_dir()]) {
+        Ok(r) => Arc::new(r),
+        Err(e) => panic!("{}", e.iter().map(|d| d.render()).collect::<String>()),
+    }
+}
+
+fn v(c: &Character, r: &str) -> String {
+    match c.sheet().value(r) {
+        Ok(Ok(v)) => v.to_string(),
+        other => panic!("{r}: {other:?}"),
+    }
+}
+
+fn add(kind: &str, key: &str, id: Option<&str>, parent: Option<&str>) -> SheetOp {
+    SheetOp::AddObject {
+        kind: kind.into(),
+        key: key.into(),
+        id: id.map(Into::into),
+        parent: parent.map(Into::into),
+    }
+}
+
+fn input(channel: &str, on: Option<&str>, value: Value) -> SheetOp {
+    SheetOp::SetInput { channel: channel.into(), on: on.map(Into::into), value }
+}
+
+fn n(x: i64) -> Value {
+    Value::Number(x.into())
+}
+
+/// The example character, as in `data/examples/starter-character.json`.
+fn example() -> Character {
+    let mut c = Character::new(starter()).unwrap();
+    let mut ops = vec![input("Level", None, n(3))];
+    for (ability, rolled) in [("STR", 15), ("DEX", 14), ("CON", 13), ("INT", 10), ("WIS", 12), ("CHA", 8)] {
+        ops.push(input("Rolled", Some(ability), n(rolled)));
+    }
+    ops.extend([
+        input("Handedness", None, Value::String(Arc::from("left"))),
+        add("RACE", "Stoneborn", None, None),
+        add("SIZE", "M", None, None),
+        add("EQUIPMENT", "Ring Hauberk", Some("armor"), None),
+        add("EQUIPMENT", "Arming Sword", Some("sword"), None),
+        add("ENHANCEMENT", "Keen Edge", Some("keen"), Some("sword")),
+        add("EQUIPMENT", "Travel Pack", Some("pack"), None),
+        add("SKILL", "Athletics", None, None),
+        input("Ranks", Some("Athletics"), n(3)),
+        add("SKILL", "Perception", None, None),
+        input("Ranks", Some("Perception"), n(2)),
+        add("FEAT", "Toughness", None, None),
+        add("CONDITION", "Shaken", None, None),
+    ]);
+    c.apply(&ops).unwrap();
+    c
+}
+
+#[test]
+fn the_example_character() {
+    let c = example();
+    let expect = [
+        ("STR", "2"),
+        ("DEX", "2"),
+        ("CON.Score", "15"), // 13 rolled + 2 from Stoneborn (modify_other on the ability)
+        ("CON", "2"),
+        ("CHA.Score", "6"),
+        ("CHA", "-2"),
+        ("MaxHP", "24"), // max(1, 3 * (5 + 2)) + Toughness max(3, 3)
+        ("ArmorBonus", "5"),
+        ("MaxDexBonus", "3"), // 99, then the armor's MIN 3
+        ("AC", "17"),         // 10 + 5 + min(2, 3) + 0
+        ("Walk.Speed", "15"), // Stoneborn 20, Ring Hauberk -5
+        ("Climb.Speed", "10"),
+        ("sword.Enhancement", "1"),
+        ("sword#1.Damage", "1d8"),
+        ("sword#1.AttackBonus", "3"), // STR 2 + Keen Edge 1
+        ("armor.Enhancement", "0"),   // the enhancement raised one item only
+        ("Load", "48"),
+        ("CarryingCapacity", "225"),
+        ("Encumbered", "false"),
+        ("Athletics.Total", "1"),  // 3 ranks + STR 2 - Shaken 2 - armor check 2
+        ("Perception.Total", "1"), // 2 + WIS 1 - 2, no armor penalty
+        ("Handedness", "Left"),
+        ("Space", "5,5"),
+        ("HitDie", "1d8"),
+    ];
+    for (r, want) in expect {
+        assert_eq!(v(&c, r), want, "{r}");
+    }
+    let t = c.sheet().trace("AC").unwrap();
+    assert!(t.steps[0].source.contains("00-core.toml:"), "{}", t.steps[0].source);
+}
+
+#[test]
+fn the_example_character_changes() {
+    let mut c = example();
+    // Taking the armor off: AC loses its bonus but DEX is no longer capped; Walk speeds up.
+    let rep = c.apply(&[SheetOp::RemoveObject("armor".into())]).unwrap();
+    assert_eq!(v(&c, "AC"), "12");
+    assert_eq!(v(&c, "Walk.Speed"), "20");
+    assert_eq!(v(&c, "Athletics.Total"), "3", "no armor check penalty when not armored");
+    assert!(rep.changed.iter().any(|ch| ch.var.to_string() == "AC"));
+    // A ward sets a floor under the armor bonus (MAX at priority 50).
+    c.apply(&[add("CONDITION", "Warded", None, None)]).unwrap();
+    assert_eq!(v(&c, "ArmorBonus"), "4");
+    c.apply(&[add("EQUIPMENT", "Plated Harness", Some("plate"), None)]).unwrap();
+    assert_eq!(v(&c, "ArmorBonus"), "8", "8 is above the ward's floor");
+    assert_eq!(v(&c, "AC"), "19", "10 + 8 + min(DEX 2, MaxDex 1)");
+    c.apply(&[add("FEAT", "Armor Training", None, None)]).unwrap();
+    assert_eq!(v(&c, "MaxDexBonus"), "2", "the feat adds 1 after the armor's MIN");
+    // A weak character is encumbered: the conditional modifier on Walk applies.
+    c.apply(&[input("Rolled", Some("STR"), n(3))]).unwrap();
+    assert_eq!(v(&c, "CarryingCapacity"), "45");
+    assert_eq!(v(&c, "Encumbered"), "true", "load 68 > 45");
+    assert_eq!(v(&c, "Walk.Speed"), "0", "20 - 10 (plate) - 10 (encumbered)");
+    // Growing large doubles the carrying capacity, lifting the encumbrance.
+    c.apply(&[SheetOp::RemoveObject("M".into()), add("SIZE", "L", None, None)]).unwrap();
+    assert_eq!(v(&c, "CarryingCapacity"), "90");
+    assert_eq!(v(&c, "Encumbered"), "false");
+    assert_eq!(v(&c, "Reach"), "10");
+    assert_eq!(v(&c, "Space"), "10,10");
+    assert_eq!(v(&c, "AC"), "19", "10 + 8 + min(DEX 2, MaxDex 2) - 1 for the size");
+    // Swapping the race replaces the movement types it granted.
+    c.apply(&[SheetOp::RemoveObject("Stoneborn".into()), add("RACE", "Wavekin", None, None)]).unwrap();
+    assert!(c.sheet().value("Climb.Speed").is_err());
+    assert_eq!(v(&c, "Swim.Speed"), "40");
+    assert_eq!(v(&c, "Walk.Speed"), "20", "30 - 10 (plate)");
+    assert_eq!(v(&c, "CON.Score"), "13");
+    assert_eq!(v(&c, "DEX.Score"), "16");
+}
+
+#[test]
+fn sheet_operations_are_checked() {
+    let mut c = example();
+    let before = c.sheet().values();
+    let bad = [
+        (add("EQUIPMENT", "Ring Hauberk", Some("sword"), None), data::sheet_codes::DUPLICATE_ID),
+        (add("ENHANCEMENT", "Keen Edge", Some("k2"), Some("nowhere")), data::sheet_codes::BAD_PARENT),
+        (add("MOVEMENT", "Swim", None, None), data::sheet_codes::NOT_ADDABLE),
+        (add("ABILITY", "STR", None, None), data::sheet_codes::NOT_ADDABLE),
+        (add("SPELL", "Fireball", None, None), data::sheet_codes::UNKNOWN_KIND),
+        (SheetOp::RemoveObject("Walk".into()), data::sheet_codes::NOT_REMOVABLE),
+        (SheetOp::RemoveObject("nothing".into()), data::sheet_codes::UNKNOWN_ID),
+        (input("Handedness", None, Value::String(Arc::from("Up"))), data::sheet_codes::BAD_VALUE),
+        (input("Ranks", Some("STR"), n(1)), data::sheet_codes::UNKNOWN_CHANNEL),
+        (SheetOp::Solver(solver::Operation::RemoveModifier("armor:1".into())), data::sheet_codes::MANAGED),
+    ];
+    for (op, code) in bad {
+        // Each bad operation is second in its batch: the first is undone with it.
+        let e = c.apply(&[add("FEAT", "Fleet", None, None), op.clone()]).unwrap_err();
+        assert_eq!((e.index, e.code), (1, code), "{op:?}: {}", e.message);
+        assert_eq!(c.sheet().values(), before, "{op:?} left the sheet unchanged");
+        assert!(!c.has_object("Fleet"));
+    }
+    // Removing an item removes what is attached to it.
+    c.apply(&[SheetOp::RemoveObject("sword".into())]).unwrap();
+    assert!(!c.has_object("keen"));
+    assert!(c.sheet().value("sword#1.Damage").is_err());
+}

@@ -1,0 +1,143 @@
+//! End-to-end tests of `sheetd check` and `sheetd solve --ruleset --sheet`, run as a user would.
+
+use serde_json::Value as Json;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sheetd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sheetd")).args(args).env("NO_COLOR", "1").output().expect("sheetd runs")
+}
+
+fn repo(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p).display().to_string()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn pcgen(c: &str) -> Option<String> {
+    let root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/pcgen/data");
+    if !root.is_dir() {
+        eprintln!("notice: {} is absent; skipping", root.display());
+        return None;
+    }
+    Some(root.join(c).display().to_string())
+}
+
+#[test]
+fn check_summarizes_the_starter_ruleset() {
+    let out = sheetd(&["check", &repo("data/rulesets/starter")]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    for line in ["scopes", "variables", "functions", "objects", "modifiers", "skipped"] {
+        assert!(stdout.lines().any(|l| l.trim_start().starts_with(line)), "{line} in {stdout}");
+    }
+    assert!(stdout.contains("objects         33"), "{stdout}");
+}
+
+#[test]
+fn check_prints_every_error_with_its_place() {
+    let dir = std::env::temp_dir().join(format!("sheetd-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.toml");
+    std::fs::write(
+        &file,
+        "[variables.PC]\nAC = \"NUMBER\"\n[kinds.FEAT]\nscope = \"PC\"\n[[object]]\nkind = \"FEAT\"\nkey = \"A\"\nmodify = [{ var = \"AC\", add = \"Nope + 1\" }, { var = \"Ac\", add = \"1\", priority = -1 }]\n",
+    )
+    .unwrap();
+    let out = sheetd(&["check", &file.display().to_string()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let shown = file.display().to_string();
+    assert!(stderr.contains(&format!("{shown}:8:32")), "{stderr}");
+    assert!(stderr.contains("unknown variable `Nope` in scope PC"), "{stderr}");
+    assert!(stderr.contains(&format!("{shown}:8:81")), "{stderr}");
+    assert!(stderr.contains("PRIORITY must be a whole number"), "{stderr}");
+    assert!(stderr.contains("2 errors"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn solve_runs_the_example_character() {
+    let out = sheetd(&[
+        "solve",
+        "--ruleset",
+        &repo("data/rulesets/starter"),
+        "--sheet",
+        &repo("data/examples/starter-character.json"),
+        "--json",
+        "--trace",
+        "AC",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<Json> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().filter(|l| l.get("step").is_some()).all(|l| l.get("error").is_none()));
+    let values = lines.iter().find_map(|l| l.get("values")).unwrap();
+    assert_eq!(values["AC"], "17");
+    assert_eq!(values["Walk.Speed"], "15");
+    assert_eq!(values["sword#1.Damage"], "1d8");
+    assert_eq!(values["Space"], "5,5");
+    assert_eq!(values["Handedness"], "Left");
+    assert_eq!(values["Encumbered"], false);
+    let trace = lines.iter().find_map(|l| l.get("trace")).unwrap();
+    assert_eq!(trace["value"], "17");
+}
+
+#[test]
+fn solve_on_pcgen_data_layers_rulesets() {
+    let (Some(core), Some(pw)) = (
+        pcgen("starfinder/paizo/core/_starfinder_core_rulebook.pcc"),
+        pcgen("starfinder/paizo/pact_worlds/_starfinder_pact_worlds.pcc"),
+    ) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("sheetd-sheet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sheet = dir.join("sheet.json");
+    std::fs::write(
+        &sheet,
+        r#"{"steps": [
+            {"set_input": {"channel": "StatScore", "on": "STR", "value": 14}},
+            {"add_object": {"kind": "RACE", "key": "Astrazoan"}},
+            {"add_object": {"kind": "EQUIPMENT", "key": "Estex Suit I", "id": "armor1", "parent": null}},
+            {"remove_object": "nothing"}
+        ]}"#,
+    )
+    .unwrap();
+    let out = sheetd(&[
+        "solve",
+        "--ruleset",
+        &core,
+        "--ruleset",
+        &pw,
+        "--sheet",
+        &sheet.display().to_string(),
+        "--json",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let lines: Vec<Json> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let values = lines.iter().find_map(|l| l.get("values")).unwrap();
+    assert_eq!(values["STR.Mod"], "2");
+    assert_eq!(values["STRSCORE"], "14");
+    assert_eq!(values["Walk.Speed"], "30");
+    assert_eq!(values["armor1.UpgradeSlot"], "2");
+    assert_eq!(values["Face"], "5,5");
+    assert_eq!(values["RaceType_Humanoid"], true);
+    assert_eq!(lines[3]["error"]["code"], "sheet.unknown_id", "a rejected step is reported, later steps run");
+}
+
+#[test]
+fn check_takes_several_pcgen_rulesets_and_lists_skipped_tokens() {
+    let (Some(core), Some(pw)) = (
+        pcgen("starfinder/paizo/core/_starfinder_core_rulebook.pcc"),
+        pcgen("starfinder/paizo/pact_worlds/_starfinder_pact_worlds.pcc"),
+    ) else {
+        return;
+    };
+    let out = sheetd(&["check", &core, "--ruleset", &pw, "--verbose"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("skipped tokens:"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.trim_start().starts_with("BONUS ")), "{stdout}");
+}
