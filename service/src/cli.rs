@@ -24,9 +24,12 @@ pub enum Command {
     #[command(after_long_help = crate::eval::AFTER_HELP)]
     Eval(crate::eval::EvalArgs),
 
-    /// Run a scenario: declare scopes and variables, apply steps, report every change.
+    /// Run a scenario, or a character sheet over a ruleset; report every change.
     ///
-    /// Each step's changed variables (old → new, in topological order) and the number of
+    /// With --scenario FILE the file declares scopes and variables itself (docs/solver.md).
+    /// With --ruleset RULESET (repeatable; a native ruleset or a PCGen .pcc) and --sheet FILE the
+    /// sheet file's steps add and remove game objects, set inputs and add ad-hoc modifiers
+    /// (docs/ruleset-format.md). Each step's changed variables (old → new, in topological order) and the number of
     /// evaluations it took are printed, then every variable's final value, then a trace for
     /// each --trace. A rejected step (unknown name, locked variable, cycle, bad formula) has no
     /// effect and later steps still run. See docs/solver.md for the scenario format.
