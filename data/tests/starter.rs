@@ -164,3 +164,25 @@ fn sheet_operations_are_checked() {
     assert!(!c.has_object("keen"));
     assert!(c.sheet().value("sword#1.Damage").is_err());
 }
+
+#[test]
+fn rulesets_and_characters_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Ruleset>();
+    fn send<T: Send>() {}
+    send::<Character>();
+    // One compiled ruleset serves characters on several threads.
+    let r = starter();
+    let handles: Vec<_> = (10..14)
+        .map(|score| {
+            let r = r.clone();
+            std::thread::spawn(move || {
+                let mut c = Character::new(r).unwrap();
+                c.apply(&[input("Rolled", Some("STR"), n(score))]).unwrap();
+                v(&c, "STR")
+            })
+        })
+        .collect();
+    let got: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(got, ["0", "0", "1", "1"]);
+}
