@@ -2,6 +2,8 @@
 //! they load with zero errors, worked examples give the values the data implies, and broken
 //! copies fail with errors naming file and line.
 
+mod common;
+
 use data::{Character, Ruleset, SheetOp};
 use formula::Value;
 use std::path::{Path, PathBuf};
@@ -45,21 +47,7 @@ fn dataset(which: &str) -> Option<Arc<Ruleset>> {
     })
 }
 
-fn num(c: &Character, r: &str) -> String {
-    match c.sheet().value(r) {
-        Ok(Ok(v)) => v.to_string(),
-        other => panic!("{r}: {other:?}"),
-    }
-}
-
-fn add(kind: &str, key: &str, id: Option<&str>, parent: Option<&str>) -> SheetOp {
-    SheetOp::AddObject {
-        kind: kind.into(),
-        key: key.into(),
-        id: id.map(Into::into),
-        parent: parent.map(Into::into),
-    }
-}
+use common::{add, value as num};
 
 fn input(channel: &str, on: &str, v: i64) -> SheetOp {
     SheetOp::SetInput { channel: channel.into(), on: Some(on.into()), value: Value::Number(v.into()) }

@@ -1,6 +1,8 @@
 //! The bundled starter ruleset: the example character of `data/examples/starter-character.json`
 //! built through the API, and how it changes.
 
+mod common;
+
 use data::{Character, Ruleset, SheetOp};
 use formula::Value;
 use std::sync::Arc;
@@ -12,21 +14,7 @@ fn starter() -> Arc<Ruleset> {
     }
 }
 
-fn v(c: &Character, r: &str) -> String {
-    match c.sheet().value(r) {
-        Ok(Ok(v)) => v.to_string(),
-        other => panic!("{r}: {other:?}"),
-    }
-}
-
-fn add(kind: &str, key: &str, id: Option<&str>, parent: Option<&str>) -> SheetOp {
-    SheetOp::AddObject {
-        kind: kind.into(),
-        key: key.into(),
-        id: id.map(Into::into),
-        parent: parent.map(Into::into),
-    }
-}
+use common::{add, value as v};
 
 fn input(channel: &str, on: Option<&str>, value: Value) -> SheetOp {
     SheetOp::SetInput { channel: channel.into(), on: on.map(Into::into), value }

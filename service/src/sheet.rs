@@ -11,7 +11,7 @@
 //! {"set_input": {"channel": "StatScore", "on": "STR", "value": 14}}
 //! ```
 
-use crate::solve::{describe, parse_operation, print_results};
+use crate::solve::{describe, parse_operation, print_results, step_error};
 use data::{Character, SheetError, SheetOp};
 use formula::Value;
 use serde::Deserialize;
@@ -58,13 +58,7 @@ pub struct InputStep {
 }
 
 fn bad_step(message: String) -> SolveError {
-    SolveError {
-        code: "sheet.bad_step",
-        message,
-        cycle: Vec::new(),
-        cycle_modifiers: Vec::new(),
-        formula: None,
-    }
+    step_error("sheet.bad_step", message)
 }
 
 /// A JSON value as a channel input: numbers exactly, booleans, strings (literals of data formats).
@@ -103,13 +97,7 @@ pub fn parse_step(step: &Json) -> Result<SheetOp, SolveError> {
 
 /// A sheet error as the solver error the output functions print.
 fn as_solve_error(e: SheetError) -> SolveError {
-    e.solve.map(|b| *b).unwrap_or_else(|| SolveError {
-        code: e.code,
-        message: e.message,
-        cycle: Vec::new(),
-        cycle_modifiers: Vec::new(),
-        formula: None,
-    })
+    e.solve.map(|b| *b).unwrap_or_else(|| step_error(e.code, e.message))
 }
 
 /// Runs `sheetd solve --ruleset ... --sheet ...`.

@@ -195,7 +195,8 @@ fn text(value: &Json) -> Result<String, String> {
     }
 }
 
-fn step_error(code: &'static str, message: String) -> SolveError {
+/// A step's error that is not the solver's own (bad JSON, a bad priority).
+pub fn step_error(code: &'static str, message: String) -> SolveError {
     SolveError { code, message, cycle: Vec::new(), cycle_modifiers: Vec::new(), formula: None }
 }
 

@@ -1,0 +1,21 @@
+//! Helpers shared by the data crate's integration tests.
+
+use data::{Character, SheetOp};
+
+/// A variable's value as text; panics (naming the reference) when it has none.
+pub fn value(c: &Character, r: &str) -> String {
+    match c.sheet().value(r) {
+        Ok(Ok(v)) => v.to_string(),
+        other => panic!("{r}: {other:?}"),
+    }
+}
+
+/// An `add_object` operation.
+pub fn add(kind: &str, key: &str, id: Option<&str>, parent: Option<&str>) -> SheetOp {
+    SheetOp::AddObject {
+        kind: kind.into(),
+        key: key.into(),
+        id: id.map(Into::into),
+        parent: parent.map(Into::into),
+    }
+}
