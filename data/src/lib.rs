@@ -65,3 +65,51 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<Ruleset, Vec<Diagnostic>> {
 pub fn starter_ruleset_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("rulesets").join("starter")
 }
+
+/// The bundled starter ruleset's files (name, text), embedded in the binary so that
+/// `sheetd serve` has it wherever it runs.
+pub const STARTER_FILES: &[(&str, &str)] = &[
+    ("starter/00-core.toml", include_str!("../rulesets/starter/00-core.toml")),
+    ("starter/10-abilities.toml", include_str!("../rulesets/starter/10-abilities.toml")),
+    ("starter/20-skills.toml", include_str!("../rulesets/starter/20-skills.toml")),
+    ("starter/30-equipment.toml", include_str!("../rulesets/starter/30-equipment.toml")),
+    ("starter/40-races.toml", include_str!("../rulesets/starter/40-races.toml")),
+    ("starter/50-sizes.toml", include_str!("../rulesets/starter/50-sizes.toml")),
+    ("starter/60-feats-conditions.toml", include_str!("../rulesets/starter/60-feats-conditions.toml")),
+];
+
+/// Compiles the embedded starter ruleset ([`STARTER_FILES`]).
+pub fn load_starter() -> Result<Ruleset, Vec<Diagnostic>> {
+    let mut draft = Draft::default();
+    for (name, text) in STARTER_FILES {
+        native::read_str(text, name, &mut draft);
+    }
+    Ruleset::compile(draft)
+}
+
+/// Compiles one native-format TOML document given as text (`name` is shown in diagnostics).
+pub fn load_str(text: &str, name: &str) -> Result<Ruleset, Vec<Diagnostic>> {
+    let mut draft = Draft::default();
+    native::read_str(text, name, &mut draft);
+    Ruleset::compile(draft)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The embedded copy lists every file of the starter directory, so it matches what
+    /// `sheetd check data/rulesets/starter` loads.
+    #[test]
+    fn embedded_starter_lists_every_file() {
+        let mut on_disk: Vec<String> = std::fs::read_dir(super::starter_ruleset_dir())
+            .expect("the starter directory is part of the crate")
+            .map(|e| format!("starter/{}", e.expect("readable entry").file_name().to_string_lossy()))
+            .filter(|n| n.ends_with(".toml"))
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<&str> = super::STARTER_FILES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(on_disk, embedded);
+        let from_dir = super::load(&[super::starter_ruleset_dir()]).expect("starter loads");
+        let embedded = super::load_starter().expect("embedded starter loads");
+        assert_eq!(from_dir.summary(), embedded.summary());
+    }
+}

@@ -43,6 +43,29 @@ pub enum Command {
     /// success prints counts of scopes, variables, functions, objects, modifiers and skipped
     /// tokens and exits 0; otherwise prints every error with file:line:col and exits 1.
     Check(crate::check::CheckArgs),
+
+    /// Run the daemon: the gRPC API (also grpc-web), with health checks and reflection.
+    ///
+    /// With no flags it listens on 127.0.0.1:50051, serves the bundled starter ruleset as
+    /// `starter`, and keeps sheets in an embedded store under ~/.local/share/sheetd. Stop it
+    /// with Ctrl-C or SIGTERM: calls in flight finish, streams end, the store is closed. Logs go
+    /// to stderr (RUST_LOG sets levels). See docs/api.md.
+    Serve(crate::server::config::ServeArgs),
+
+    /// Call a running server: create sheets, apply changes, read values and explanations.
+    ///
+    /// Operations are given as JSON steps, the same as in sheet files
+    /// (docs/ruleset-format.md): `--step '{"add_object": {"kind": "RACE", "key": "Stoneborn"}}'`.
+    /// Output is for people, or JSON with --json.
+    Client(crate::client::ClientArgs),
+
+    /// Solve many sheets offline, in parallel: JSON lines in, JSON lines out.
+    ///
+    /// Each input line is `{"id": "...", "steps": [...], "variables": [...]}` (variables
+    /// optional: all when absent); each output line, in input order, is
+    /// `{"id": "...", "values": {...}}` or `{"id": "...", "error": [...]}`. Shows a progress bar
+    /// when stderr is a terminal.
+    Batch(crate::batch::BatchArgs),
 }
 
 /// Parses the command line, runs the command, and returns the process exit status.
@@ -52,7 +75,49 @@ pub fn run() -> ExitCode {
         Command::Eval(args) => crate::eval::run(args),
         Command::Solve(args) => crate::solve::run(args),
         Command::Check(args) => crate::check::run(args),
+        Command::Serve(args) => serve(args),
+        Command::Client(args) => crate::client::run(args),
+        Command::Batch(args) => crate::batch::run(args),
     }
+}
+
+fn serve(args: crate::server::config::ServeArgs) -> ExitCode {
+    let config = match args.resolve() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(config.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(crate::server::serve(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Logs to stderr, as text or JSON lines; `RUST_LOG` sets levels (default `info`).
+fn init_logging(format: crate::server::config::LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        crate::server::config::LogFormat::Text => builder.try_init(),
+        crate::server::config::LogFormat::Json => {
+            builder.json().flatten_event(true).with_current_span(true).try_init()
+        }
+    };
 }
 
 #[cfg(test)]

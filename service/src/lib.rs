@@ -18,10 +18,14 @@
 //! [`cli::Cli`] (the argument grammar), [`json`] (the value encoding shared by every JSON
 //! output), [`eval::eval_request`] (one `--jsonl` request to one response).
 
+pub mod batch;
 pub mod check;
 pub mod cli;
+pub mod client;
 pub mod eval;
 pub mod json;
+pub mod proto;
 pub mod render;
+pub mod server;
 pub mod sheet;
 pub mod solve;

@@ -69,6 +69,8 @@ impl fmt::Display for VarRef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
     pub var: VarRef,
+    /// The variable's format.
+    pub format: Format,
     pub old: Option<Slot>,
     pub new: Option<Slot>,
 }
@@ -384,6 +386,26 @@ impl Sheet {
             .flat_map(|inst| inst.nodes.iter())
             .map(|&n| (self.var_ref(n), self.graph[n].value.clone()))
             .collect()
+    }
+
+    /// Like [`Sheet::values`], with each variable's format.
+    pub fn typed_values(&self) -> Vec<(VarRef, Format, Slot)> {
+        self.instances
+            .iter()
+            .flatten()
+            .flat_map(|inst| inst.nodes.iter())
+            .map(|&n| {
+                let node = &self.graph[n];
+                (self.var_ref(n), self.rules.var(node.def).format.clone(), node.value.clone())
+            })
+            .collect()
+    }
+
+    /// One variable by reference (see [`Sheet::find`]), with its format and value.
+    pub fn typed_value(&self, reference: &str) -> Result<(VarRef, Format, Slot), SolveError> {
+        let n = self.find_node(reference)?;
+        let node = &self.graph[n];
+        Ok((self.var_ref(n), self.rules.var(node.def).format.clone(), node.value.clone()))
     }
 
     /// How many variables the sheet has.
@@ -854,6 +876,7 @@ impl Sheet {
             let old = std::mem::replace(&mut self.graph[n].value, new.clone());
             report.changed.push(Change {
                 var: self.var_ref(n),
+                format: self.rules.var(self.graph[n].def).format.clone(),
                 old: if is_new { None } else { Some(old) },
                 new: Some(new),
             });

@@ -153,8 +153,12 @@ impl Sheet {
         }
         for &d in &doomed {
             for &n in self.instance(d).nodes.iter() {
-                let change =
-                    Change { var: self.var_ref(n), old: Some(self.graph[n].value.clone()), new: None };
+                let change = Change {
+                    var: self.var_ref(n),
+                    format: self.rules.var(self.graph[n].def).format.clone(),
+                    old: Some(self.graph[n].value.clone()),
+                    new: None,
+                };
                 pending.removed.push((n, change));
             }
         }

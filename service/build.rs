@@ -1,0 +1,19 @@
+//! Compiles `proto/sheetd/v1/sheetd.proto` with protox (pure Rust: no system `protoc`), generates
+//! the tonic client and server, and writes the file descriptor set that server reflection serves.
+
+use prost::Message;
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let proto_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("proto");
+    let file = proto_root.join("sheetd/v1/sheetd.proto");
+    println!("cargo:rerun-if-changed={}", file.display());
+    let fds = protox::compile([&file], [&proto_root])?;
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    let bytes = fds.encode_to_vec();
+    std::fs::write(out.join("sheetd_descriptor.bin"), &bytes)?;
+    tonic_prost_build::configure().compile_fds(fds)?;
+    // serde (the canonical protobuf JSON mapping) for `--json` output.
+    pbjson_build::Builder::new().register_descriptors(&bytes)?.build(&[".sheetd.v1"])?;
+    Ok(())
+}

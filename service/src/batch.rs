@@ -1,0 +1,203 @@
+//! `sheetd batch --ruleset R --in sheets.jsonl --out results.jsonl`: solve many independent
+//! sheets offline, in parallel on all cores, with one compiled ruleset shared by all.
+//!
+//! Input lines: `{"id": "...", "steps": [...], "variables": ["AC", ...]}` (steps as in sheet
+//! files; `variables` optional). Output lines, in input order:
+//! `{"id": "...", "values": {"AC": "17", ...}}` or `{"id": "...", "error": [diagnostics]}`.
+//! Values are encoded as everywhere in sheetd's JSON (numbers as canonical decimal strings).
+
+use crate::proto as pb;
+use crate::server::{convert, engine};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use serde::Deserialize;
+use serde_json::{Map, Value as Json, json};
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Arguments of `sheetd batch`.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// The ruleset (repeatable: later ones load on top). Default: the bundled starter ruleset.
+    #[arg(long = "ruleset", value_name = "RULESET")]
+    pub ruleset: Vec<PathBuf>,
+
+    /// Input: one sheet specification per line (`-` for stdin).
+    #[arg(long = "in", value_name = "FILE")]
+    pub input: PathBuf,
+
+    /// Output: one result per line, in input order (`-` for stdout).
+    #[arg(long = "out", value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Spec {
+    id: Json,
+    #[serde(default)]
+    steps: Vec<Json>,
+    #[serde(default)]
+    variables: Vec<String>,
+}
+
+/// How many lines are solved together (then written in order).
+const CHUNK: usize = 4096;
+
+/// A value in sheetd's JSON encoding.
+pub fn value_json(v: &pb::Value) -> Json {
+    use pb::value::Kind;
+    match &v.kind {
+        Some(Kind::Number(n)) => Json::String(n.clone()),
+        Some(Kind::Boolean(b)) => Json::Bool(*b),
+        Some(Kind::Text(t)) => Json::String(t.clone()),
+        Some(Kind::List(l)) => Json::Array(l.items.iter().map(value_json).collect()),
+        Some(Kind::Error(e)) => {
+            json!({"error": {"code": e.code, "message": e.message, "modifier": e.modifier}})
+        }
+        None => Json::Null,
+    }
+}
+
+fn error_line(id: Json, diagnostics: &[pb::Diagnostic]) -> Json {
+    let list: Vec<Json> = diagnostics.iter().map(|d| serde_json::to_value(d).unwrap_or(Json::Null)).collect();
+    json!({"id": id, "error": list})
+}
+
+/// Solves one input line into one output line; `Err` marks a failed sheet.
+fn solve_line(ruleset: &Arc<data::Ruleset>, line: &str, number: usize) -> Result<Json, Json> {
+    let bad = |message: String| {
+        let d = pb::Diagnostic { code: "batch.bad_line".into(), message, ..Default::default() };
+        error_line(Json::Null, &[d])
+    };
+    let spec: Spec = serde_json::from_str(line).map_err(|e| bad(format!("line {number}: {e}")))?;
+    let mut ops = Vec::with_capacity(spec.steps.len());
+    for (i, s) in spec.steps.iter().enumerate() {
+        let op = crate::sheet::parse_step(s).map_err(|e| {
+            let d = pb::Diagnostic {
+                code: e.code.to_owned(),
+                message: format!("line {number}, step {i}: {}", e.message),
+                operation: Some(i as u32),
+                ..Default::default()
+            };
+            error_line(spec.id.clone(), &[d])
+        })?;
+        ops.push(convert::operation_message(&op));
+    }
+    let limits = engine::Limits::default().ops;
+    let limits = convert::OpLimits { max_operations: usize::MAX, ..limits };
+    match engine::solve_spec(ruleset.clone(), &ops, &spec.variables, &limits) {
+        Ok(values) => {
+            let map: Map<String, Json> = values
+                .iter()
+                .map(|v| (v.r#ref.clone(), v.value.as_ref().map_or(Json::Null, value_json)))
+                .collect();
+            Ok(json!({"id": spec.id, "values": map}))
+        }
+        Err(d) => Err(error_line(spec.id, &d)),
+    }
+}
+
+/// Runs `sheetd batch`.
+pub fn run(args: BatchArgs) -> ExitCode {
+    match batch(&args) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn batch(args: &BatchArgs) -> Result<usize, String> {
+    let loaded = if args.ruleset.is_empty() { data::load_starter() } else { data::load(&args.ruleset) };
+    let ruleset = Arc::new(loaded.map_err(|errors| {
+        for e in &errors {
+            eprintln!("{}", e.render());
+        }
+        format!("the ruleset could not be loaded: {} errors", errors.len())
+    })?);
+    let input: Box<dyn BufRead> = if args.input.as_os_str() == "-" {
+        Box::new(BufReader::new(std::io::stdin()))
+    } else {
+        let f = std::fs::File::open(&args.input)
+            .map_err(|e| format!("cannot read {}: {e}", args.input.display()))?;
+        Box::new(BufReader::new(f))
+    };
+    let mut output: Box<dyn Write> = if args.output.as_os_str() == "-" {
+        Box::new(BufWriter::new(std::io::stdout()))
+    } else {
+        let f = std::fs::File::create(&args.output)
+            .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
+        Box::new(BufWriter::new(f))
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .map_err(|e| format!("cannot start worker threads: {e}"))?;
+    let bar = if std::io::stderr().is_terminal() {
+        let b = ProgressBar::new_spinner();
+        b.set_style(
+            ProgressStyle::with_template("{spinner} {pos} sheets solved ({per_sec}) {elapsed} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let start = Instant::now();
+    let (mut solved, mut failed) = (0usize, 0usize);
+    let mut lines =
+        input.lines().enumerate().filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()));
+    loop {
+        let chunk: Vec<(usize, String)> = lines
+            .by_ref()
+            .take(CHUNK)
+            .map(|(i, l)| l.map(|l| (i + 1, l)).map_err(|e| format!("reading input: {e}")))
+            .collect::<Result<_, _>>()?;
+        if chunk.is_empty() {
+            break;
+        }
+        let results: Vec<Result<Json, Json>> = pool.install(|| {
+            chunk
+                .par_iter()
+                .map(|(n, line)| {
+                    let r = solve_line(&ruleset, line, *n);
+                    bar.inc(1);
+                    r
+                })
+                .collect()
+        });
+        for r in results {
+            let line = match r {
+                Ok(j) => {
+                    solved += 1;
+                    j
+                }
+                Err(j) => {
+                    failed += 1;
+                    j
+                }
+            };
+            writeln!(output, "{line}").map_err(|e| format!("writing output: {e}"))?;
+        }
+    }
+    output.flush().map_err(|e| format!("writing output: {e}"))?;
+    bar.finish_and_clear();
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "{} sheets: {solved} solved, {failed} failed in {secs:.2} s ({:.0} sheets/s)",
+        solved + failed,
+        (solved + failed) as f64 / secs.max(1e-9)
+    );
+    Ok(failed)
+}

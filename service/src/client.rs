@@ -1,0 +1,502 @@
+//! `sheetd client <call>`: a small command-line client for people without grpcurl.
+//!
+//! Operations are JSON steps, as in sheet files (`docs/ruleset-format.md`), turned into API
+//! operations; results print for people, or as the canonical protobuf JSON with `--json`.
+
+use crate::proto::{self as pb, sheetd_client::SheetdClient};
+use crate::server::convert::{self, show};
+use clap::{Args, Subcommand};
+use serde_json::Value as Json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig};
+use tonic::{Request, Status};
+
+/// Arguments of `sheetd client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// The server's address.
+    #[arg(long, value_name = "URL", env = "SHEETD_SERVER", default_value = "http://127.0.0.1:50051")]
+    pub server: String,
+
+    /// Bearer token to send (when the server requires one).
+    #[arg(long, value_name = "TOKEN", env = "SHEETD_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// CA certificate (PEM) to trust for an https:// server.
+    #[arg(long, value_name = "FILE", env = "SHEETD_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+
+    /// Print replies as JSON (the canonical protobuf JSON mapping) instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub call: Call,
+}
+
+/// Operations as JSON steps: repeated `--step` and/or a sheet file.
+#[derive(Debug, Args)]
+pub struct Steps {
+    /// One operation as a JSON step, e.g. `{"remove_object": "armor"}`. Repeatable; all steps
+    /// form one atomic batch.
+    #[arg(long = "step", value_name = "JSON")]
+    pub steps: Vec<String>,
+
+    /// A sheet file (`{"steps": [...]}`) whose steps go first.
+    #[arg(long = "file", value_name = "SHEET_FILE")]
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Call {
+    /// Create a sheet, optionally with initial operations; prints its id and values.
+    Create {
+        /// Ruleset id (default: the server's default, `starter`).
+        #[arg(long)]
+        ruleset: Option<String>,
+        /// Sheet id (default: generated, e.g. sheet-1).
+        #[arg(long)]
+        id: Option<String>,
+        #[command(flatten)]
+        steps: Steps,
+    },
+    /// Apply an atomic batch of operations; prints the new revision and what changed.
+    Apply {
+        sheet: String,
+        /// Apply only if the sheet is at this revision.
+        #[arg(long, value_name = "REVISION")]
+        expect: Option<u64>,
+        #[command(flatten)]
+        steps: Steps,
+    },
+    /// Print values: all, or the variables named, now or at an earlier revision.
+    Values {
+        sheet: String,
+        variables: Vec<String>,
+        #[arg(long)]
+        revision: Option<u64>,
+    },
+    /// Explain a value: every modifier from the default to the result, and what it depends on.
+    Explain { sheet: String, variable: String },
+    /// Why a value changed between two revisions: the operations that affected it.
+    WhyChanged {
+        sheet: String,
+        variable: String,
+        #[arg(long)]
+        from: u64,
+        /// Default: the current revision.
+        #[arg(long)]
+        to: Option<u64>,
+    },
+    /// Print change events as they happen (Ctrl-C to stop); --from replays missed ones first.
+    Watch {
+        sheet: String,
+        variables: Vec<String>,
+        #[arg(long, value_name = "REVISION")]
+        from: Option<u64>,
+    },
+    /// List sheets.
+    Sheets,
+    /// Delete a sheet.
+    Delete { sheet: String },
+    /// List rulesets.
+    Rulesets,
+    /// Reload a ruleset from its files (or new inline text) and swap it in.
+    Reload {
+        ruleset: String,
+        /// For a ruleset loaded from inline text: a file with the new text.
+        #[arg(long, value_name = "FILE")]
+        inline: Option<PathBuf>,
+    },
+}
+
+/// Adds the bearer token to every call.
+#[derive(Clone, Debug)]
+pub struct Token(Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>);
+
+impl Token {
+    pub fn new(token: Option<&str>) -> Result<Token, String> {
+        token
+            .map(|t| {
+                format!("Bearer {t}").parse().map_err(|_| "the token must be printable ASCII".to_owned())
+            })
+            .transpose()
+            .map(Token)
+    }
+}
+
+impl Interceptor for Token {
+    fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(v) = &self.0 {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+pub type Client = SheetdClient<InterceptedService<Channel, Token>>;
+
+/// Connects to a server (TLS for https:// URLs, trusting `ca_cert` when given).
+pub async fn connect(server: &str, token: Option<&str>, ca_cert: Option<&[u8]>) -> Result<Client, String> {
+    let mut endpoint =
+        Channel::from_shared(server.to_owned()).map_err(|e| format!("invalid server URL `{server}`: {e}"))?;
+    if server.starts_with("https://") {
+        let mut tls = ClientTlsConfig::new();
+        if let Some(ca) = ca_cert {
+            tls = tls.ca_certificate(Certificate::from_pem(ca));
+        }
+        endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS: {e}"))?;
+    }
+    let channel = endpoint.connect().await.map_err(|e| format!("cannot connect to {server}: {e}"))?;
+    Ok(SheetdClient::with_interceptor(channel, Token::new(token)?).max_decoding_message_size(usize::MAX))
+}
+
+/// Parses JSON steps (sheet-file syntax) into API operations.
+pub fn operations(steps: &Steps) -> Result<Vec<pb::Operation>, String> {
+    let mut all: Vec<Json> = Vec::new();
+    if let Some(path) = &steps.file {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let file: crate::sheet::SheetFile = serde_json::from_str(&text)
+            .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+        all.extend(file.steps);
+    }
+    for (i, s) in steps.steps.iter().enumerate() {
+        all.push(serde_json::from_str(s).map_err(|e| format!("--step #{}: {e}", i + 1))?);
+    }
+    all.iter()
+        .map(|s| {
+            crate::sheet::parse_step(s)
+                .map(|op| convert::operation_message(&op))
+                .map_err(|e| format!("step {}: {}", crate::solve::describe(s), e.message))
+        })
+        .collect()
+}
+
+/// Runs `sheetd client`.
+pub fn run(args: ClientArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(call(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A failed call for people: the status, then each diagnostic.
+pub fn status_text(s: &Status) -> String {
+    let mut out = format!("error: {:?}: {}", s.code(), s.message());
+    for d in convert::status_diagnostics(s) {
+        if !d.formula.is_empty()
+            && let Some(span) = &d.span
+        {
+            out.push_str(&format!("\n  in formula `{}` at bytes {}..{}", d.formula, span.start, span.end));
+        }
+        if let Some(l) = &d.location {
+            out.push_str(&format!("\n  --> {}:{}:{}\n   | {}", l.file, l.line, l.col, l.line_text));
+        }
+        if !d.help.is_empty() {
+            out.push_str(&format!("\n  help: {}", d.help));
+        }
+    }
+    out
+}
+
+fn print_json<M: serde::Serialize>(m: &M) -> Result<(), String> {
+    println!("{}", serde_json::to_string(m).map_err(|e| format!("cannot encode the reply: {e}"))?);
+    Ok(())
+}
+
+fn print_values(values: &[pb::VariableValue]) {
+    let width = values.iter().map(|v| v.r#ref.len()).max().unwrap_or(0);
+    for v in values {
+        println!("  {:width$} = {}", v.r#ref, v.value.as_ref().map(show).unwrap_or_default());
+    }
+}
+
+fn change_line(c: &pb::Change) -> String {
+    let v = |x: &Option<pb::Value>| x.as_ref().map_or("(none)".to_owned(), show);
+    format!("  {}: {} → {}", c.r#ref, v(&c.old), v(&c.new))
+}
+
+fn print_trace(t: &pb::Trace) {
+    let v = |x: &Option<pb::Value>| x.as_ref().map_or("(none)".to_owned(), show);
+    println!("{} = {}   ({}, default {})", t.r#ref, v(&t.value), t.format, v(&t.default));
+    for s in &t.steps {
+        let cond = match s.condition {
+            Some(true) => " [condition true]",
+            Some(false) => " [condition false: skipped]",
+            None => "",
+        };
+        let prio = if s.priority > 0 { format!(" PRIORITY={}", s.priority) } else { String::new() };
+        println!("  {} {}{prio}{cond}  from {}  → {}", s.kind, s.instruction, s.source, v(&s.after));
+        for r in &s.reads {
+            println!("      reads {} = {}", r.r#ref, v(&r.value));
+        }
+    }
+}
+
+fn print_tree(nodes: &[pb::DependencyNode]) {
+    fn walk(nodes: &[pb::DependencyNode], r: &str, prefix: &str, seen: &mut Vec<String>) {
+        let Some(node) = nodes.iter().find(|n| n.r#ref == r) else { return };
+        let children: Vec<&String> = node.reads.iter().collect();
+        for (i, c) in children.iter().enumerate() {
+            let last = i + 1 == children.len();
+            let value = nodes.iter().find(|n| &n.r#ref == *c).and_then(|n| n.value.as_ref()).map(show);
+            let repeat = seen.contains(c);
+            println!(
+                "{prefix}{} {c} = {}{}",
+                if last { "└─" } else { "├─" },
+                value.unwrap_or_default(),
+                if repeat { " (see above)" } else { "" }
+            );
+            if !repeat {
+                seen.push((*c).clone());
+                walk(nodes, c, &format!("{prefix}{}", if last { "   " } else { "│  " }), seen);
+            }
+        }
+    }
+    let Some(root) = nodes.first() else { return };
+    println!("{} = {}", root.r#ref, root.value.as_ref().map(show).unwrap_or_default());
+    walk(nodes, &root.r#ref, "", &mut vec![root.r#ref.clone()]);
+}
+
+async fn call(args: ClientArgs) -> Result<(), String> {
+    let ca = match &args.ca_cert {
+        Some(p) => Some(std::fs::read(p).map_err(|e| format!("error: cannot read {}: {e}", p.display()))?),
+        None => None,
+    };
+    let mut client = connect(&args.server, args.token.as_deref(), ca.as_deref())
+        .await
+        .map_err(|e| format!("error: {e}"))?;
+    let json = args.json;
+    let st = |s: Status| status_text(&s);
+    match args.call {
+        Call::Create { ruleset, id, steps } => {
+            let operations = operations(&steps).map_err(|e| format!("error: {e}"))?;
+            let req = pb::CreateSheetRequest {
+                ruleset_id: ruleset.unwrap_or_default(),
+                id: id.unwrap_or_default(),
+                operations,
+            };
+            let r = client.create_sheet(req).await.map_err(st)?.into_inner();
+            if json {
+                return print_json(&r);
+            }
+            let s = r.sheet.unwrap_or_default();
+            println!(
+                "created {} at revision {} (ruleset {} version {})",
+                s.id, s.revision, s.ruleset_id, s.ruleset_version
+            );
+            print_values(&r.values);
+        }
+        Call::Apply { sheet, expect, steps } => {
+            let operations = operations(&steps).map_err(|e| format!("error: {e}"))?;
+            let req = pb::ApplyRequest { sheet_id: sheet.clone(), expected_revision: expect, operations };
+            let r = client.apply(req).await.map_err(st)?.into_inner();
+            if json {
+                return print_json(&r);
+            }
+            if let Some(m) = &r.moved {
+                println!("moved to ruleset version {} (from {}):", m.to_version, m.from_version);
+                m.changes.iter().for_each(|c| println!("{}", change_line(c)));
+            }
+            println!("{sheet} is at revision {} ({} variables recomputed)", r.revision, r.recomputed);
+            r.changes.iter().for_each(|c| println!("{}", change_line(c)));
+        }
+        Call::Values { sheet, variables, revision } => {
+            let r = client
+                .values(pb::ValuesRequest { sheet_id: sheet.clone(), variables, revision })
+                .await
+                .map_err(st)?
+                .into_inner();
+            if json {
+                return print_json(&r);
+            }
+            println!("{sheet} at revision {}:", r.revision);
+            print_values(&r.values);
+        }
+        Call::Explain { sheet, variable } => {
+            let r = client
+                .explain(pb::ExplainRequest { sheet_id: sheet, variable })
+                .await
+                .map_err(st)?
+                .into_inner();
+            if json {
+                return print_json(&r);
+            }
+            if let Some(t) = &r.trace {
+                print_trace(t);
+            }
+            println!("\ndepends on:");
+            print_tree(&r.nodes);
+        }
+        Call::WhyChanged { sheet, variable, from, to } => {
+            let req = pb::WhyChangedRequest {
+                sheet_id: sheet,
+                variable: variable.clone(),
+                from_revision: from,
+                to_revision: to,
+            };
+            let r = client.why_changed(req).await.map_err(st)?.into_inner();
+            if json {
+                return print_json(&r);
+            }
+            let v = |x: &Option<pb::Value>| x.as_ref().map_or("(none)".to_owned(), show);
+            println!(
+                "{variable}: {} at revision {} → {} at revision {}",
+                v(&r.from_value),
+                r.from_revision,
+                v(&r.to_value),
+                r.to_revision
+            );
+            if r.causes.is_empty() {
+                println!("no operation in between affected it");
+            } else {
+                println!("because of:");
+            }
+            for c in &r.causes {
+                let via =
+                    if c.via.is_empty() { String::new() } else { format!("  (via {})", c.via.join(" → ")) };
+                println!(
+                    "  revision {}, operation {}: {}: {} → {}{via}",
+                    c.revision,
+                    c.operation_index,
+                    c.description,
+                    v(&c.before),
+                    v(&c.after)
+                );
+            }
+            let mut header = false;
+            for d in &r.diff {
+                use pb::step_diff::Kind;
+                let step = |s: &Option<pb::TraceStep>| {
+                    s.as_ref().map_or(String::new(), |s| {
+                        format!("{} {} from {} → {}", s.kind, s.instruction, s.source, v(&s.after))
+                    })
+                };
+                let line = match Kind::try_from(d.kind).unwrap_or(Kind::Unspecified) {
+                    Kind::Added => format!("  + {}", step(&d.to)),
+                    Kind::Removed => format!("  - {}", step(&d.from)),
+                    Kind::Changed => format!("  ~ {}\n    was {}", step(&d.to), step(&d.from)),
+                    _ => continue,
+                };
+                if !header {
+                    println!("modifiers that differ:");
+                    header = true;
+                }
+                println!("{line}");
+            }
+        }
+        Call::Watch { sheet, variables, from } => {
+            let mut stream = client
+                .watch(pb::WatchRequest { sheet_id: sheet, variables, from_revision: from })
+                .await
+                .map_err(st)?
+                .into_inner();
+            while let Some(ev) = stream.message().await.map_err(st)? {
+                if json {
+                    print_json(&ev)?;
+                    continue;
+                }
+                use pb::watch_event::Event;
+                match &ev.event {
+                    Some(Event::Changes(c)) => {
+                        println!("revision {}:", ev.revision);
+                        c.changes.iter().for_each(|c| println!("{}", change_line(c)));
+                    }
+                    Some(Event::Resync(r)) => {
+                        println!("revision {} (resync: {}):", ev.revision, r.reason);
+                        print_values(&r.values);
+                    }
+                    Some(Event::Deleted(_)) => println!("the sheet was deleted"),
+                    None => {}
+                }
+            }
+        }
+        Call::Sheets => {
+            let r = client.list_sheets(pb::ListSheetsRequest {}).await.map_err(st)?.into_inner();
+            if json {
+                return print_json(&r);
+            }
+            for s in &r.sheets {
+                println!(
+                    "{}  revision {}  ruleset {} v{}  objects: {}",
+                    s.id,
+                    s.revision,
+                    s.ruleset_id,
+                    s.ruleset_version,
+                    s.objects.join(", ")
+                );
+            }
+        }
+        Call::Delete { sheet } => {
+            let r =
+                client.delete_sheet(pb::DeleteSheetRequest { sheet_id: sheet.clone() }).await.map_err(st)?;
+            if json {
+                return print_json(&r.into_inner());
+            }
+            println!("deleted {sheet}");
+        }
+        Call::Rulesets => {
+            let r = client.list_rulesets(pb::ListRulesetsRequest {}).await.map_err(st)?.into_inner();
+            if json {
+                return print_json(&r);
+            }
+            for rs in &r.rulesets {
+                let s = rs.summary.unwrap_or_default();
+                println!(
+                    "{}  version {}  {} objects, {} modifiers, {} variables  {}",
+                    rs.id,
+                    rs.version,
+                    s.objects,
+                    s.modifiers,
+                    s.variables,
+                    if rs.inline { "(inline)".to_owned() } else { rs.paths.join(", ") }
+                );
+            }
+        }
+        Call::Reload { ruleset, inline } => {
+            let inline_text = match inline {
+                Some(p) => std::fs::read_to_string(&p)
+                    .map_err(|e| format!("error: cannot read {}: {e}", p.display()))?,
+                None => String::new(),
+            };
+            let r = client
+                .reload_ruleset(pb::ReloadRulesetRequest { id: ruleset.clone(), inline_text })
+                .await
+                .map_err(st)?
+                .into_inner();
+            if json {
+                return print_json(&r);
+            }
+            let version = r.ruleset.as_ref().map_or(0, |i| i.version);
+            if r.ok {
+                println!("{ruleset} reloaded: now version {version}");
+            } else {
+                let mut msg = format!("error: {ruleset} did not reload; version {version} keeps serving:");
+                for d in &r.diagnostics {
+                    let at = d
+                        .location
+                        .as_ref()
+                        .map(|l| format!("{}:{}:{}: ", l.file, l.line, l.col))
+                        .unwrap_or_default();
+                    msg.push_str(&format!("\n  {at}{}: {}", d.code, d.message));
+                }
+                return Err(msg);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,400 @@
+//! The gRPC service: each call runs its engine method on a blocking thread inside a tracing span
+//! (method, sheet, operations, revision, variables recomputed, duration, status); Watch and
+//! SolveBatch are streams that end when the server shuts down.
+
+use crate::proto::{self as pb, sheetd_server::Sheetd};
+use crate::server::engine::{Engine, Filter};
+use futures_util::{Stream, StreamExt};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{broadcast, watch};
+use tonic::{Request, Response, Status, Streaming};
+use tracing::{Span, field::Empty};
+
+/// The service, cloned per connection; all clones share the engine.
+#[derive(Clone)]
+pub struct Api {
+    engine: Arc<Engine>,
+    /// Becomes true when the server starts shutting down: streams end.
+    shutdown: watch::Receiver<bool>,
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+fn span(method: &'static str, sheet: &str, ops: usize) -> Span {
+    tracing::info_span!(
+        "call",
+        method,
+        sheet = if sheet.is_empty() { None } else { Some(sheet) },
+        ops,
+        revision = Empty,
+        recomputed = Empty,
+        duration_us = Empty,
+        status = Empty,
+    )
+}
+
+impl Api {
+    pub fn new(engine: Arc<Engine>, shutdown: watch::Receiver<bool>) -> Api {
+        Api { engine, shutdown }
+    }
+
+    /// Runs `f` on a blocking thread within `span`, then records the outcome and logs the call.
+    async fn call<T: Send + 'static>(
+        &self,
+        span: Span,
+        f: impl FnOnce(&Engine, &Span) -> Result<T, Status> + Send + 'static,
+    ) -> Result<Response<T>, Status> {
+        let engine = self.engine.clone();
+        let start = Instant::now();
+        let inner = span.clone();
+        let result = tokio::task::spawn_blocking(move || inner.in_scope(|| f(&engine, &inner)))
+            .await
+            .unwrap_or_else(|e| Err(Status::internal(format!("the call did not complete: {e}"))));
+        finish(&span, start, result.as_ref().err());
+        result.map(Response::new)
+    }
+
+    /// A future that completes when the server shuts down.
+    fn shutdown(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.shutdown.clone();
+        async move {
+            let _ = rx.wait_for(|down| *down).await;
+        }
+    }
+}
+
+fn finish(span: &Span, start: Instant, error: Option<&Status>) {
+    span.record("duration_us", start.elapsed().as_micros() as u64);
+    match error {
+        None => {
+            span.record("status", "OK");
+            tracing::info!(parent: span, "ok");
+        }
+        Some(s) => {
+            span.record("status", format!("{:?}", s.code()));
+            if matches!(s.code(), tonic::Code::Internal | tonic::Code::Unavailable | tonic::Code::DataLoss) {
+                tracing::error!(parent: span, message = s.message(), "failed");
+            } else {
+                tracing::info!(parent: span, message = s.message(), "rejected");
+            }
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Sheetd for Api {
+    async fn ping(&self, _: Request<pb::PingRequest>) -> Result<Response<pb::PingResponse>, Status> {
+        Ok(Response::new(pb::PingResponse {}))
+    }
+
+    async fn load_ruleset(
+        &self,
+        req: Request<pb::LoadRulesetRequest>,
+    ) -> Result<Response<pb::RulesetReply>, Status> {
+        let req = req.into_inner();
+        self.call(span("LoadRuleset", "", 0), move |e, _| e.load_ruleset(&req)).await
+    }
+
+    async fn list_rulesets(
+        &self,
+        _: Request<pb::ListRulesetsRequest>,
+    ) -> Result<Response<pb::ListRulesetsResponse>, Status> {
+        self.call(span("ListRulesets", "", 0), |e, _| Ok(e.list_rulesets())).await
+    }
+
+    async fn reload_ruleset(
+        &self,
+        req: Request<pb::ReloadRulesetRequest>,
+    ) -> Result<Response<pb::RulesetReply>, Status> {
+        let req = req.into_inner();
+        self.call(span("ReloadRuleset", "", 0), move |e, _| e.reload_ruleset(&req)).await
+    }
+
+    async fn create_sheet(
+        &self,
+        req: Request<pb::CreateSheetRequest>,
+    ) -> Result<Response<pb::CreateSheetResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("CreateSheet", &req.id, req.operations.len()), move |e, span| {
+            let r = e.create_sheet(&req)?;
+            if let Some(s) = &r.sheet {
+                span.record("sheet", s.id.as_str());
+                span.record("revision", s.revision);
+            }
+            Ok(r)
+        })
+        .await
+    }
+
+    async fn get_sheet(&self, req: Request<pb::GetSheetRequest>) -> Result<Response<pb::SheetInfo>, Status> {
+        let req = req.into_inner();
+        self.call(span("GetSheet", &req.sheet_id, 0), move |e, _| e.get_sheet(&req.sheet_id)).await
+    }
+
+    async fn list_sheets(
+        &self,
+        _: Request<pb::ListSheetsRequest>,
+    ) -> Result<Response<pb::ListSheetsResponse>, Status> {
+        self.call(span("ListSheets", "", 0), |e, _| Ok(e.list_sheets())).await
+    }
+
+    async fn delete_sheet(
+        &self,
+        req: Request<pb::DeleteSheetRequest>,
+    ) -> Result<Response<pb::DeleteSheetResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("DeleteSheet", &req.sheet_id, 0), move |e, _| {
+            e.delete_sheet(&req.sheet_id).map(|()| pb::DeleteSheetResponse {})
+        })
+        .await
+    }
+
+    async fn apply(&self, req: Request<pb::ApplyRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("Apply", &req.sheet_id, req.operations.len()), move |e, span| {
+            let r = e.apply(&req)?;
+            span.record("revision", r.revision);
+            span.record("recomputed", r.recomputed);
+            Ok(r)
+        })
+        .await
+    }
+
+    async fn upgrade(&self, req: Request<pb::UpgradeRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("Upgrade", &req.sheet_id, 0), move |e, span| {
+            let r = e.upgrade(&req.sheet_id)?;
+            span.record("revision", r.revision);
+            span.record("recomputed", r.recomputed);
+            Ok(r)
+        })
+        .await
+    }
+
+    async fn values(&self, req: Request<pb::ValuesRequest>) -> Result<Response<pb::ValuesResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("Values", &req.sheet_id, 0), move |e, span| {
+            let r = e.values(&req)?;
+            span.record("revision", r.revision);
+            Ok(r)
+        })
+        .await
+    }
+
+    async fn explain(
+        &self,
+        req: Request<pb::ExplainRequest>,
+    ) -> Result<Response<pb::ExplainResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("Explain", &req.sheet_id, 0), move |e, span| {
+            let r = e.explain(&req)?;
+            span.record("revision", r.revision);
+            Ok(r)
+        })
+        .await
+    }
+
+    async fn why_changed(
+        &self,
+        req: Request<pb::WhyChangedRequest>,
+    ) -> Result<Response<pb::WhyChangedResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("WhyChanged", &req.sheet_id, 0), move |e, span| {
+            let r = e.why_changed(&req)?;
+            span.record("revision", r.to_revision);
+            Ok(r)
+        })
+        .await
+    }
+
+    type WatchStream = BoxStream<pb::WatchEvent>;
+
+    async fn watch(&self, req: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+        let req = req.into_inner();
+        let span = span("Watch", &req.sheet_id, 0);
+        let start = Instant::now();
+        let engine = self.engine.clone();
+        let (id, from) = (req.sheet_id.clone(), req.from_revision);
+        let started = tokio::task::spawn_blocking(move || engine.watch(&id, from))
+            .await
+            .unwrap_or_else(|e| Err(Status::internal(format!("the call did not complete: {e}"))));
+        if let Ok(sub) = &started {
+            span.record("revision", sub.current);
+        }
+        finish(&span, start, started.as_ref().err());
+        let crate::server::engine::Subscription { entry, rx, backlog, current } = started?;
+        let filter = Filter::new(&req.variables);
+        let backlog: VecDeque<pb::WatchEvent> = backlog
+            .into_iter()
+            .filter_map(|ev| match ev.event {
+                Some(pb::watch_event::Event::Changes(c)) => {
+                    let changes = filter.changes(&c.changes);
+                    (!changes.is_empty()).then_some(pb::WatchEvent {
+                        revision: ev.revision,
+                        event: Some(pb::watch_event::Event::Changes(pb::Changes { changes })),
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        let state = WatchState {
+            engine: self.engine.clone(),
+            entry,
+            rx,
+            backlog,
+            last: current,
+            filter,
+            done: false,
+        };
+        let stream = futures_util::stream::unfold(state, next_event).take_until(self.shutdown());
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    type SolveBatchStream = BoxStream<pb::BatchResult>;
+
+    async fn solve_batch(
+        &self,
+        req: Request<Streaming<pb::BatchItem>>,
+    ) -> Result<Response<Self::SolveBatchStream>, Status> {
+        let engine = self.engine.clone();
+        let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let span = span("SolveBatch", "", 0);
+        let results = req
+            .into_inner()
+            .map(move |item| {
+                let engine = engine.clone();
+                let span = span.clone();
+                async move {
+                    let item = item?;
+                    tokio::task::spawn_blocking(move || span.in_scope(|| engine.solve_one(&item)))
+                        .await
+                        .map_err(|e| Status::internal(format!("a batch item did not complete: {e}")))
+                }
+            })
+            .buffer_unordered(jobs)
+            .take_until(self.shutdown());
+        Ok(Response::new(Box::pin(results)))
+    }
+}
+
+/// A Watch stream's state between events.
+struct WatchState {
+    engine: Arc<Engine>,
+    entry: Arc<crate::server::engine::SheetEntry>,
+    rx: broadcast::Receiver<Arc<pb::WatchEvent>>,
+    /// Replayed events still to send.
+    backlog: VecDeque<pb::WatchEvent>,
+    /// The last revision the client has seen (events up to it are skipped).
+    last: u64,
+    filter: Filter,
+    done: bool,
+}
+
+/// The next event for a watcher: the backlog first, then live events. A watcher that fell
+/// behind the bounded buffer gets a resync (its filtered values now) instead of what it missed.
+async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchEvent, Status>, WatchState)> {
+    use pb::watch_event::Event;
+    if st.done {
+        return None;
+    }
+    if let Some(ev) = st.backlog.pop_front() {
+        return Some((Ok(ev), st));
+    }
+    loop {
+        match st.rx.recv().await {
+            Ok(ev) => match &ev.event {
+                Some(Event::Deleted(_)) => {
+                    st.done = true;
+                    return Some((Ok((*ev).clone()), st));
+                }
+                Some(Event::Changes(c)) if ev.revision > st.last => {
+                    st.last = ev.revision;
+                    let changes = st.filter.changes(&c.changes);
+                    if !changes.is_empty() {
+                        let out = pb::WatchEvent {
+                            revision: ev.revision,
+                            event: Some(Event::Changes(pb::Changes { changes })),
+                        };
+                        return Some((Ok(out), st));
+                    }
+                }
+                _ => {}
+            },
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                // Start over at the newest event (dropping what is buffered), then read the
+                // values: any event published after this is newer than, or included in, them.
+                st.rx = st.rx.resubscribe();
+                let reason = format!("the client fell {n} events behind");
+                let ev = st.engine.resync(&st.entry, &st.filter, &reason);
+                st.last = ev.revision;
+                return Some((Ok(ev), st));
+            }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::engine::EngineConfig;
+
+    fn add_object(kind: &str, key: &str, id: &str) -> pb::Operation {
+        pb::Operation {
+            op: Some(pb::operation::Op::AddObject(pb::AddObject {
+                kind: kind.into(),
+                key: key.into(),
+                id: Some(id.into()),
+                parent: None,
+            })),
+        }
+    }
+
+    /// A watcher that does not read while more changes happen than the buffer holds gets a
+    /// resync with the current values, then live events again.
+    #[tokio::test]
+    async fn a_slow_watcher_gets_a_resync_not_unbounded_buffering() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = EngineConfig { data_dir: dir.path().to_owned(), ..Default::default() };
+        config.limits.watch_buffer = 4;
+        let engine = Arc::new(Engine::open(config).expect("engine"));
+        let created = engine.create_sheet(&pb::CreateSheetRequest::default()).expect("create");
+        let id = created.sheet.expect("sheet").id;
+        let (_tx, shutdown) = watch::channel(false);
+        let api = Api::new(engine.clone(), shutdown);
+        let req =
+            pb::WatchRequest { sheet_id: id.clone(), variables: vec!["AC".into()], from_revision: None };
+        let mut stream = api.watch(Request::new(req)).await.expect("watch").into_inner();
+        // Ten changes to AC (armor on and off) while the watcher reads nothing.
+        for i in 0..10 {
+            let op = if i % 2 == 0 {
+                add_object("EQUIPMENT", "Ring Hauberk", "armor")
+            } else {
+                pb::Operation { op: Some(pb::operation::Op::RemoveObject("armor".into())) }
+            };
+            let req =
+                pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: vec![op] };
+            engine.apply(&req).expect("apply");
+        }
+        let first = stream.next().await.expect("an event").expect("ok");
+        let Some(pb::watch_event::Event::Resync(r)) = first.event else {
+            panic!("expected a resync, got {first:?}")
+        };
+        assert_eq!(first.revision, 10);
+        assert!(r.reason.contains("behind"), "{}", r.reason);
+        assert_eq!(r.values.iter().map(|v| v.r#ref.as_str()).collect::<Vec<_>>(), ["AC"]);
+        // Live again after the resync.
+        let req = pb::ApplyRequest {
+            sheet_id: id.clone(),
+            expected_revision: Some(10),
+            operations: vec![add_object("EQUIPMENT", "Ring Hauberk", "armor")],
+        };
+        engine.apply(&req).expect("apply");
+        let next = stream.next().await.expect("an event").expect("ok");
+        assert_eq!(next.revision, 11);
+        assert!(matches!(next.event, Some(pb::watch_event::Event::Changes(_))), "{next:?}");
+    }
+}

@@ -1,0 +1,1059 @@
+//! The engine behind the API: rulesets (hot-swappable), live sheets, their history, and the
+//! store. Every method is synchronous and may block (solving, fsync); the gRPC layer calls it
+//! from blocking threads.
+//!
+//! Concurrency:
+//! - A ruleset is an [`ArcSwap`] of its current compiled version. A request loads the `Arc` once
+//!   and finishes on that version even if a reload swaps in another meanwhile.
+//! - Each sheet has one writer at a time: its state sits behind a mutex, held for the whole
+//!   of an Apply, including the durable write, so revisions are written in order.
+//! - Change events go out on a bounded broadcast channel per sheet; a watcher that falls
+//!   behind sees a lag and resyncs (see `api.rs`).
+
+use crate::proto as pb;
+use crate::server::convert::{self, OpLimits};
+use crate::server::store::{
+    LogEntry, RulesetRecord, SNAPSHOT_EVERY, SheetRecord, Snapshot, Store, StoreError,
+};
+use arc_swap::ArcSwap;
+use data::{Character, Ruleset, SheetOp};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use tokio::sync::broadcast;
+use tonic::{Code, Status};
+
+/// The id of the bundled starter ruleset.
+pub const STARTER: &str = "starter";
+
+/// Limits on what one request may ask.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub ops: OpLimits,
+    /// Most sheets the server holds.
+    pub max_sheets: usize,
+    /// Change events buffered per sheet for watchers before a slow one must resync.
+    pub watch_buffer: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            ops: OpLimits { max_operations: 1000, formula: formula::Limits::default() },
+            max_sheets: 100_000,
+            watch_buffer: 256,
+        }
+    }
+}
+
+/// What the engine starts with.
+#[derive(Clone, Debug, Default)]
+pub struct EngineConfig {
+    pub data_dir: PathBuf,
+    /// Rulesets to load at start (id → paths), besides the starter and those in the store.
+    pub preload: Vec<(String, Vec<PathBuf>)>,
+    /// The ruleset used when a request names none.
+    pub default_ruleset: String,
+    pub limits: Limits,
+}
+
+/// Where a ruleset comes from.
+#[derive(Clone, Debug)]
+enum Source {
+    Builtin,
+    Paths(Vec<PathBuf>),
+    Inline(String),
+}
+
+/// One compiled version of a ruleset.
+pub struct Loaded {
+    pub version: u64,
+    pub ruleset: Arc<Ruleset>,
+}
+
+pub struct RulesetEntry {
+    pub id: String,
+    source: Mutex<Source>,
+    /// The version serving now; swapped whole by a successful reload.
+    pub current: ArcSwap<Loaded>,
+}
+
+/// A live sheet.
+pub struct SheetEntry {
+    pub id: String,
+    pub ruleset: Arc<RulesetEntry>,
+    state: Mutex<SheetState>,
+    /// Every accepted revision's changes (unfiltered), and a final `deleted` event.
+    pub events: broadcast::Sender<Arc<pb::WatchEvent>>,
+}
+
+struct SheetState {
+    character: Character,
+    /// The ruleset version `character` uses.
+    version: u64,
+    revision: u64,
+    deleted: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks (no input can make the engine panic), and even
+    // then the guarded data is consistent between statements: keep serving.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn internal(e: StoreError) -> Status {
+    tracing::error!(error = %e, "store failure");
+    Status::unavailable(e.0)
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '#'))
+}
+
+/// Limits used when replaying the log: what was accepted once is replayed even if limits were
+/// lowered since.
+const REPLAY_LIMITS: OpLimits =
+    OpLimits { max_operations: usize::MAX, formula: formula::Limits { max_len: usize::MAX, max_depth: 256 } };
+
+/// Which variables a request is about: all, or references matched case-insensitively.
+#[derive(Clone, Debug, Default)]
+pub struct Filter(Vec<String>);
+
+impl Filter {
+    pub fn new(refs: &[String]) -> Filter {
+        Filter(refs.iter().map(|r| r.to_ascii_lowercase()).collect())
+    }
+    pub fn matches(&self, r: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|f| f.eq_ignore_ascii_case(r))
+    }
+    pub fn changes(&self, changes: &[pb::Change]) -> Vec<pb::Change> {
+        changes.iter().filter(|c| self.matches(&c.r#ref)).cloned().collect()
+    }
+}
+
+/// A new watcher's start: the sheet, its event receiver, the logged events to replay first,
+/// and the revision at subscription.
+pub struct Subscription {
+    pub entry: Arc<SheetEntry>,
+    pub rx: broadcast::Receiver<Arc<pb::WatchEvent>>,
+    pub backlog: Vec<pb::WatchEvent>,
+    pub current: u64,
+}
+
+/// The engine.
+pub struct Engine {
+    store: Store,
+    rulesets: RwLock<BTreeMap<String, Arc<RulesetEntry>>>,
+    sheets: RwLock<BTreeMap<String, Arc<SheetEntry>>>,
+    default_ruleset: String,
+    limits: Limits,
+}
+
+fn compile(id: &str, source: &Source) -> Result<Ruleset, Vec<data::Diagnostic>> {
+    match source {
+        Source::Builtin => data::load_starter(),
+        Source::Paths(p) => data::load(p),
+        Source::Inline(text) => data::load_str(text, &format!("<inline {id}>")),
+    }
+}
+
+fn diagnostics_status(id: &str, diagnostics: &[data::Diagnostic]) -> String {
+    let first = diagnostics.first().map(|d| d.to_string()).unwrap_or_default();
+    format!("ruleset `{id}` has {} errors; first: {first}", diagnostics.len())
+}
+
+impl Engine {
+    /// Opens the store, loads the starter, configured and stored rulesets, and replays every
+    /// stored sheet. A stored sheet or ruleset that cannot be loaded is logged and skipped (its
+    /// records stay in the store).
+    pub fn open(config: EngineConfig) -> Result<Engine, String> {
+        let store = Store::open(&config.data_dir).map_err(|e| e.0)?;
+        let stored: HashMap<String, RulesetRecord> =
+            store.rulesets().map_err(|e| e.0)?.into_iter().map(|r| (r.id.clone(), r)).collect();
+        let engine = Engine {
+            store,
+            rulesets: RwLock::default(),
+            sheets: RwLock::default(),
+            default_ruleset: if config.default_ruleset.is_empty() {
+                STARTER.to_owned()
+            } else {
+                config.default_ruleset.clone()
+            },
+            limits: config.limits,
+        };
+        let mut sources: Vec<(String, Source)> = vec![(STARTER.to_owned(), Source::Builtin)];
+        for (id, paths) in &config.preload {
+            sources.push((id.clone(), Source::Paths(paths.clone())));
+        }
+        let mut rest: Vec<&RulesetRecord> = stored.values().collect();
+        rest.sort_by(|a, b| a.id.cmp(&b.id));
+        for r in rest {
+            if sources.iter().any(|(id, _)| *id == r.id) {
+                continue;
+            }
+            let source = if !r.inline_text.is_empty() {
+                Source::Inline(r.inline_text.clone())
+            } else {
+                Source::Paths(r.paths.iter().map(PathBuf::from).collect())
+            };
+            sources.push((r.id.clone(), source));
+        }
+        for (id, source) in sources {
+            let version = stored.get(&id).map_or(1, |r| r.version.max(1));
+            match compile(&id, &source) {
+                Ok(ruleset) => {
+                    tracing::info!(ruleset = %id, version, "ruleset loaded");
+                    engine
+                        .insert_ruleset(&id, source, version, ruleset)
+                        .map_err(|e| e.message().to_owned())?;
+                }
+                Err(diags) => {
+                    let message = diagnostics_status(&id, &diags);
+                    if matches!(source, Source::Builtin) || config.preload.iter().any(|(p, _)| *p == id) {
+                        return Err(message);
+                    }
+                    tracing::error!(ruleset = %id, "{message}; its sheets are not served");
+                }
+            }
+        }
+        if !engine.read_rulesets().contains_key(&engine.default_ruleset) {
+            return Err(format!("the default ruleset `{}` is not loaded", engine.default_ruleset));
+        }
+        for rec in engine.store.sheets().map_err(|e| e.0)? {
+            if let Err(e) = engine.restore_sheet(&rec) {
+                tracing::error!(sheet = %rec.id, error = %e, "sheet not restored");
+            }
+        }
+        Ok(engine)
+    }
+
+    fn restore_sheet(&self, rec: &SheetRecord) -> Result<(), String> {
+        let entry = self
+            .ruleset_entry(&rec.ruleset_id)
+            .map_err(|_| format!("its ruleset `{}` is not loaded", rec.ruleset_id))?;
+        let loaded = entry.current.load_full();
+        let log = self.store.log(&rec.id, 0, u64::MAX).map_err(|e| e.0)?;
+        let revision = log.last().map(|e| e.revision).ok_or("it has no revisions")?;
+        let character = replay(loaded.ruleset.clone(), &log)?;
+        let sheet = self.new_entry(&rec.id, entry, character, loaded.version, revision);
+        self.write_sheets().insert(rec.id.clone(), sheet);
+        Ok(())
+    }
+
+    fn new_entry(
+        &self,
+        id: &str,
+        ruleset: Arc<RulesetEntry>,
+        character: Character,
+        version: u64,
+        revision: u64,
+    ) -> Arc<SheetEntry> {
+        let (events, _) = broadcast::channel(self.limits.watch_buffer.max(1));
+        Arc::new(SheetEntry {
+            id: id.to_owned(),
+            ruleset,
+            state: Mutex::new(SheetState { character, version, revision, deleted: false }),
+            events,
+        })
+    }
+
+    fn read_rulesets(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<RulesetEntry>>> {
+        self.rulesets.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn read_sheets(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<SheetEntry>>> {
+        self.sheets.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_sheets(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<SheetEntry>>> {
+        self.sheets.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The store file's path.
+    pub fn store_path(&self) -> PathBuf {
+        self.store.path().to_owned()
+    }
+
+    fn insert_ruleset(&self, id: &str, source: Source, version: u64, ruleset: Ruleset) -> Result<(), Status> {
+        let record = record_of(id, &source, version);
+        self.store.put_ruleset(&record).map_err(internal)?;
+        let entry = Arc::new(RulesetEntry {
+            id: id.to_owned(),
+            source: Mutex::new(source),
+            current: ArcSwap::from_pointee(Loaded { version, ruleset: Arc::new(ruleset) }),
+        });
+        self.rulesets.write().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned(), entry);
+        Ok(())
+    }
+
+    pub fn ruleset_entry(&self, id: &str) -> Result<Arc<RulesetEntry>, Status> {
+        let id = if id.is_empty() { &self.default_ruleset } else { id };
+        self.read_rulesets().get(id).cloned().ok_or_else(|| Status::not_found(format!("no ruleset `{id}`")))
+    }
+
+    pub fn sheet(&self, id: &str) -> Result<Arc<SheetEntry>, Status> {
+        self.read_sheets().get(id).cloned().ok_or_else(|| Status::not_found(format!("no sheet `{id}`")))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Rulesets
+
+    /// Loads a new ruleset from paths or inline text.
+    pub fn load_ruleset(&self, req: &pb::LoadRulesetRequest) -> Result<pb::RulesetReply, Status> {
+        if !valid_id(&req.id) {
+            return Err(Status::invalid_argument(format!(
+                "ruleset id `{}` must be 1 to 128 letters, digits, '-', '_' or '.'",
+                req.id
+            )));
+        }
+        if self.read_rulesets().contains_key(&req.id) {
+            return Err(Status::already_exists(format!(
+                "ruleset `{}` is already loaded (use ReloadRuleset to change it)",
+                req.id
+            )));
+        }
+        let source = match (req.paths.is_empty(), req.inline_text.is_empty()) {
+            (false, true) => Source::Paths(req.paths.iter().map(PathBuf::from).collect()),
+            (true, false) => Source::Inline(req.inline_text.clone()),
+            _ => {
+                return Err(Status::invalid_argument(
+                    "give either `paths` or `inline_text`, not both or neither",
+                ));
+            }
+        };
+        match compile(&req.id, &source) {
+            Ok(ruleset) => {
+                let warnings = ruleset.warnings().iter().map(convert::diagnostic).collect();
+                self.insert_ruleset(&req.id, source, 1, ruleset)?;
+                let entry = self.ruleset_entry(&req.id)?;
+                Ok(pb::RulesetReply { ok: true, ruleset: Some(info(&entry)), diagnostics: vec![], warnings })
+            }
+            Err(diags) => Err(ruleset_failed(&req.id, &diags)),
+        }
+    }
+
+    /// Reloads a ruleset and swaps it in; on failure the old version keeps serving and the reply
+    /// (ok = false) carries the diagnostics.
+    pub fn reload_ruleset(&self, req: &pb::ReloadRulesetRequest) -> Result<pb::RulesetReply, Status> {
+        let entry = self.ruleset_entry(&req.id)?;
+        let mut source = lock(&entry.source);
+        let new_source = match &*source {
+            Source::Inline(_) if req.inline_text.is_empty() => {
+                return Err(Status::invalid_argument(format!(
+                    "ruleset `{}` was loaded from inline text: give the new `inline_text`",
+                    req.id
+                )));
+            }
+            Source::Inline(_) => Source::Inline(req.inline_text.clone()),
+            other => other.clone(),
+        };
+        match compile(&entry.id, &new_source) {
+            Ok(ruleset) => {
+                let warnings = ruleset.warnings().iter().map(convert::diagnostic).collect();
+                let version = entry.current.load().version + 1;
+                self.store.put_ruleset(&record_of(&entry.id, &new_source, version)).map_err(internal)?;
+                entry.current.store(Arc::new(Loaded { version, ruleset: Arc::new(ruleset) }));
+                *source = new_source;
+                drop(source);
+                tracing::info!(ruleset = %entry.id, version, "ruleset reloaded");
+                Ok(pb::RulesetReply { ok: true, ruleset: Some(info(&entry)), diagnostics: vec![], warnings })
+            }
+            Err(diags) => {
+                drop(source);
+                tracing::warn!(ruleset = %entry.id, errors = diags.len(), "reload failed; the old version keeps serving");
+                Ok(pb::RulesetReply {
+                    ok: false,
+                    ruleset: Some(info(&entry)),
+                    diagnostics: diags.iter().map(convert::diagnostic).collect(),
+                    warnings: vec![],
+                })
+            }
+        }
+    }
+
+    pub fn list_rulesets(&self) -> pb::ListRulesetsResponse {
+        pb::ListRulesetsResponse { rulesets: self.read_rulesets().values().map(|e| info(e)).collect() }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Sheets
+
+    pub fn create_sheet(&self, req: &pb::CreateSheetRequest) -> Result<pb::CreateSheetResponse, Status> {
+        let ruleset = self.ruleset_entry(&req.ruleset_id)?;
+        let ops = convert::operations(&req.operations, &self.limits.ops)?;
+        if self.read_sheets().len() >= self.limits.max_sheets {
+            return Err(Status::resource_exhausted(format!(
+                "the server holds its limit of {} sheets (--max-sheets)",
+                self.limits.max_sheets
+            )));
+        }
+        let id = if req.id.is_empty() {
+            format!("sheet-{}", self.store.next_sheet_number().map_err(internal)?)
+        } else if valid_id(&req.id) {
+            req.id.clone()
+        } else {
+            return Err(Status::invalid_argument(format!(
+                "sheet id `{}` must be 1 to 128 letters, digits, '-', '_', '.' or '#'",
+                req.id
+            )));
+        };
+        let loaded = ruleset.current.load_full();
+        let mut character = Character::new(loaded.ruleset.clone()).map_err(|e| convert::sheet_error(&e))?;
+        let report = character.apply(&ops).map_err(|e| convert::sheet_error(&e))?;
+        let values = all_values(&character);
+        let mut sheets = self.write_sheets();
+        if sheets.contains_key(&id) {
+            return Err(Status::already_exists(format!("sheet `{id}` already exists")));
+        }
+        let first = LogEntry {
+            revision: 0,
+            ruleset_version: loaded.version,
+            operations: req.operations.clone(),
+            changes: report.changed.iter().map(convert::change).collect(),
+            moved_from_version: None,
+        };
+        let record = SheetRecord { id: id.clone(), ruleset_id: ruleset.id.clone() };
+        self.store
+            .create_sheet(&record, &first, &Snapshot { revision: 0, values: values.clone() })
+            .map_err(internal)?;
+        let entry = self.new_entry(&id, ruleset, character, loaded.version, 0);
+        let info = sheet_info(&entry, &lock(&entry.state));
+        sheets.insert(id, entry);
+        Ok(pb::CreateSheetResponse { sheet: Some(info), values })
+    }
+
+    pub fn get_sheet(&self, id: &str) -> Result<pb::SheetInfo, Status> {
+        let entry = self.sheet(id)?;
+        let st = lock(&entry.state);
+        Ok(sheet_info(&entry, &st))
+    }
+
+    pub fn list_sheets(&self) -> pb::ListSheetsResponse {
+        let entries: Vec<Arc<SheetEntry>> = self.read_sheets().values().cloned().collect();
+        pb::ListSheetsResponse { sheets: entries.iter().map(|e| sheet_info(e, &lock(&e.state))).collect() }
+    }
+
+    pub fn delete_sheet(&self, id: &str) -> Result<(), Status> {
+        let entry =
+            self.write_sheets().remove(id).ok_or_else(|| Status::not_found(format!("no sheet `{id}`")))?;
+        let mut st = lock(&entry.state);
+        st.deleted = true;
+        self.store.delete_sheet(id).map_err(internal)?;
+        let _ = entry.events.send(Arc::new(pb::WatchEvent {
+            revision: st.revision,
+            event: Some(pb::watch_event::Event::Deleted(pb::Deleted {})),
+        }));
+        Ok(())
+    }
+
+    /// Applies a batch; see the API's `Apply`.
+    pub fn apply(&self, req: &pb::ApplyRequest) -> Result<pb::ApplyResponse, Status> {
+        let entry = self.sheet(&req.sheet_id)?;
+        let ops = convert::operations(&req.operations, &self.limits.ops)?;
+        let mut st = lock(&entry.state);
+        if st.deleted {
+            return Err(Status::not_found(format!("no sheet `{}`", req.sheet_id)));
+        }
+        if let Some(expected) = req.expected_revision
+            && expected != st.revision
+        {
+            return Err(Status::aborted(format!(
+                "sheet `{}` is at revision {}, not the expected {expected}",
+                req.sheet_id, st.revision
+            )));
+        }
+        self.commit(&entry, &mut st, &req.operations, &ops, false)
+    }
+
+    /// Moves a sheet to its ruleset's current version (a new revision when anything moved).
+    pub fn upgrade(&self, id: &str) -> Result<pb::ApplyResponse, Status> {
+        let entry = self.sheet(id)?;
+        let mut st = lock(&entry.state);
+        if st.deleted {
+            return Err(Status::not_found(format!("no sheet `{id}`")));
+        }
+        if entry.ruleset.current.load().version == st.version {
+            return Ok(pb::ApplyResponse { revision: st.revision, ..Default::default() });
+        }
+        self.commit(&entry, &mut st, &[], &[], true)
+    }
+
+    /// Applies `ops` (moving to the ruleset's current version first if needed), writes the
+    /// revision durably, then publishes it.
+    fn commit(
+        &self,
+        entry: &SheetEntry,
+        st: &mut SheetState,
+        messages: &[pb::Operation],
+        ops: &[SheetOp],
+        upgrade_only: bool,
+    ) -> Result<pb::ApplyResponse, Status> {
+        let loaded = entry.ruleset.current.load_full();
+        let mut moved = None;
+        let mut migrated = None;
+        if loaded.version != st.version {
+            let log = self.store.log(&entry.id, 0, st.revision).map_err(internal)?;
+            let character = replay(loaded.ruleset.clone(), &log).map_err(|e| {
+                Status::failed_precondition(format!(
+                    "sheet `{}` cannot move to version {} of ruleset `{}`: {e}",
+                    entry.id, loaded.version, entry.ruleset.id
+                ))
+            })?;
+            moved = Some(pb::RulesetMove {
+                from_version: st.version,
+                to_version: loaded.version,
+                changes: diff_values(&st.character, &character),
+            });
+            migrated = Some(character);
+        }
+        let character = migrated.as_mut().unwrap_or(&mut st.character);
+        let report = character.apply(ops).map_err(|e| convert::sheet_error(&e))?;
+        let changes: Vec<pb::Change> = report.changed.iter().map(convert::change).collect();
+        if upgrade_only && moved.as_ref().is_some_and(|m| m.changes.is_empty()) && changes.is_empty() {
+            // Nothing observable moved: adopt the new version without a revision.
+            if let Some(c) = migrated {
+                st.character = c;
+                st.version = loaded.version;
+            }
+            return Ok(pb::ApplyResponse { revision: st.revision, moved, ..Default::default() });
+        }
+        let revision = st.revision + 1;
+        let mut all_changes = moved.as_ref().map(|m| m.changes.clone()).unwrap_or_default();
+        all_changes.extend(changes.iter().cloned());
+        let log = LogEntry {
+            revision,
+            ruleset_version: loaded.version,
+            operations: messages.to_vec(),
+            changes: all_changes.clone(),
+            moved_from_version: moved.as_ref().map(|m| m.from_version),
+        };
+        let snapshot = revision
+            .is_multiple_of(SNAPSHOT_EVERY)
+            .then(|| Snapshot { revision, values: all_values(character) });
+        if let Err(e) = self.store.append(&entry.id, &log, snapshot.as_ref()) {
+            // Not durable, so not accepted: put the sheet back as the log has it.
+            if migrated.is_none() {
+                match self
+                    .store
+                    .log(&entry.id, 0, st.revision)
+                    .map_err(|e| e.0)
+                    .and_then(|log| replay(st.character.ruleset().clone(), &log))
+                {
+                    Ok(c) => st.character = c,
+                    Err(e2) => {
+                        tracing::error!(sheet = %entry.id, error = %e2, "cannot restore the sheet after a store failure");
+                    }
+                }
+            }
+            return Err(internal(e));
+        }
+        if let Some(c) = migrated {
+            st.character = c;
+            st.version = loaded.version;
+        }
+        st.revision = revision;
+        let _ = entry.events.send(Arc::new(pb::WatchEvent {
+            revision,
+            event: Some(pb::watch_event::Event::Changes(pb::Changes { changes: all_changes })),
+        }));
+        Ok(pb::ApplyResponse { revision, changes, recomputed: report.recomputed as u64, moved })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Reading
+
+    pub fn values(&self, req: &pb::ValuesRequest) -> Result<pb::ValuesResponse, Status> {
+        let entry = self.sheet(&req.sheet_id)?;
+        let st = lock(&entry.state);
+        let revision = req.revision.unwrap_or(st.revision);
+        if revision > st.revision {
+            return Err(Status::out_of_range(format!(
+                "sheet `{}` is at revision {}; there is no revision {revision} yet",
+                req.sheet_id, st.revision
+            )));
+        }
+        if revision == st.revision {
+            let values = if req.variables.is_empty() {
+                all_values(&st.character)
+            } else {
+                req.variables
+                    .iter()
+                    .map(|r| {
+                        let (var, format, slot) =
+                            st.character.sheet().typed_value(r).map_err(|e| Status::not_found(e.message))?;
+                        Ok(convert::variable(&var, &format, &slot))
+                    })
+                    .collect::<Result<_, Status>>()?
+            };
+            return Ok(pb::ValuesResponse { revision, values });
+        }
+        drop(st);
+        let all = self.values_at(&req.sheet_id, revision)?;
+        let values = if req.variables.is_empty() {
+            all
+        } else {
+            req.variables
+                .iter()
+                .map(|r| {
+                    all.iter().find(|v| v.r#ref.eq_ignore_ascii_case(r)).cloned().ok_or_else(|| {
+                        Status::not_found(format!(
+                            "no variable `{r}` at revision {revision} of `{}`",
+                            req.sheet_id
+                        ))
+                    })
+                })
+                .collect::<Result<_, Status>>()?
+        };
+        Ok(pb::ValuesResponse { revision, values })
+    }
+
+    /// Every value at a past revision: the latest snapshot before it plus the logged changes.
+    fn values_at(&self, sheet: &str, revision: u64) -> Result<Vec<pb::VariableValue>, Status> {
+        let snapshot =
+            self.store.snapshot_at_or_before(sheet, revision).map_err(internal)?.ok_or_else(|| {
+                Status::data_loss(format!("sheet `{sheet}` has no snapshot before revision {revision}"))
+            })?;
+        let mut values: Vec<Option<pb::VariableValue>> = snapshot.values.into_iter().map(Some).collect();
+        let mut index: HashMap<String, usize> =
+            values.iter().enumerate().filter_map(|(i, v)| Some((v.as_ref()?.r#ref.clone(), i))).collect();
+        if snapshot.revision < revision {
+            for entry in self.store.log(sheet, snapshot.revision + 1, revision).map_err(internal)? {
+                for c in entry.changes {
+                    match (c.new, index.get(&c.r#ref)) {
+                        (Some(v), Some(&i)) => {
+                            values[i] = Some(pb::VariableValue { r#ref: c.r#ref, value: Some(v) })
+                        }
+                        (Some(v), None) => {
+                            index.insert(c.r#ref.clone(), values.len());
+                            values.push(Some(pb::VariableValue { r#ref: c.r#ref, value: Some(v) }));
+                        }
+                        (None, Some(&i)) => {
+                            values[i] = None;
+                            index.remove(&c.r#ref);
+                        }
+                        (None, None) => {}
+                    }
+                }
+            }
+        }
+        Ok(values.into_iter().flatten().collect())
+    }
+
+    /// The trace of a variable and the variables it depends on, transitively.
+    pub fn explain(&self, req: &pb::ExplainRequest) -> Result<pb::ExplainResponse, Status> {
+        let entry = self.sheet(&req.sheet_id)?;
+        let st = lock(&entry.state);
+        let sheet = st.character.sheet();
+        let trace = sheet.trace(&req.variable).map_err(|e| Status::not_found(e.message))?;
+        let mut nodes = Vec::new();
+        let mut seen = HashSet::new();
+        let mut queue = VecDeque::from([trace.var.to_string()]);
+        seen.insert(trace.var.to_string());
+        while let Some(r) = queue.pop_front() {
+            let Ok(t) = sheet.trace(&r) else { continue };
+            let mut reads: Vec<String> = Vec::new();
+            for (var, _) in t.steps.iter().flat_map(|s| s.reads.iter()) {
+                let name = var.to_string();
+                if !reads.contains(&name) {
+                    reads.push(name.clone());
+                }
+                if seen.insert(name.clone()) {
+                    queue.push_back(name);
+                }
+            }
+            nodes.push(pb::DependencyNode {
+                r#ref: r,
+                value: Some(convert::value(&t.format, &t.value)),
+                reads,
+            });
+        }
+        Ok(pb::ExplainResponse { revision: st.revision, trace: Some(convert::trace(&trace)), nodes })
+    }
+
+    /// Why a variable changed between two revisions: replays the log, attributing each change
+    /// to the operations whose recomputation reached the variable.
+    pub fn why_changed(&self, req: &pb::WhyChangedRequest) -> Result<pb::WhyChangedResponse, Status> {
+        let entry = self.sheet(&req.sheet_id)?;
+        let (ruleset, current) = {
+            let st = lock(&entry.state);
+            (st.character.ruleset().clone(), st.revision)
+        };
+        let to = req.to_revision.unwrap_or(current);
+        if to > current || req.from_revision > to {
+            return Err(Status::out_of_range(format!(
+                "revisions must satisfy from ≤ to ≤ {current} (the current revision); got from {} to {to}",
+                req.from_revision
+            )));
+        }
+        let log = self.store.log(&req.sheet_id, 0, to).map_err(internal)?;
+        let var = req.variable.as_str();
+        let is_var = |r: &str| r.eq_ignore_ascii_case(var);
+        let mut character = Character::new(ruleset).map_err(|e| convert::sheet_error(&e))?;
+        character.record_evaluations(true);
+        let mut out = pb::WhyChangedResponse {
+            from_revision: req.from_revision,
+            to_revision: to,
+            ..Default::default()
+        };
+        let current_value =
+            |c: &Character| c.sheet().typed_value(var).ok().map(|(_, f, s)| convert::value(&f, &s));
+        let mut version = None;
+        for e in &log {
+            let ops = convert::operations(&e.operations, &REPLAY_LIMITS)?;
+            if e.revision <= req.from_revision {
+                character.apply(&ops).map_err(|err| replay_failed(e.revision, &err))?;
+            } else {
+                if let Some(from) = e.moved_from_version
+                    && let Some(c) = e.changes.iter().find(|c| is_var(&c.r#ref))
+                {
+                    out.causes.push(pb::Cause {
+                        revision: e.revision,
+                        operation_index: 0,
+                        operation: None,
+                        description: format!(
+                            "the sheet moved from version {from} to {} of ruleset `{}` (history is replayed with the current version)",
+                            e.ruleset_version, entry.ruleset.id
+                        ),
+                        before: c.old.clone(),
+                        after: c.new.clone(),
+                        via: vec![],
+                    });
+                }
+                let mut i = 0;
+                while i < ops.len() {
+                    let before = current_value(&character);
+                    // One operation at a time; if one cannot stand alone (it needs the rest of
+                    // its batch), the rest of the batch goes together.
+                    let (report, upto) = match character.apply(&ops[i..=i]) {
+                        Ok(r) => (r, i + 1),
+                        Err(_) => {
+                            let r =
+                                character.apply(&ops[i..]).map_err(|err| replay_failed(e.revision, &err))?;
+                            (r, ops.len())
+                        }
+                    };
+                    let reached = report.evaluated.iter().any(|r| is_var(&r.to_string()))
+                        || report.changed.iter().any(|c| is_var(&c.var.to_string()));
+                    if reached {
+                        let deps = dependencies(&character, var);
+                        let via = report
+                            .changed
+                            .iter()
+                            .map(|c| c.var.to_string())
+                            .filter(|r| deps.contains(&r.to_ascii_lowercase()) || is_var(r))
+                            .collect();
+                        let mut description = convert::describe(&e.operations[i]);
+                        if upto > i + 1 {
+                            description = format!(
+                                "{description} (with operations {}–{} of its batch)",
+                                i + 1,
+                                upto - 1
+                            );
+                        }
+                        out.causes.push(pb::Cause {
+                            revision: e.revision,
+                            operation_index: i as u32,
+                            operation: Some(e.operations[i].clone()),
+                            description,
+                            before,
+                            after: current_value(&character),
+                            via,
+                        });
+                    }
+                    i = upto;
+                }
+            }
+            if e.revision == req.from_revision {
+                out.from_value = current_value(&character);
+                out.from_trace = character.sheet().trace(var).ok().map(|t| convert::trace(&t));
+            }
+            version = Some(e.ruleset_version);
+        }
+        let _ = version;
+        out.to_value = current_value(&character);
+        out.to_trace = character.sheet().trace(var).ok().map(|t| convert::trace(&t));
+        if out.from_trace.is_none() && out.to_trace.is_none() {
+            return Err(Status::not_found(format!(
+                "no variable `{var}` on sheet `{}` at revision {} or {to}",
+                req.sheet_id, req.from_revision
+            )));
+        }
+        out.diff = diff_traces(out.from_trace.as_ref(), out.to_trace.as_ref());
+        Ok(out)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Watching
+
+    /// Subscribes to a sheet's events; with `from`, also returns the logged events after `from`
+    /// up to the revision at subscription (later ones arrive on the receiver).
+    pub fn watch(&self, id: &str, from: Option<u64>) -> Result<Subscription, Status> {
+        let entry = self.sheet(id)?;
+        let (rx, current) = {
+            let st = lock(&entry.state);
+            (entry.events.subscribe(), st.revision)
+        };
+        let mut backlog = Vec::new();
+        if let Some(from) = from {
+            if from > current {
+                return Err(Status::out_of_range(format!(
+                    "sheet `{id}` is at revision {current}; cannot resume from {from}"
+                )));
+            }
+            if from < current {
+                for e in self.store.log(id, from + 1, current).map_err(internal)? {
+                    backlog.push(pb::WatchEvent {
+                        revision: e.revision,
+                        event: Some(pb::watch_event::Event::Changes(pb::Changes { changes: e.changes })),
+                    });
+                }
+            }
+        }
+        Ok(Subscription { entry, rx, backlog, current })
+    }
+
+    /// A resync event: the sheet's current (filtered) values.
+    pub fn resync(&self, entry: &SheetEntry, filter: &Filter, reason: &str) -> pb::WatchEvent {
+        let st = lock(&entry.state);
+        let values = all_values(&st.character).into_iter().filter(|v| filter.matches(&v.r#ref)).collect();
+        pb::WatchEvent {
+            revision: st.revision,
+            event: Some(pb::watch_event::Event::Resync(pb::Resync { reason: reason.to_owned(), values })),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Batch
+
+    /// Solves one independent sheet specification.
+    pub fn solve_one(&self, item: &pb::BatchItem) -> pb::BatchResult {
+        use pb::batch_result::Result as R;
+        let result = (|| {
+            let ruleset = self.ruleset_entry(&item.ruleset_id).map_err(|s| {
+                vec![pb::Diagnostic {
+                    code: "request.unknown_ruleset".into(),
+                    message: s.message().to_owned(),
+                    ..Default::default()
+                }]
+            })?;
+            solve_spec(
+                ruleset.current.load().ruleset.clone(),
+                &item.operations,
+                &item.variables,
+                &self.limits.ops,
+            )
+        })();
+        pb::BatchResult {
+            id: item.id.clone(),
+            result: Some(match result {
+                Ok(values) => R::Values(pb::BatchValues { values }),
+                Err(diagnostics) => R::Error(pb::ErrorInfo { diagnostics }),
+            }),
+        }
+    }
+}
+
+/// Builds one sheet from operations and returns its (selected) values; shared by SolveBatch and
+/// `sheetd batch`.
+pub fn solve_spec(
+    ruleset: Arc<Ruleset>,
+    operations: &[pb::Operation],
+    variables: &[String],
+    limits: &OpLimits,
+) -> Result<Vec<pb::VariableValue>, Vec<pb::Diagnostic>> {
+    let ops = convert::operations(operations, limits).map_err(|s| diagnostics_of(&s))?;
+    let mut c = Character::new(ruleset).map_err(|e| diagnostics_of(&convert::sheet_error(&e)))?;
+    c.apply(&ops).map_err(|e| diagnostics_of(&convert::sheet_error(&e)))?;
+    if variables.is_empty() {
+        return Ok(all_values(&c));
+    }
+    variables
+        .iter()
+        .map(|r| {
+            c.sheet().typed_value(r).map(|(v, f, s)| convert::variable(&v, &f, &s)).map_err(|e| {
+                vec![pb::Diagnostic { code: e.code.to_owned(), message: e.message, ..Default::default() }]
+            })
+        })
+        .collect()
+}
+
+fn diagnostics_of(s: &Status) -> Vec<pb::Diagnostic> {
+    let d = convert::status_diagnostics(s);
+    if d.is_empty() {
+        vec![pb::Diagnostic {
+            code: "request.invalid".into(),
+            message: s.message().to_owned(),
+            ..Default::default()
+        }]
+    } else {
+        d
+    }
+}
+
+fn replay_failed(revision: u64, e: &data::SheetError) -> Status {
+    Status::new(
+        Code::FailedPrecondition,
+        format!("revision {revision} no longer applies with the sheet's ruleset: {e}"),
+    )
+}
+
+fn ruleset_failed(id: &str, diags: &[data::Diagnostic]) -> Status {
+    convert::with_details(Code::InvalidArgument, diags.iter().map(convert::diagnostic).collect())
+        .map_message(|_| diagnostics_status(id, diags))
+}
+
+trait MapMessage {
+    fn map_message(self, f: impl FnOnce(&str) -> String) -> Self;
+}
+
+impl MapMessage for Status {
+    fn map_message(self, f: impl FnOnce(&str) -> String) -> Status {
+        Status::with_details(self.code(), f(self.message()), self.details().to_vec().into())
+    }
+}
+
+/// Replays a log onto a new character.
+fn replay(ruleset: Arc<Ruleset>, log: &[LogEntry]) -> Result<Character, String> {
+    let mut c = Character::new(ruleset).map_err(|e| e.to_string())?;
+    for e in log {
+        let ops = convert::operations(&e.operations, &REPLAY_LIMITS).map_err(|s| s.message().to_owned())?;
+        c.apply(&ops).map_err(|err| format!("revision {}: {err}", e.revision))?;
+    }
+    Ok(c)
+}
+
+fn all_values(c: &Character) -> Vec<pb::VariableValue> {
+    c.sheet().typed_values().iter().map(|(v, f, s)| convert::variable(v, f, s)).collect()
+}
+
+/// The changes from one character's values to another's.
+fn diff_values(old: &Character, new: &Character) -> Vec<pb::Change> {
+    let before: HashMap<String, pb::Value> =
+        all_values(old).into_iter().filter_map(|v| Some((v.r#ref, v.value?))).collect();
+    let after = all_values(new);
+    let mut changes: Vec<pb::Change> = Vec::new();
+    let after_refs: HashSet<&str> = after.iter().map(|v| v.r#ref.as_str()).collect();
+    for v in all_values(old) {
+        if !after_refs.contains(v.r#ref.as_str()) {
+            changes.push(pb::Change { r#ref: v.r#ref, old: v.value, new: None });
+        }
+    }
+    for v in after {
+        let old = before.get(&v.r#ref);
+        if old != v.value.as_ref() {
+            changes.push(pb::Change { r#ref: v.r#ref, old: old.cloned(), new: v.value });
+        }
+    }
+    changes
+}
+
+/// Every variable `var` depends on, transitively (lowercase refs).
+fn dependencies(c: &Character, var: &str) -> HashSet<String> {
+    let mut seen = HashSet::new();
+    let mut queue = VecDeque::from([var.to_owned()]);
+    while let Some(r) = queue.pop_front() {
+        let Ok(t) = c.sheet().trace(&r) else { continue };
+        for (read, _) in t.steps.iter().flat_map(|s| s.reads.iter()) {
+            let name = read.to_string();
+            if seen.insert(name.to_ascii_lowercase()) {
+                queue.push_back(name);
+            }
+        }
+    }
+    seen
+}
+
+/// Compares two traces modifier by modifier.
+fn diff_traces(from: Option<&pb::Trace>, to: Option<&pb::Trace>) -> Vec<pb::StepDiff> {
+    use pb::step_diff::Kind;
+    let empty = Vec::new();
+    let from_steps = from.map_or(&empty, |t| &t.steps);
+    let to_steps = to.map_or(&empty, |t| &t.steps);
+    let mut out = Vec::new();
+    for t in to_steps {
+        match from_steps.iter().find(|f| f.modifier == t.modifier) {
+            Some(f) => {
+                let same = f.after == t.after && f.instruction == t.instruction && f.condition == t.condition;
+                out.push(pb::StepDiff {
+                    kind: if same { Kind::Unchanged } else { Kind::Changed } as i32,
+                    modifier: t.modifier.clone(),
+                    from: Some(f.clone()),
+                    to: Some(t.clone()),
+                });
+            }
+            None => out.push(pb::StepDiff {
+                kind: Kind::Added as i32,
+                modifier: t.modifier.clone(),
+                from: None,
+                to: Some(t.clone()),
+            }),
+        }
+    }
+    for f in from_steps {
+        if !to_steps.iter().any(|t| t.modifier == f.modifier) {
+            out.push(pb::StepDiff {
+                kind: Kind::Removed as i32,
+                modifier: f.modifier.clone(),
+                from: Some(f.clone()),
+                to: None,
+            });
+        }
+    }
+    out
+}
+
+fn record_of(id: &str, source: &Source, version: u64) -> RulesetRecord {
+    let (paths, inline_text) = match source {
+        Source::Builtin => (vec![], String::new()),
+        Source::Paths(p) => (p.iter().map(|p| p.display().to_string()).collect(), String::new()),
+        Source::Inline(t) => (vec![], t.clone()),
+    };
+    RulesetRecord { id: id.to_owned(), paths, inline_text, version }
+}
+
+fn info(entry: &RulesetEntry) -> pb::RulesetInfo {
+    let loaded = entry.current.load();
+    let s = loaded.ruleset.summary();
+    let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+    let source = lock(&entry.source);
+    pb::RulesetInfo {
+        id: entry.id.clone(),
+        version: loaded.version,
+        paths: match &*source {
+            Source::Paths(p) => p.iter().map(|p| p.display().to_string()).collect(),
+            Source::Builtin => vec!["(built in: data/rulesets/starter)".to_owned()],
+            Source::Inline(_) => vec![],
+        },
+        inline: matches!(&*source, Source::Inline(_)),
+        summary: Some(pb::RulesetSummary {
+            files: n(s.files),
+            scopes: n(s.scopes),
+            formats: n(s.formats),
+            variables: n(s.variables),
+            channels: n(s.channels),
+            functions: n(s.functions),
+            kinds: n(s.kinds),
+            objects: n(s.objects),
+            modifiers: n(s.modifiers),
+            skipped_tokens: n(s.skipped_tokens),
+        }),
+    }
+}
+
+fn sheet_info(entry: &SheetEntry, st: &SheetState) -> pb::SheetInfo {
+    let mut objects: Vec<String> = st.character.object_ids().iter().map(|o| o.to_string()).collect();
+    objects.sort();
+    pb::SheetInfo {
+        id: entry.id.clone(),
+        ruleset_id: entry.ruleset.id.clone(),
+        ruleset_version: st.version,
+        revision: st.revision,
+        objects,
+    }
+}

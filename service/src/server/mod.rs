@@ -1,0 +1,151 @@
+//! The daemon, `sheetd serve`: a gRPC server (with grpc-web, health and reflection) over the
+//! [`engine::Engine`], which holds rulesets, live sheets and the store.
+//!
+//! Read in this order: [`config`] (what can be set and how: flags, environment, TOML file),
+//! [`serve`] below (listening, TLS, auth, CORS, graceful shutdown), [`api`] (one method per
+//! call, tracing spans, the Watch and SolveBatch streams), [`engine`] (the state and every
+//! operation on it), [`store`] (the embedded redb store), [`convert`] (messages ↔ library types).
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod convert;
+pub mod engine;
+pub mod store;
+
+use crate::proto::{FILE_DESCRIPTOR_SET, sheetd_server::SheetdServer};
+use config::ServeConfig;
+use engine::{Engine, EngineConfig};
+use http::{HeaderName, HeaderValue, Method};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+/// Runs the server until SIGINT or SIGTERM; then stops accepting connections, lets calls in
+/// flight finish, ends streams, and closes the store (every accepted change is already durable).
+pub async fn serve(config: ServeConfig) -> Result<(), String> {
+    let engine_config = EngineConfig {
+        data_dir: config.data_dir.clone(),
+        preload: config.rulesets.clone(),
+        default_ruleset: config.default_ruleset.clone(),
+        limits: config.limits,
+    };
+    let engine = tokio::task::spawn_blocking(move || Engine::open(engine_config))
+        .await
+        .map_err(|e| format!("starting the engine failed: {e}"))??;
+    let engine = Arc::new(engine);
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    let addr = listener.local_addr().map_err(|e| format!("cannot read the listening address: {e}"))?;
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let api = api::Api::new(engine.clone(), shutdown_rx);
+    let auth = auth::Auth::new(config.tokens.clone());
+    let sheetd = SheetdServer::new(api)
+        .max_decoding_message_size(config.max_request_bytes)
+        .max_encoding_message_size(usize::MAX);
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<SheetdServer<api::Api>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| format!("server reflection: {e}"))?;
+
+    let mut builder = Server::builder();
+    let scheme = if let Some((cert, key)) = &config.tls {
+        let read =
+            |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+        let identity = Identity::from_pem(read(cert)?, read(key)?);
+        builder = builder
+            .tls_config(ServerTlsConfig::new().identity(identity))
+            .map_err(|e| format!("TLS configuration: {e}"))?;
+        "https"
+    } else {
+        "http"
+    };
+    let router = builder
+        .accept_http1(true)
+        .layer(cors(&config.cors_origins)?)
+        .layer(tonic_web::GrpcWebLayer::new())
+        .add_service(health_service)
+        .add_service(InterceptedService::new(sheetd, auth.clone()))
+        .add_service(InterceptedService::new(reflection, auth));
+
+    tracing::info!(
+        %addr,
+        store = %engine.store_path().display(),
+        tls = config.tls.is_some(),
+        auth = !config.tokens.is_empty(),
+        "serving"
+    );
+    // One line on stdout for people and scripts (tests read the port from it).
+    println!("sheetd serving on {scheme}://{addr} (store {})", engine.store_path().display());
+
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let signal = async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: no new connections; finishing calls in flight");
+        health.set_not_serving::<SheetdServer<api::Api>>().await;
+        let _ = shutdown_tx.send(true);
+    };
+    router.serve_with_incoming_shutdown(incoming, signal).await.map_err(|e| format!("server error: {e}"))?;
+    drop(engine);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+/// CORS for grpc-web: the configured origins (`*` for any) may call, with the headers gRPC-Web
+/// needs; with none configured, no cross-origin call is allowed.
+fn cors(origins: &[String]) -> Result<CorsLayer, String> {
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        let list = origins
+            .iter()
+            .map(|o| HeaderValue::from_str(o).map_err(|_| format!("invalid CORS origin `{o}`")))
+            .collect::<Result<Vec<_>, _>>()?;
+        AllowOrigin::list(list)
+    };
+    let h = HeaderName::from_static;
+    Ok(CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods([Method::POST, Method::OPTIONS])
+        .allow_headers([
+            h("content-type"),
+            h("x-grpc-web"),
+            h("x-user-agent"),
+            h("grpc-timeout"),
+            h("authorization"),
+        ])
+        .expose_headers([h("grpc-status"), h("grpc-message"), h("grpc-status-details-bin")])
+        .max_age(std::time::Duration::from_secs(24 * 3600)))
+}
