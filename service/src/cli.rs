@@ -111,7 +111,9 @@ fn serve(args: crate::server::config::ServeArgs) -> ExitCode {
 fn init_logging(format: crate::server::config::LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let _ = match format {
         crate::server::config::LogFormat::Text => builder.try_init(),
         crate::server::config::LogFormat::Json => {

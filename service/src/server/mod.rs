@@ -24,6 +24,9 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+/// How long calls in flight may take to finish after SIGINT/SIGTERM.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs the server until SIGINT or SIGTERM; then stops accepting connections, lets calls in
 /// flight finish, ends streams, and closes the store (every accepted change is already durable).
 pub async fn serve(config: ServeConfig) -> Result<(), String> {
@@ -43,6 +46,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
     let addr = listener.local_addr().map_err(|e| format!("cannot read the listening address: {e}"))?;
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let shutdown_rx_for_grace = shutdown_rx.clone();
     let api = api::Api::new(engine.clone(), shutdown_rx);
     let auth = auth::Auth::new(config.tokens.clone());
     let sheetd = SheetdServer::new(api)
@@ -50,11 +54,14 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
         .max_encoding_message_size(usize::MAX);
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SheetdServer<api::Api>>().await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(|e| format!("server reflection: {e}"))?;
+    // Reflection in both versions: grpcurl and older tools still ask v1alpha.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1().map_err(|e| format!("server reflection: {e}"))?;
+    let reflection_v1alpha = reflection().build_v1alpha().map_err(|e| format!("server reflection: {e}"))?;
 
     let mut builder = Server::builder();
     let scheme = if let Some((cert, key)) = &config.tls {
@@ -74,7 +81,8 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
         .layer(tonic_web::GrpcWebLayer::new())
         .add_service(health_service)
         .add_service(InterceptedService::new(sheetd, auth.clone()))
-        .add_service(InterceptedService::new(reflection, auth));
+        .add_service(InterceptedService::new(reflection_v1, auth.clone()))
+        .add_service(InterceptedService::new(reflection_v1alpha, auth));
 
     tracing::info!(
         %addr,
@@ -93,7 +101,18 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
         health.set_not_serving::<SheetdServer<api::Api>>().await;
         let _ = shutdown_tx.send(true);
     };
-    router.serve_with_incoming_shutdown(incoming, signal).await.map_err(|e| format!("server error: {e}"))?;
+    let serving = router.serve_with_incoming_shutdown(incoming, signal);
+    // Calls in flight get a grace period; clients that keep idle connections open past it do
+    // not hold the server up.
+    let mut down = shutdown_rx_for_grace;
+    let grace = async move {
+        let _ = down.wait_for(|d| *d).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        r = serving => r.map_err(|e| format!("server error: {e}"))?,
+        () = grace => tracing::warn!("connections still open {} s after shutdown began; stopping anyway", SHUTDOWN_GRACE.as_secs()),
+    }
     drop(engine);
     tracing::info!("stopped");
     Ok(())

@@ -1,0 +1,111 @@
+//! Starting the real `sheetd serve` binary on an ephemeral loopback port, for end-to-end tests.
+
+use sheetd::client::{Client, Steps};
+use sheetd::proto as pb;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running server; killed when dropped, unless stopped with [`Server::stop`].
+pub struct Server {
+    child: Option<Child>,
+    /// `http://127.0.0.1:PORT` (or https).
+    pub url: String,
+    /// host:port
+    #[allow(dead_code, reason = "not every test file reads it")]
+    pub addr: String,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts `sheetd serve --listen 127.0.0.1:0 --data-dir DIR ARGS...` and waits until it
+    /// listens.
+    pub fn start(data_dir: &Path, args: &[&str]) -> Server {
+        let log = data_dir.with_extension(format!("log-{}", std::process::id()));
+        let log_file = std::fs::File::create(&log).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env_remove("SHEETD_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .expect("start sheetd serve");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        BufReader::new(stdout).read_line(&mut line).expect("read stdout");
+        let Some(rest) = line.trim().strip_prefix("sheetd serving on ") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the server did not start: {line:?}\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        };
+        let url = rest.split_whitespace().next().expect("url").to_owned();
+        let addr = url.split("://").nth(1).expect("host:port").to_owned();
+        Server { child: Some(child), url, addr, log }
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub async fn client(&self) -> Client {
+        sheetd::client::connect(&self.url, None, None).await.expect("connect")
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns the log.
+    pub fn stop(mut self) -> String {
+        let mut child = self.child.take().expect("running");
+        let pid = child.id().to_string();
+        let status = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                assert!(status.success(), "sheetd exited with {status}\n{}", self.log());
+                break;
+            }
+            assert!(Instant::now() < deadline, "sheetd did not stop on SIGTERM\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.log()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Operations from JSON steps, as `sheetd client --step` takes them.
+pub fn ops(steps: &[&str]) -> Vec<pb::Operation> {
+    sheetd::client::operations(&Steps { steps: steps.iter().map(|s| s.to_string()).collect(), file: None })
+        .expect("valid steps")
+}
+
+/// The example character's operations.
+pub fn example_character() -> Vec<pb::Operation> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
+    sheetd::client::operations(&Steps { steps: vec![], file: Some(file) }).expect("example sheet")
+}
+
+/// A value as people read it.
+pub fn shown(v: &Option<pb::Value>) -> String {
+    v.as_ref().map_or("(none)".to_owned(), sheetd::server::convert::show)
+}
+
+/// The value of `r` among `values`.
+pub fn value_of(values: &[pb::VariableValue], r: &str) -> String {
+    shown(&values.iter().find(|v| v.r#ref == r).unwrap_or_else(|| panic!("no {r}")).value)
+}

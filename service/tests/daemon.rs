@@ -1,0 +1,382 @@
+//! End-to-end tests of `sheetd serve`: the real binary on an ephemeral loopback port, called
+//! through the generated client.
+
+#[path = "common/server.rs"]
+mod server;
+
+use server::{Server, example_character, ops, shown, value_of};
+use sheetd::proto as pb;
+use sheetd::server::convert::status_diagnostics;
+use tonic::Code;
+
+fn apply(sheet: &str, expected: Option<u64>, operations: Vec<pb::Operation>) -> pb::ApplyRequest {
+    pb::ApplyRequest { sheet_id: sheet.to_owned(), expected_revision: expected, operations }
+}
+
+fn values(sheet: &str, vars: &[&str], revision: Option<u64>) -> pb::ValuesRequest {
+    pb::ValuesRequest {
+        sheet_id: sheet.to_owned(),
+        variables: vars.iter().map(|v| v.to_string()).collect(),
+        revision,
+    }
+}
+
+const REMOVE_ARMOR: &str = r#"{"remove_object": "armor"}"#;
+const HARNESS: &str = r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "armor"}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_apply_values_explain_and_why_changed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+
+    // Create with the example character: revision 0, AC 17.
+    let created = c
+        .create_sheet(pb::CreateSheetRequest { operations: example_character(), ..Default::default() })
+        .await
+        .expect("create")
+        .into_inner();
+    let sheet = created.sheet.expect("info");
+    assert_eq!((sheet.id.as_str(), sheet.revision, sheet.ruleset_id.as_str()), ("sheet-1", 0, "starter"));
+    assert!(sheet.objects.contains(&"armor".to_owned()) && sheet.objects.contains(&"sword".to_owned()));
+    assert_eq!(value_of(&created.values, "AC"), "17");
+    assert_eq!(value_of(&created.values, "sword#1.Damage"), "1d8");
+
+    // Apply: the changes come old → new in topological order.
+    let r = c.apply(apply("sheet-1", Some(0), ops(&[REMOVE_ARMOR]))).await.expect("apply").into_inner();
+    assert_eq!(r.revision, 1);
+    let refs: Vec<&str> = r.changes.iter().map(|c| c.r#ref.as_str()).collect();
+    let pos =
+        |name: &str| refs.iter().position(|r| *r == name).unwrap_or_else(|| panic!("{name} in {refs:?}"));
+    assert!(pos("ArmorBonus") < pos("AC"));
+    let ac = &r.changes[pos("AC")];
+    assert_eq!((shown(&ac.old), shown(&ac.new)), ("17".to_owned(), "12".to_owned()));
+    assert_eq!(shown(&r.changes[pos("armor.ArmorAC")].new), "(none)");
+    assert!(r.recomputed > 0);
+
+    // A wrong expected revision: ABORTED, nothing changes.
+    let e = c.apply(apply("sheet-1", Some(0), ops(&[HARNESS]))).await.expect_err("stale");
+    assert_eq!(e.code(), Code::Aborted, "{e:?}");
+    assert!(e.message().contains("revision 1"), "{}", e.message());
+
+    // An invalid operation rejects the whole batch: the valid one before it has no effect.
+    let e = c
+        .apply(apply(
+            "sheet-1",
+            None,
+            ops(&[HARNESS, r#"{"add_object": {"kind": "EQUIPMENT", "key": "Moon Boots", "id": "boots"}}"#]),
+        ))
+        .await
+        .expect_err("invalid");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let d = status_diagnostics(&e);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((d[0].operation, d[0].code.as_str()), (Some(1), "sheet.unknown_object"));
+    assert!(d[0].message.contains("Moon Boots"), "{}", d[0].message);
+    let now = c.values(values("sheet-1", &["AC"], None)).await.expect("values").into_inner();
+    assert_eq!((now.revision, value_of(&now.values, "AC")), (1, "12".to_owned()));
+
+    // A bad formula: INVALID_ARGUMENT with the formula and the span of the offending text.
+    let bad_formula =
+        r#"{"add_modifier": {"id": "m1", "var": "AC", "type": "ADD", "value": "2 + NoSuchVar"}}"#;
+    let e = c.apply(apply("sheet-1", None, ops(&[bad_formula]))).await.expect_err("bad formula");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let d = &status_diagnostics(&e)[0];
+    assert_eq!((d.operation, d.formula.as_str()), (Some(0), "2 + NoSuchVar"));
+    let span = d.span.expect("span");
+    assert_eq!(&d.formula[span.start as usize..span.end as usize], "NoSuchVar");
+
+    // A cycle: FAILED_PRECONDITION with the path.
+    let cycle = r#"{"add_modifier": {"id": "loop", "var": "ArmorBonus", "type": "ADD", "value": "AC"}}"#;
+    let e = c.apply(apply("sheet-1", None, ops(&[cycle]))).await.expect_err("cycle");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    let d = &status_diagnostics(&e)[0];
+    assert!(d.cycle.contains(&"AC".to_owned()) && d.cycle.contains(&"ArmorBonus".to_owned()), "{d:?}");
+    assert!(d.cycle_modifiers.contains(&"loop".to_owned()), "{d:?}");
+
+    // Limits: an over-long formula and too many operations.
+    let long = format!(
+        r#"{{"add_modifier": {{"id": "m2", "var": "AC", "type": "ADD", "value": "{}1"}}}}"#,
+        "1+".repeat(9000)
+    );
+    let e = c.apply(apply("sheet-1", None, ops(&[&long]))).await.expect_err("too long");
+    assert_eq!(
+        (e.code(), status_diagnostics(&e)[0].code.as_str()),
+        (Code::InvalidArgument, "request.formula_too_long")
+    );
+    let many: Vec<pb::Operation> = (0..1001).flat_map(|_| ops(&[REMOVE_ARMOR])).collect();
+    let e = c.apply(apply("sheet-1", None, many)).await.expect_err("too many");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(e.message().contains("1001 operations"), "{}", e.message());
+
+    let r = c.apply(apply("sheet-1", Some(1), ops(&[HARNESS]))).await.expect("apply").into_inner();
+    assert_eq!(r.revision, 2);
+
+    // Values now, at earlier revisions, and past the end.
+    let v = |rev| values("sheet-1", &["AC", "Walk.Speed"], rev);
+    let at =
+        |r: pb::ValuesResponse| (r.revision, value_of(&r.values, "AC"), value_of(&r.values, "Walk.Speed"));
+    assert_eq!(at(c.values(v(None)).await.expect("now").into_inner()), (2, "19".into(), "10".into()));
+    assert_eq!(at(c.values(v(Some(0))).await.expect("rev 0").into_inner()), (0, "17".into(), "15".into()));
+    assert_eq!(at(c.values(v(Some(1))).await.expect("rev 1").into_inner()), (1, "12".into(), "20".into()));
+    let all_then = c.values(values("sheet-1", &[], Some(1))).await.expect("all at 1").into_inner();
+    assert!(all_then.values.iter().all(|v| !v.r#ref.starts_with("armor.")), "armor was off at revision 1");
+    assert_eq!(c.values(v(Some(3))).await.expect_err("future").code(), Code::OutOfRange);
+    let e = c.values(values("sheet-1", &["armor.ArmorAC"], Some(1))).await.expect_err("absent then");
+    assert_eq!(e.code(), Code::NotFound);
+
+    // Explain: the trace and the dependency tree with values.
+    let x = c
+        .explain(pb::ExplainRequest { sheet_id: "sheet-1".into(), variable: "ac".into() })
+        .await
+        .expect("explain")
+        .into_inner();
+    let trace = x.trace.expect("trace");
+    assert_eq!((trace.r#ref.as_str(), shown(&trace.value)), ("AC", "19".to_owned()));
+    assert!(trace.steps.iter().any(|s| s.source.contains("00-core.toml")), "{:?}", trace.steps);
+    assert_eq!(x.nodes[0].r#ref, "AC");
+    let node = |r: &str| x.nodes.iter().find(|n| n.r#ref == r).unwrap_or_else(|| panic!("node {r}"));
+    assert!(node("AC").reads.contains(&"ArmorBonus".to_owned()));
+    assert!(node("ArmorBonus").reads.contains(&"armor.ArmorAC".to_owned()));
+    assert_eq!(shown(&node("armor.ArmorAC").value), "8");
+    assert_eq!(shown(&node("DEX.Rolled").value), "14");
+
+    // WhyChanged: both values, both traces, the operations that reached AC, and the diff.
+    let w = c
+        .why_changed(pb::WhyChangedRequest {
+            sheet_id: "sheet-1".into(),
+            variable: "AC".into(),
+            from_revision: 0,
+            to_revision: None,
+        })
+        .await
+        .expect("why")
+        .into_inner();
+    assert_eq!((shown(&w.from_value), shown(&w.to_value), w.to_revision), ("17".into(), "19".into(), 2));
+    assert!(w.from_trace.is_some() && w.to_trace.is_some());
+    let causes: Vec<(u64, String, String, String)> = w
+        .causes
+        .iter()
+        .map(|c| (c.revision, c.description.clone(), shown(&c.before), shown(&c.after)))
+        .collect();
+    assert_eq!(
+        causes,
+        vec![
+            (1, "remove object armor".into(), "17".into(), "12".into()),
+            (2, "add EQUIPMENT `Plated Harness` as armor".into(), "12".into(), "19".into()),
+        ]
+    );
+    assert!(w.causes[1].via.contains(&"ArmorBonus".to_owned()), "{:?}", w.causes[1].via);
+    assert!(w.diff.iter().any(|d| d.kind == pb::step_diff::Kind::Changed as i32));
+    // A variable the operations did not reach has no causes.
+    let w = c
+        .why_changed(pb::WhyChangedRequest {
+            sheet_id: "sheet-1".into(),
+            variable: "STR".into(),
+            from_revision: 0,
+            to_revision: Some(2),
+        })
+        .await
+        .expect("why STR")
+        .into_inner();
+    assert!(w.causes.is_empty(), "{:?}", w.causes);
+    assert!(w.diff.iter().all(|d| d.kind == pb::step_diff::Kind::Unchanged as i32));
+
+    // Unknown ids: NOT_FOUND everywhere.
+    assert_eq!(c.values(values("nope", &[], None)).await.expect_err("x").code(), Code::NotFound);
+    assert_eq!(c.apply(apply("nope", None, vec![])).await.expect_err("x").code(), Code::NotFound);
+    let e = c.explain(pb::ExplainRequest { sheet_id: "sheet-1".into(), variable: "Nope".into() }).await;
+    assert_eq!(e.expect_err("x").code(), Code::NotFound);
+    let e = c.create_sheet(pb::CreateSheetRequest { ruleset_id: "nope".into(), ..Default::default() }).await;
+    assert_eq!(e.expect_err("x").code(), Code::NotFound);
+
+    // Get, list, delete.
+    let info =
+        c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("get").into_inner();
+    assert_eq!(info.revision, 2);
+    let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
+    assert_eq!(list.sheets.len(), 1);
+    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "sheet-1".into() }).await.expect("delete");
+    let e = c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect_err("gone");
+    assert_eq!(e.code(), Code::NotFound);
+
+    let log = server.stop();
+    assert!(log.contains("method=\"Apply\"") && log.contains("recomputed="), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_streams_changes_and_resumes_after_a_disconnect() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let created = c
+        .create_sheet(pb::CreateSheetRequest {
+            operations: example_character(),
+            id: "hero".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("create")
+        .into_inner();
+    assert_eq!(created.sheet.expect("info").id, "hero");
+    let watch = |from| pb::WatchRequest {
+        sheet_id: "hero".into(),
+        variables: vec!["ac".into()],
+        from_revision: from,
+    };
+    let mut stream = c.watch(watch(None)).await.expect("watch").into_inner();
+    c.apply(apply("hero", None, ops(&[REMOVE_ARMOR]))).await.expect("apply");
+    let ev = stream.message().await.expect("event").expect("open");
+    let Some(pb::watch_event::Event::Changes(ch)) = ev.event else { panic!("{ev:?}") };
+    assert_eq!(ev.revision, 1);
+    assert_eq!(ch.changes.iter().map(|c| c.r#ref.as_str()).collect::<Vec<_>>(), ["AC"], "filtered to AC");
+    drop(stream);
+
+    // Missed while disconnected: revisions 2 and 3. A change that does not touch AC (revision 4)
+    // sends nothing to this watcher.
+    c.apply(apply("hero", None, ops(&[HARNESS]))).await.expect("apply");
+    c.apply(apply("hero", None, ops(&[REMOVE_ARMOR]))).await.expect("apply");
+    let rank = r#"{"set_input": {"channel": "Ranks", "on": "Athletics", "value": 4}}"#;
+    c.apply(apply("hero", None, ops(&[rank]))).await.expect("apply");
+    let mut stream = c.watch(watch(Some(1))).await.expect("resume").into_inner();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let ev = stream.message().await.expect("event").expect("open");
+        let Some(pb::watch_event::Event::Changes(ch)) = ev.event else { panic!("{ev:?}") };
+        seen.push((ev.revision, shown(&ch.changes[0].old), shown(&ch.changes[0].new)));
+    }
+    assert_eq!(seen, vec![(2, "12".into(), "19".into()), (3, "19".into(), "12".into())]);
+    // Then live.
+    c.apply(apply("hero", None, ops(&[HARNESS]))).await.expect("apply");
+    let ev = stream.message().await.expect("event").expect("open");
+    assert_eq!(ev.revision, 5);
+    assert_eq!(c.watch(watch(Some(9))).await.expect_err("future").code(), Code::OutOfRange);
+
+    // Deleting the sheet ends the stream with a `deleted` event.
+    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "hero".into() }).await.expect("delete");
+    let ev = stream.message().await.expect("event").expect("deleted event");
+    assert!(matches!(ev.event, Some(pb::watch_event::Event::Deleted(_))), "{ev:?}");
+    assert!(stream.message().await.expect("end").is_none());
+
+    // Shutdown ends open streams.
+    c.create_sheet(pb::CreateSheetRequest { id: "other".into(), ..Default::default() })
+        .await
+        .expect("create");
+    let mut stream = c
+        .watch(pb::WatchRequest { sheet_id: "other".into(), variables: vec![], from_revision: None })
+        .await
+        .expect("watch")
+        .into_inner();
+    let stopping = std::thread::spawn(move || server.stop());
+    let end = tokio::time::timeout(std::time::Duration::from_secs(20), stream.message()).await.expect("ends");
+    assert!(matches!(end, Ok(None) | Err(_)), "{end:?}");
+    stopping.join().expect("stopped cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn solve_batch_streams_results_matched_by_id() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let mut items = Vec::new();
+    for i in 0..60 {
+        let mut operations = example_character();
+        if i % 3 == 1 {
+            operations.extend(ops(&[REMOVE_ARMOR]));
+        }
+        if i % 10 == 7 {
+            operations.extend(ops(&[r#"{"remove_object": "no-such-id"}"#]));
+        }
+        items.push(pb::BatchItem {
+            id: format!("item-{i}"),
+            ruleset_id: String::new(),
+            operations,
+            variables: vec!["AC".into()],
+        });
+    }
+    let mut results = c.solve_batch(tokio_stream::iter(items.clone())).await.expect("batch").into_inner();
+    let mut got = std::collections::BTreeMap::new();
+    while let Some(r) = results.message().await.expect("result") {
+        got.insert(r.id.clone(), r.result.expect("result"));
+    }
+    assert_eq!(got.len(), 60);
+    for i in 0..60 {
+        let r = &got[&format!("item-{i}")];
+        match r {
+            pb::batch_result::Result::Values(v) if i % 10 != 7 => {
+                let want = if i % 3 == 1 { "12" } else { "17" };
+                assert_eq!(value_of(&v.values, "AC"), want, "item-{i}");
+                assert_eq!(v.values.len(), 1);
+            }
+            pb::batch_result::Result::Error(e) if i % 10 == 7 => {
+                let d = &e.diagnostics[0];
+                assert_eq!(d.operation, Some(items[i].operations.len() as u32 - 1), "item-{i}: {d:?}");
+            }
+            other => panic!("item-{i}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sheets_history_and_explanations_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    c.create_sheet(pb::CreateSheetRequest { operations: example_character(), ..Default::default() })
+        .await
+        .expect("create");
+    // 40 revisions: past the first stored snapshot (every 32).
+    for i in 1..=40 {
+        let step =
+            format!(r#"{{"set_input": {{"channel": "Rolled", "on": "DEX", "value": {}}}}}"#, 10 + i % 9);
+        let r = c.apply(apply("sheet-1", Some(i - 1), ops(&[&step]))).await.expect("apply").into_inner();
+        assert_eq!(r.revision, i);
+    }
+    let mut before = Vec::new();
+    for rev in [0, 5, 31, 32, 33, 40] {
+        before.push(c.values(values("sheet-1", &[], Some(rev))).await.expect("values").into_inner());
+    }
+    let why = pb::WhyChangedRequest {
+        sheet_id: "sheet-1".into(),
+        variable: "DEX.Mod".into(),
+        from_revision: 30,
+        to_revision: Some(35),
+    };
+    let why_before = c.why_changed(why.clone()).await.expect("why").into_inner();
+    assert!(!why_before.causes.is_empty());
+    server.stop();
+
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    for (rev, old) in [0, 5, 31, 32, 33, 40].into_iter().zip(&before) {
+        let now = c.values(values("sheet-1", &[], Some(rev))).await.expect("values").into_inner();
+        assert_eq!(&now, old, "values at revision {rev} after the restart");
+    }
+    let current = c.values(values("sheet-1", &[], None)).await.expect("current").into_inner();
+    assert_eq!(current, before[5], "the replayed sheet equals the stored history");
+    assert_eq!(c.why_changed(why).await.expect("why").into_inner(), why_before);
+    let r = c.apply(apply("sheet-1", Some(40), ops(&[REMOVE_ARMOR]))).await.expect("apply").into_inner();
+    assert_eq!(r.revision, 41);
+    let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
+    assert_eq!(created.sheet.expect("info").id, "sheet-2", "generated ids continue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_on_sheets_and_request_size() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server =
+        Server::start(&dir.path().join("data"), &["--max-sheets", "2", "--max-request-bytes", "2000"]);
+    let mut c = server.client().await;
+    for _ in 0..2 {
+        c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create");
+    }
+    let e = c.create_sheet(pb::CreateSheetRequest::default()).await.expect_err("full");
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    let big: Vec<pb::Operation> = (0..200).flat_map(|_| ops(&[HARNESS])).collect();
+    let e = c.apply(apply("sheet-1", None, big)).await.expect_err("too big");
+    assert_eq!(e.code(), Code::OutOfRange, "{e:?}");
+    // Still serving.
+    c.ping(pb::PingRequest {}).await.expect("ping");
+}
