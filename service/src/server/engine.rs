@@ -408,7 +408,8 @@ impl Engine {
         let report = character.apply(&ops).map_err(|e| convert::sheet_error(&e))?;
         let values = all_values(&character);
         let mut sheets = self.write_sheets();
-        if sheets.contains_key(&id) {
+        // A stored sheet whose ruleset failed to load is not in memory, but its id is taken.
+        if sheets.contains_key(&id) || self.store.has_sheet(&id).map_err(internal)? {
             return Err(Status::already_exists(format!("sheet `{id}` already exists")));
         }
         let first = LogEntry {

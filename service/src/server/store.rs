@@ -180,6 +180,11 @@ impl Store {
         self.all(SHEETS, "sheet")
     }
 
+    /// Whether a sheet record exists (loaded or not).
+    pub fn has_sheet(&self, id: &str) -> Result<bool, StoreError> {
+        self.read("find sheet", |tx| Ok(tx.open_table(SHEETS)?.get(id)?.is_some()))
+    }
+
     /// Takes the next number for a generated sheet id.
     pub fn next_sheet_number(&self) -> Result<u64, StoreError> {
         self.write("count sheets", |tx| {

@@ -95,6 +95,7 @@ pub fn ops(steps: &[&str]) -> Vec<pb::Operation> {
 }
 
 /// The example character's operations.
+#[allow(dead_code, reason = "not every test file uses it")]
 pub fn example_character() -> Vec<pb::Operation> {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
     sheetd::client::operations(&Steps { steps: vec![], file: Some(file) }).expect("example sheet")

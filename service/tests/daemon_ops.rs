@@ -1,0 +1,493 @@
+//! End-to-end tests of running `sheetd serve`: authentication, TLS, health, reflection,
+//! grpc-web with CORS, ruleset reloads, malformed requests, JSON logs, and the command-line
+//! client and offline batch.
+
+#[path = "common/server.rs"]
+mod server;
+
+use server::{Server, ops, shown, value_of};
+use sheetd::proto as pb;
+use std::io::{Read, Write};
+use std::process::Command;
+use tonic::Code;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+use tonic_reflection::pb::v1::{
+    ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+    server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+};
+
+async fn services(url: &str, token: Option<&str>) -> Result<Vec<String>, tonic::Status> {
+    let channel = tonic::transport::Channel::from_shared(url.to_owned())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    let token = sheetd::client::Token::new(token).expect("token");
+    let mut client = ServerReflectionClient::with_interceptor(channel, token);
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = client.server_reflection_info(tokio_stream::iter(vec![req])).await?.into_inner();
+    let reply = stream.message().await?.expect("a reply");
+    match reply.message_response {
+        Some(MessageResponse::ListServicesResponse(l)) => Ok(l.service.into_iter().map(|s| s.name).collect()),
+        other => panic!("unexpected reflection reply {other:?}"),
+    }
+}
+
+async fn health(url: &str) -> ServingStatus {
+    let channel = tonic::transport::Channel::from_shared(url.to_owned())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    let r = HealthClient::new(channel)
+        .check(HealthCheckRequest { service: "sheetd.v1.Sheetd".into() })
+        .await
+        .expect("health")
+        .into_inner();
+    ServingStatus::try_from(r.status).expect("status")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_tokens_guard_every_call_but_health() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Off: no token needed.
+    let open = Server::start(&dir.path().join("open"), &[]);
+    open.client().await.ping(pb::PingRequest {}).await.expect("no auth needed");
+    assert!(services(&open.url, None).await.expect("reflection").contains(&"sheetd.v1.Sheetd".to_owned()));
+    drop(open);
+
+    let server = Server::start(&dir.path().join("closed"), &["--token", "s3cret", "--token", "second"]);
+    let mut anonymous = server.client().await;
+    let e = anonymous.ping(pb::PingRequest {}).await.expect_err("needs a token");
+    assert_eq!(e.code(), Code::Unauthenticated);
+    let e = anonymous.create_sheet(pb::CreateSheetRequest::default()).await.expect_err("needs a token");
+    assert_eq!(e.code(), Code::Unauthenticated);
+    let mut wrong = sheetd::client::connect(&server.url, Some("guess"), None).await.expect("connect");
+    assert_eq!(wrong.ping(pb::PingRequest {}).await.expect_err("bad token").code(), Code::Unauthenticated);
+    for token in ["s3cret", "second"] {
+        let mut c = sheetd::client::connect(&server.url, Some(token), None).await.expect("connect");
+        c.create_sheet(pb::CreateSheetRequest::default()).await.expect("authorized");
+    }
+    // Health needs no token; reflection does.
+    assert_eq!(health(&server.url).await, ServingStatus::Serving);
+    assert_eq!(services(&server.url, None).await.expect_err("needs a token").code(), Code::Unauthenticated);
+    let names = services(&server.url, Some("s3cret")).await.expect("reflection");
+    assert!(
+        names.contains(&"sheetd.v1.Sheetd".to_owned()) && names.contains(&"grpc.health.v1.Health".to_owned())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_serves_https_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+        .expect("certificate");
+    let (cert_pem, key_pem) = (cert.cert.pem(), cert.signing_key.serialize_pem());
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, &cert_pem).expect("write");
+    std::fs::write(&key_file, &key_pem).expect("write");
+    let server = Server::start(
+        &dir.path().join("data"),
+        &["--tls-cert", cert_file.to_str().expect("utf-8"), "--tls-key", key_file.to_str().expect("utf-8")],
+    );
+    assert!(server.url.starts_with("https://"), "{}", server.url);
+    let mut c =
+        sheetd::client::connect(&server.url, None, Some(cert_pem.as_bytes())).await.expect("TLS connect");
+    let created =
+        c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create over TLS").into_inner();
+    assert_eq!(created.sheet.expect("info").revision, 0);
+    // Plain text to the TLS port fails.
+    let plain = format!("http://{}", server.addr);
+    match sheetd::client::connect(&plain, None, None).await {
+        Err(_) => {}
+        Ok(mut c) => assert!(c.ping(pb::PingRequest {}).await.is_err(), "plain text must not be served"),
+    }
+    // The command-line client with --ca-cert.
+    let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args([
+            "client",
+            "--server",
+            &server.url,
+            "--ca-cert",
+            cert_file.to_str().expect("utf-8"),
+            "values",
+            "sheet-1",
+            "AC",
+        ])
+        .output()
+        .expect("run client");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("AC = 5"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+const RULES_V1: &str = r#"
+[ruleset]
+name = "tiny"
+global = "PC"
+
+[defaults]
+NUMBER = 0
+
+[variables.PC]
+Base = "NUMBER"
+Total = "NUMBER"
+
+[global]
+modify = [
+  { var = "Base", set = "10" },
+  { var = "Total", set = "Base + 1" },
+]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rules = dir.path().join("tiny.toml");
+    std::fs::write(&rules, RULES_V1).expect("write");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let loaded = c
+        .load_ruleset(pb::LoadRulesetRequest {
+            id: "tiny".into(),
+            paths: vec![rules.display().to_string()],
+            inline_text: String::new(),
+        })
+        .await
+        .expect("load")
+        .into_inner();
+    assert!(loaded.ok);
+    assert_eq!(loaded.ruleset.as_ref().map(|r| r.version), Some(1));
+    let list = c.list_rulesets(pb::ListRulesetsRequest {}).await.expect("list").into_inner();
+    assert_eq!(list.rulesets.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["starter", "tiny"]);
+
+    let created = c
+        .create_sheet(pb::CreateSheetRequest { ruleset_id: "tiny".into(), ..Default::default() })
+        .await
+        .expect("create")
+        .into_inner();
+    assert_eq!(value_of(&created.values, "Total"), "11");
+
+    // A good reload: version 2 serves new sheets; the existing sheet moves on its next change.
+    std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
+    let r =
+        c.reload_ruleset(pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() }).await;
+    let r = r.expect("reload").into_inner();
+    assert!(r.ok && r.diagnostics.is_empty(), "{r:?}");
+    assert_eq!(r.ruleset.as_ref().map(|r| r.version), Some(2));
+    let info =
+        c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("get").into_inner();
+    assert_eq!(info.ruleset_version, 1, "not moved until it changes");
+    let v = c
+        .values(pb::ValuesRequest {
+            sheet_id: "sheet-1".into(),
+            variables: vec!["Total".into()],
+            revision: None,
+        })
+        .await
+        .expect("values")
+        .into_inner();
+    assert_eq!(value_of(&v.values, "Total"), "11");
+    let add = r#"{"add_modifier": {"id": "bonus", "var": "Total", "type": "ADD", "value": "1"}}"#;
+    let applied = c
+        .apply(pb::ApplyRequest {
+            sheet_id: "sheet-1".into(),
+            expected_revision: Some(0),
+            operations: ops(&[add]),
+        })
+        .await
+        .expect("apply")
+        .into_inner();
+    let moved = applied.moved.expect("the change report shows the move");
+    assert_eq!((moved.from_version, moved.to_version), (1, 2));
+    let moved_changes: Vec<(String, String, String)> =
+        moved.changes.iter().map(|c| (c.r#ref.clone(), shown(&c.old), shown(&c.new))).collect();
+    assert!(moved_changes.contains(&("Base".into(), "10".into(), "20".into())), "{moved_changes:?}");
+    assert!(moved_changes.contains(&("Total".into(), "11".into(), "21".into())), "{moved_changes:?}");
+    assert_eq!(shown(&applied.changes[0].new), "22");
+    // Values at the revision before the move are still the old version's.
+    let v0 = c
+        .values(pb::ValuesRequest {
+            sheet_id: "sheet-1".into(),
+            variables: vec!["Total".into()],
+            revision: Some(0),
+        })
+        .await
+        .expect("values")
+        .into_inner();
+    assert_eq!(value_of(&v0.values, "Total"), "11");
+
+    // A broken reload: the reply carries diagnostics with file:line; version 2 keeps serving.
+    std::fs::write(&rules, RULES_V1.replace("set = \"Base + 1\"", "set = \"Base + Missing\""))
+        .expect("write");
+    let r = c
+        .reload_ruleset(pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() })
+        .await
+        .expect("reload answers")
+        .into_inner();
+    assert!(!r.ok);
+    assert_eq!(r.ruleset.as_ref().map(|r| r.version), Some(2));
+    let d = &r.diagnostics[0];
+    let at = d.location.as_ref().expect("location");
+    assert!(at.file.ends_with("tiny.toml") && at.line == 16 && at.col == 34, "{d:?}");
+    assert!(d.message.contains("Missing"), "{d:?}");
+    let created = c
+        .create_sheet(pb::CreateSheetRequest { ruleset_id: "tiny".into(), ..Default::default() })
+        .await
+        .expect("still serving")
+        .into_inner();
+    assert_eq!(value_of(&created.values, "Total"), "21");
+    assert_eq!(created.sheet.expect("info").ruleset_version, 2);
+
+    // Inline rulesets load, reject bad text with positions, and reload with new text.
+    let e = c
+        .load_ruleset(pb::LoadRulesetRequest {
+            id: "bad".into(),
+            paths: vec![],
+            inline_text: "[ruleset\n".into(),
+        })
+        .await
+        .expect_err("syntax error");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let d = sheetd::server::convert::status_diagnostics(&e);
+    assert_eq!(d[0].location.as_ref().map(|l| l.line), Some(1), "{d:?}");
+    let inline = pb::LoadRulesetRequest { id: "inline".into(), paths: vec![], inline_text: RULES_V1.into() };
+    assert!(c.load_ruleset(inline.clone()).await.expect("inline").into_inner().ok);
+    assert_eq!(c.load_ruleset(inline).await.expect_err("twice").code(), Code::AlreadyExists);
+    let r = c
+        .reload_ruleset(pb::ReloadRulesetRequest {
+            id: "inline".into(),
+            inline_text: RULES_V1.replace("10", "30"),
+        })
+        .await
+        .expect("reload inline")
+        .into_inner();
+    assert!(r.ok);
+    let e =
+        c.reload_ruleset(pb::ReloadRulesetRequest { id: "nope".into(), inline_text: String::new() }).await;
+    assert_eq!(e.expect_err("unknown").code(), Code::NotFound);
+
+    // Loaded rulesets come back after a restart, at their version. tiny.toml is still broken
+    // on disk: it is not loaded, the log says why, and its sheets wait in the store.
+    drop(c);
+    let log = server.stop();
+    assert!(log.contains("reload failed"), "{log}");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let list = c.list_rulesets(pb::ListRulesetsRequest {}).await.expect("list").into_inner();
+    let versions: Vec<(&str, u64)> = list.rulesets.iter().map(|r| (r.id.as_str(), r.version)).collect();
+    assert_eq!(versions, [("inline", 2), ("starter", 1)]);
+    let log = server.log();
+    assert!(log.contains("ruleset `tiny` has 1 errors") && log.contains("sheet not restored"), "{log}");
+    drop(c);
+    server.stop();
+    // Fixed on disk: back at version 2 with its sheets and their history.
+    std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let info =
+        c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("restored").into_inner();
+    assert_eq!((info.ruleset_id.as_str(), info.ruleset_version, info.revision), ("tiny", 2, 1));
+    let v = c
+        .values(pb::ValuesRequest {
+            sheet_id: "sheet-1".into(),
+            variables: vec!["Total".into()],
+            revision: None,
+        })
+        .await
+        .expect("values")
+        .into_inner();
+    assert_eq!(value_of(&v.values, "Total"), "22");
+}
+
+/// Sends one HTTP/1.1 request and returns the whole response.
+fn http1(addr: &str, request: &[u8]) -> Vec<u8> {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
+    s.write_all(request).expect("send");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_web_with_cors_and_malformed_requests() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &["--cors-origin", "https://builder.example"]);
+    // CORS preflight from the allowed origin, and from another one.
+    let preflight = |origin: &str| {
+        let req = format!(
+            "OPTIONS /sheetd.v1.Sheetd/Ping HTTP/1.1\r\nHost: {}\r\nOrigin: {origin}\r\n\
+             Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type,x-grpc-web\r\n\
+             Connection: close\r\n\r\n",
+            server.addr
+        );
+        String::from_utf8_lossy(&http1(&server.addr, req.as_bytes())).to_ascii_lowercase()
+    };
+    let ok = preflight("https://builder.example");
+    assert!(ok.contains("access-control-allow-origin: https://builder.example"), "{ok}");
+    assert!(ok.contains("x-grpc-web"), "{ok}");
+    let other = preflight("https://evil.example");
+    assert!(!other.contains("access-control-allow-origin"), "{other}");
+
+    // A grpc-web call over HTTP/1.1: Ping, framed (flag 0, length 0).
+    let grpc_web = |path: &str, body: &[u8]| {
+        let mut req = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nOrigin: https://builder.example\r\n\
+             Content-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n",
+            server.addr,
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(body);
+        String::from_utf8_lossy(&http1(&server.addr, &req)).into_owned()
+    };
+    let reply = grpc_web("/sheetd.v1.Sheetd/Ping", &[0, 0, 0, 0, 0]);
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.contains("grpc-status:0"), "{reply}");
+    assert!(reply.to_ascii_lowercase().contains("access-control-allow-origin: https://builder.example"));
+
+    // Malformed: bytes that are not a CreateSheetRequest. A clear status, and the server lives on.
+    let garbage = [0u8, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff];
+    let reply = grpc_web("/sheetd.v1.Sheetd/CreateSheet", &garbage);
+    assert!(reply.contains("grpc-status:13") || reply.contains("grpc-status: 13"), "{reply}");
+    assert!(reply.to_ascii_lowercase().contains("decode"), "{reply}");
+    let reply = grpc_web("/sheetd.v1.Sheetd/NoSuchMethod", &[0, 0, 0, 0, 0]);
+    assert!(reply.contains("grpc-status: 12") || reply.contains("grpc-status:12"), "{reply}");
+    server.client().await.ping(pb::PingRequest {}).await.expect("still serving");
+}
+
+#[test]
+fn json_logs_and_config_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("sheetd.toml");
+    std::fs::write(&config, "log_format = \"json\"\n[limits]\nmax_sheets = 1\n").expect("write");
+    let server = Server::start(&dir.path().join("data"), &["--config", config.to_str().expect("utf-8")]);
+    let client = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sheetd"))
+            .args(["client", "--server", &server.url])
+            .args(args)
+            .output()
+            .expect("run client")
+    };
+    assert!(client(&["create"]).status.success());
+    let full = client(&["create"]);
+    assert!(!full.status.success());
+    assert!(String::from_utf8_lossy(&full.stderr).contains("ResourceExhausted"));
+    let log = server.stop();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    let create = lines
+        .iter()
+        .find(|l| l["span"]["method"] == "CreateSheet" && l["span"]["status"] == "OK")
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(create["span"]["sheet"], "sheet-1");
+    assert!(create["span"]["duration_us"].is_number(), "{create}");
+}
+
+#[test]
+fn the_command_line_client_builds_changes_and_explains_a_character() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/examples/starter-character.json");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+            .args(["client", "--server", &server.url])
+            .args(args)
+            .output()
+            .expect("run client");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&out.stderr));
+        text
+    };
+    let created = run(&["create", "--file", example]);
+    assert!(created.starts_with("created sheet-1 at revision 0"), "{created}");
+    assert!(created.contains("AC") && created.contains("= 17"), "{created}");
+    let applied = run(&["apply", "sheet-1", "--expect", "0", "--step", r#"{"remove_object": "armor"}"#]);
+    assert!(applied.contains("sheet-1 is at revision 1") && applied.contains("AC: 17 → 12"), "{applied}");
+    let why = run(&["why-changed", "sheet-1", "AC", "--from", "0"]);
+    assert!(why.contains("AC: 17 at revision 0 → 12 at revision 1"), "{why}");
+    assert!(why.contains("revision 1, operation 0: remove object armor: 17 → 12"), "{why}");
+    let explain = run(&["explain", "sheet-1", "AC"]);
+    assert!(explain.contains("AC = 12") && explain.contains("└─ SizeModifier = 0"), "{explain}");
+    let json = run(&["--json", "values", "sheet-1", "AC", "--revision", "0"]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(v["values"][0]["value"]["number"], "17", "{v}");
+    // A rejected call exits 1 with the status and the diagnostic.
+    let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["client", "--server", &server.url, "apply", "sheet-1", "--step"])
+        .arg(r#"{"add_modifier": {"id": "m", "var": "AC", "type": "ADD", "value": "1 +"}}"#)
+        .output()
+        .expect("run client");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("InvalidArgument") && err.contains("in formula `1 +`"), "{err}");
+}
+
+#[test]
+fn offline_batch_solves_jsonl_in_input_order() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("sheets.jsonl");
+    let output = dir.path().join("results.jsonl");
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../data/examples/starter-character.json"
+    ))
+    .expect("example");
+    let steps: serde_json::Value = serde_json::from_str(&example).expect("json");
+    let mut lines = String::new();
+    for i in 0..300 {
+        let mut s = steps["steps"].clone();
+        if i % 2 == 1 {
+            s.as_array_mut().expect("array").push(serde_json::json!({"remove_object": "armor"}));
+        }
+        let line = if i == 150 {
+            serde_json::json!({"id": i, "steps": [{"remove_object": "ghost"}]})
+        } else {
+            serde_json::json!({"id": i, "steps": s, "variables": ["AC", "Walk.Speed"]})
+        };
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(&input, lines).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["batch", "--ruleset"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/rulesets/starter"))
+        .arg("--in")
+        .arg(&input)
+        .arg("--out")
+        .arg(&output)
+        .output()
+        .expect("run batch");
+    assert_eq!(out.status.code(), Some(1), "one sheet failed");
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(summary.contains("300 sheets: 299 solved, 1 failed"), "{summary}");
+    let results: Vec<serde_json::Value> = std::fs::read_to_string(&output)
+        .expect("output")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(results.len(), 300);
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["id"], i, "input order");
+        if i == 150 {
+            assert_eq!(r["error"][0]["code"], "sheet.unknown_id", "{r}");
+        } else {
+            let (ac, speed) = if i % 2 == 1 { ("12", "20") } else { ("17", "15") };
+            assert_eq!(
+                (r["values"]["AC"].as_str(), r["values"]["Walk.Speed"].as_str()),
+                (Some(ac), Some(speed)),
+                "{r}"
+            );
+        }
+    }
+}
