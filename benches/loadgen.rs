@@ -1,0 +1,172 @@
+//! `loadgen`: measures the daemon over loopback, against a baseline in the same run.
+//!
+//! ```text
+//! cargo run --release -p sheetd-benches --bin loadgen -- [--calls N] [--batch N]
+//! ```
+//!
+//! It starts `sheetd serve` in-process (starter ruleset, a fresh store in a temporary
+//! directory, 127.0.0.1) and, over one client connection:
+//! 1. Apply round trip: a one-object change (adding or removing the example character's armor,
+//!    alternately), each durable (fsync) before the reply. Interleaved call by call with the
+//!    baseline, an empty unary call (`Ping`), so both see the same machine conditions.
+//!    Prints p50 and p99 of both.
+//! 2. SolveBatch throughput: N example characters streamed through one SolveBatch call;
+//!    prints sheets per second, with the same sheets solved in-process on all cores (no
+//!    gRPC) as the baseline.
+
+use sheetd::proto as pb;
+use sheetd::server::config::ServeArgs;
+use std::time::{Duration, Instant};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn example() -> Vec<pb::Operation> {
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
+    sheetd::client::operations(&sheetd::client::Steps { steps: vec![], file: Some(file) })
+        .expect("example sheet")
+}
+
+fn main() {
+    let calls = arg("--calls", 2000);
+    let batch = arg("--batch", 20_000);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let config = ServeArgs {
+        listen: Some(([127, 0, 0, 1], port).into()),
+        data_dir: Some(dir.path().to_owned()),
+        ..Default::default()
+    }
+    .resolve()
+    .expect("config");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.spawn(async move {
+        if let Err(e) = sheetd::server::serve(config).await {
+            eprintln!("server: {e}");
+            std::process::exit(1);
+        }
+    });
+    runtime.block_on(async move {
+        let url = format!("http://127.0.0.1:{port}");
+        let mut client = loop {
+            match sheetd::client::connect(&url, None, None).await {
+                Ok(c) => break c,
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        };
+        let created = client
+            .create_sheet(pb::CreateSheetRequest { operations: example(), ..Default::default() })
+            .await
+            .expect("create")
+            .into_inner();
+        let id = created.sheet.expect("info").id;
+        let armor_on = sheetd::client::operations(&sheetd::client::Steps {
+            steps: vec![
+                r#"{"add_object": {"kind": "EQUIPMENT", "key": "Ring Hauberk", "id": "armor"}}"#.into(),
+            ],
+            file: None,
+        })
+        .expect("step");
+        let armor_off = sheetd::client::operations(&sheetd::client::Steps {
+            steps: vec![r#"{"remove_object": "armor"}"#.into()],
+            file: None,
+        })
+        .expect("step");
+
+        let (mut apply, mut ping) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+        for i in 0..(calls + calls / 10) {
+            let t = Instant::now();
+            client.ping(pb::PingRequest {}).await.expect("ping");
+            let p = t.elapsed();
+            let ops = if i % 2 == 0 { armor_off.clone() } else { armor_on.clone() };
+            let t = Instant::now();
+            client
+                .apply(pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: ops })
+                .await
+                .expect("apply");
+            let a = t.elapsed();
+            if i >= calls / 10 {
+                // The first tenth warms up.
+                ping.push(p);
+                apply.push(a);
+            }
+        }
+        apply.sort();
+        ping.sort();
+        println!("Apply round trip, one-object change, durable ({calls} calls, loopback):");
+        println!(
+            "  Apply          p50 {}  p99 {}",
+            micros(percentile(&apply, 0.5)),
+            micros(percentile(&apply, 0.99))
+        );
+        println!(
+            "  Ping baseline  p50 {}  p99 {}",
+            micros(percentile(&ping, 0.5)),
+            micros(percentile(&ping, 0.99))
+        );
+
+        let items: Vec<pb::BatchItem> = (0..batch)
+            .map(|i| pb::BatchItem {
+                id: i.to_string(),
+                ruleset_id: String::new(),
+                operations: example(),
+                variables: vec![],
+            })
+            .collect();
+        let t = Instant::now();
+        let mut stream =
+            client.solve_batch(tokio_stream::iter(items.clone())).await.expect("batch").into_inner();
+        let mut n = 0;
+        while let Some(r) = stream.message().await.expect("result") {
+            assert!(matches!(r.result, Some(pb::batch_result::Result::Values(_))), "{r:?}");
+            n += 1;
+        }
+        let grpc = t.elapsed();
+        assert_eq!(n, batch);
+        // Baseline: the same sheets solved in-process on all cores, no gRPC.
+        let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
+        let limits = sheetd::server::engine::Limits::default().ops;
+        let t = Instant::now();
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        std::thread::scope(|s| {
+            for chunk in items.chunks(items.len().div_ceil(threads)) {
+                let ruleset = ruleset.clone();
+                s.spawn(move || {
+                    for item in chunk {
+                        sheetd::server::engine::solve_spec(ruleset.clone(), &item.operations, &[], &limits)
+                            .expect("solves");
+                    }
+                });
+            }
+        });
+        let local = t.elapsed();
+        println!("SolveBatch, {batch} example characters on the starter ruleset ({threads} cores):");
+        println!(
+            "  SolveBatch over gRPC    {:.0} sheets/s ({:.2} s)",
+            batch as f64 / grpc.as_secs_f64(),
+            grpc.as_secs_f64()
+        );
+        println!(
+            "  in-process baseline     {:.0} sheets/s ({:.2} s)",
+            batch as f64 / local.as_secs_f64(),
+            local.as_secs_f64()
+        );
+    });
+}
