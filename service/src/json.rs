@@ -4,7 +4,7 @@
 //!   On input, a JSON number (read from its exact text) or a decimal string.
 //! - BOOLEAN: `true` / `false`.
 //! - STRING: a JSON string.
-//! - ARRAY[x]: a JSON array of encoded elements.
+//! - `ARRAY[x]`: a JSON array of encoded elements.
 //! - custom formats (ORDEREDPAIR, DICE, …): their literal text as a string (`"5,5"`).
 
 use formula::{Format, FormatRegistry, Value, canonical_decimal, parse_decimal};

@@ -704,7 +704,6 @@ impl Engine {
         };
         let current_value =
             |c: &Character| c.sheet().typed_value(var).ok().map(|(_, f, s)| convert::value(&f, &s));
-        let mut version = None;
         for e in &log {
             let ops = convert::operations(&e.operations, &REPLAY_LIMITS)?;
             if e.revision <= req.from_revision {
@@ -774,9 +773,7 @@ impl Engine {
                 out.from_value = current_value(&character);
                 out.from_trace = character.sheet().trace(var).ok().map(|t| convert::trace(&t));
             }
-            version = Some(e.ruleset_version);
         }
-        let _ = version;
         out.to_value = current_value(&character);
         out.to_trace = character.sheet().trace(var).ok().map(|t| convert::trace(&t));
         if out.from_trace.is_none() && out.to_trace.is_none() {
