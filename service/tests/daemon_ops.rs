@@ -224,7 +224,38 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
         .into_inner();
     assert_eq!(value_of(&v0.values, "Total"), "11");
 
-    // A broken reload: the reply carries diagnostics with file:line; version 2 keeps serving.
+    // A sheet moves when asked, too: Upgrade. A sheet created on version 2 then reloaded to 3.
+    let on_v2 = c
+        .create_sheet(pb::CreateSheetRequest {
+            ruleset_id: "tiny".into(),
+            id: "v2".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("create")
+        .into_inner();
+    assert_eq!(on_v2.sheet.expect("info").ruleset_version, 2);
+    std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"").replace("Base + 1", "Base + 2"))
+        .expect("write");
+    let r =
+        c.reload_ruleset(pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() }).await;
+    assert_eq!(r.expect("reload").into_inner().ruleset.map(|r| r.version), Some(3));
+    let up = c.upgrade(pb::UpgradeRequest { sheet_id: "v2".into() }).await.expect("upgrade").into_inner();
+    let moved = up.moved.expect("moved");
+    assert_eq!((up.revision, moved.from_version, moved.to_version), (1, 2, 3));
+    assert_eq!(
+        moved.changes.iter().map(|c| (c.r#ref.as_str(), shown(&c.new))).collect::<Vec<_>>(),
+        [("Total", "22".into())]
+    );
+    let again = c.upgrade(pb::UpgradeRequest { sheet_id: "v2".into() }).await.expect("upgrade").into_inner();
+    assert_eq!((again.revision, again.moved), (1, None), "nothing left to move");
+    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "v2".into() }).await.expect("delete");
+    std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
+    let r =
+        c.reload_ruleset(pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() }).await;
+    assert_eq!(r.expect("reload").into_inner().ruleset.map(|r| r.version), Some(4));
+
+    // A broken reload: the reply carries diagnostics with file:line; the current version keeps serving.
     std::fs::write(&rules, RULES_V1.replace("set = \"Base + 1\"", "set = \"Base + Missing\""))
         .expect("write");
     let r = c
@@ -233,7 +264,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
         .expect("reload answers")
         .into_inner();
     assert!(!r.ok);
-    assert_eq!(r.ruleset.as_ref().map(|r| r.version), Some(2));
+    assert_eq!(r.ruleset.as_ref().map(|r| r.version), Some(4));
     let d = &r.diagnostics[0];
     let at = d.location.as_ref().expect("location");
     assert!(at.file.ends_with("tiny.toml") && at.line == 16 && at.col == 34, "{d:?}");
@@ -244,7 +275,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
         .expect("still serving")
         .into_inner();
     assert_eq!(value_of(&created.values, "Total"), "21");
-    assert_eq!(created.sheet.expect("info").ruleset_version, 2);
+    assert_eq!(created.sheet.expect("info").ruleset_version, 4);
 
     // Inline rulesets load, reject bad text with positions, and reload with new text.
     let e = c
@@ -294,7 +325,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     let mut c = server.client().await;
     let info =
         c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("restored").into_inner();
-    assert_eq!((info.ruleset_id.as_str(), info.ruleset_version, info.revision), ("tiny", 2, 1));
+    assert_eq!((info.ruleset_id.as_str(), info.ruleset_version, info.revision), ("tiny", 4, 1));
     let v = c
         .values(pb::ValuesRequest {
             sheet_id: "sheet-1".into(),
@@ -420,6 +451,12 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
     assert!(why.contains("revision 1, operation 0: remove object armor: 17 → 12"), "{why}");
     let explain = run(&["explain", "sheet-1", "AC"]);
     assert!(explain.contains("AC = 12") && explain.contains("└─ SizeModifier = 0"), "{explain}");
+    // watch: replays from revision 0, then ends when the sheet is deleted.
+    let watcher = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["client", "--server", &server.url, "watch", "sheet-1", "AC", "--from", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("watch");
     let json = run(&["--json", "values", "sheet-1", "AC", "--revision", "0"]);
     let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(v["values"][0]["value"]["number"], "17", "{v}");
@@ -432,6 +469,12 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("InvalidArgument") && err.contains("in formula `1 +`"), "{err}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run(&["delete", "sheet-1"]);
+    let watched = watcher.wait_with_output().expect("watch ends");
+    assert!(watched.status.success());
+    let text = String::from_utf8_lossy(&watched.stdout);
+    assert_eq!(text, "revision 1:\n  AC: 17 → 12\nthe sheet was deleted\n");
 }
 
 #[test]

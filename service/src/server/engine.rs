@@ -1055,3 +1055,48 @@ fn sheet_info(entry: &SheetEntry, st: &SheetState) -> pb::SheetInfo {
         objects,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULES: &str = "[ruleset]\nname = \"t\"\nglobal = \"PC\"\n[defaults]\nNUMBER = 0\n\
+                         [variables.PC]\nBase = \"NUMBER\"\n[global]\nmodify = [{ var = \"Base\", set = \"10\" }]\n";
+
+    fn base(values: &[pb::VariableValue]) -> String {
+        values
+            .iter()
+            .find(|v| v.r#ref == "Base")
+            .and_then(|v| v.value.as_ref())
+            .map(convert::show)
+            .unwrap_or_default()
+    }
+
+    /// A request holds the version it loaded; a reload meanwhile changes what later requests
+    /// get, not what the one in flight computes.
+    #[test]
+    fn requests_in_flight_finish_on_the_version_they_started_with() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let engine = Engine::open(EngineConfig { data_dir: dir.path().to_owned(), ..Default::default() })
+            .expect("open");
+        let load = pb::LoadRulesetRequest { id: "t".into(), paths: vec![], inline_text: RULES.into() };
+        assert!(engine.load_ruleset(&load).expect("load").ok);
+        let in_flight = engine.ruleset_entry("t").expect("entry").current.load_full();
+        let reload = pb::ReloadRulesetRequest { id: "t".into(), inline_text: RULES.replace("10", "20") };
+        assert!(engine.reload_ruleset(&reload).expect("reload").ok);
+        let limits = Limits::default().ops;
+        let old = solve_spec(in_flight.ruleset.clone(), &[], &[], &limits).expect("solve");
+        assert_eq!((in_flight.version, base(&old)), (1, "10".to_owned()));
+        let item = pb::BatchItem { id: "x".into(), ruleset_id: "t".into(), ..Default::default() };
+        let Some(pb::batch_result::Result::Values(new)) = engine.solve_one(&item).result else {
+            panic!("values")
+        };
+        assert_eq!(base(&new.values), "20");
+        // A failed reload swaps nothing.
+        let broken =
+            pb::ReloadRulesetRequest { id: "t".into(), inline_text: RULES.replace("\"10\"", "\"Nope\"") };
+        let r = engine.reload_ruleset(&broken).expect("answers");
+        assert!(!r.ok && !r.diagnostics.is_empty());
+        assert_eq!(engine.ruleset_entry("t").expect("entry").current.load().version, 2);
+    }
+}

@@ -22,6 +22,11 @@ impl Server {
     /// Starts `sheetd serve --listen 127.0.0.1:0 --data-dir DIR ARGS...` and waits until it
     /// listens.
     pub fn start(data_dir: &Path, args: &[&str]) -> Server {
+        Server::start_with_env(data_dir, args, &[])
+    }
+
+    /// Like [`Server::start`], with extra environment variables.
+    pub fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
         let log = data_dir.with_extension(format!("log-{}", std::process::id()));
         let log_file = std::fs::File::create(&log).expect("log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_sheetd"))
@@ -30,6 +35,7 @@ impl Server {
             .args(args)
             .env("RUST_LOG", "info")
             .env_remove("SHEETD_CONFIG")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(log_file)
             .spawn()
@@ -57,6 +63,14 @@ impl Server {
 
     pub async fn client(&self) -> Client {
         sheetd::client::connect(&self.url, None, None).await.expect("connect")
+    }
+
+    /// Kills the server with SIGKILL: no graceful anything.
+    #[allow(dead_code, reason = "not every test file uses it")]
+    pub fn crash(mut self) {
+        let mut child = self.child.take().expect("running");
+        child.kill().expect("SIGKILL");
+        child.wait().expect("wait");
     }
 
     /// Sends SIGTERM and waits for a clean exit; returns the log.
