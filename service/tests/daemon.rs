@@ -104,6 +104,18 @@ async fn create_apply_values_explain_and_why_changed() {
         (e.code(), status_diagnostics(&e)[0].code.as_str()),
         (Code::InvalidArgument, "request.formula_too_long")
     );
+    let deep = format!(
+        r#"{{"add_modifier": {{"id": "m3", "var": "AC", "type": "ADD", "value": "{}1{}"}}}}"#,
+        "(".repeat(100),
+        ")".repeat(100)
+    );
+    let e = c.apply(apply("sheet-1", None, ops(&[&deep]))).await.expect_err("too deep");
+    let d = &status_diagnostics(&e)[0];
+    assert_eq!(
+        (e.code(), d.code.as_str(), d.operation),
+        (Code::InvalidArgument, "request.formula_too_deep", Some(0))
+    );
+    assert!(d.span.is_some() && d.message.contains("64"), "{d:?}");
     let many: Vec<pb::Operation> = (0..1001).flat_map(|_| ops(&[REMOVE_ARMOR])).collect();
     let e = c.apply(apply("sheet-1", None, many)).await.expect_err("too many");
     assert_eq!(e.code(), Code::InvalidArgument);
