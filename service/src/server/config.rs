@@ -284,7 +284,7 @@ impl ServeArgs {
 }
 
 fn line_col(text: &str, offset: usize) -> String {
-    let before = &text[..offset.min(text.len())];
+    let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     format!(":{line}:{col}")
