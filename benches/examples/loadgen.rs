@@ -1,7 +1,7 @@
 //! `loadgen`: measures the daemon over loopback, against a baseline in the same run.
 //!
 //! ```text
-//! cargo run --release -p sheetd-benches --bin loadgen -- [--calls N] [--batch N]
+//! cargo run --release -p sheetd-benches --example loadgen -- [--calls N] [--batch N]
 //! ```
 //!
 //! It starts `sheetd serve` in-process (starter ruleset, a fresh store in a temporary
