@@ -394,7 +394,13 @@ impl Engine {
             )));
         }
         let id = if req.id.is_empty() {
-            format!("sheet-{}", self.store.next_sheet_number().map_err(internal)?)
+            // Skip numbers a client already took as explicit ids.
+            loop {
+                let id = format!("sheet-{}", self.store.next_sheet_number().map_err(internal)?);
+                if !self.read_sheets().contains_key(&id) && !self.store.has_sheet(&id).map_err(internal)? {
+                    break id;
+                }
+            }
         } else if valid_id(&req.id) {
             req.id.clone()
         } else {
@@ -1098,5 +1104,20 @@ mod tests {
         let r = engine.reload_ruleset(&broken).expect("answers");
         assert!(!r.ok && !r.diagnostics.is_empty());
         assert_eq!(engine.ruleset_entry("t").expect("entry").current.load().version, 2);
+    }
+
+    #[test]
+    fn generated_sheet_ids_skip_ids_clients_chose() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let engine = Engine::open(EngineConfig { data_dir: dir.path().to_owned(), ..Default::default() })
+            .expect("open");
+        let named = pb::CreateSheetRequest { id: "sheet-1".into(), ..Default::default() };
+        engine.create_sheet(&named).expect("explicit id");
+        let generated = engine.create_sheet(&pb::CreateSheetRequest::default()).expect("generated id");
+        assert_eq!(generated.sheet.map(|s| s.id).as_deref(), Some("sheet-2"));
+        let e = engine.create_sheet(&named).expect_err("taken");
+        assert_eq!(e.code(), Code::AlreadyExists);
+        let bad = pb::CreateSheetRequest { id: "no spaces".into(), ..Default::default() };
+        assert_eq!(engine.create_sheet(&bad).expect_err("invalid").code(), Code::InvalidArgument);
     }
 }
