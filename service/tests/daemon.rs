@@ -4,22 +4,10 @@
 #[path = "common/server.rs"]
 mod server;
 
-use server::{Server, example_character, ops, shown, value_of};
+use server::{Server, apply, example_character, ops, shown, value_of, values};
 use sheetd::proto as pb;
 use sheetd::server::convert::status_diagnostics;
 use tonic::Code;
-
-fn apply(sheet: &str, expected: Option<u64>, operations: Vec<pb::Operation>) -> pb::ApplyRequest {
-    pb::ApplyRequest { sheet_id: sheet.to_owned(), expected_revision: expected, operations }
-}
-
-fn values(sheet: &str, vars: &[&str], revision: Option<u64>) -> pb::ValuesRequest {
-    pb::ValuesRequest {
-        sheet_id: sheet.to_owned(),
-        variables: vars.iter().map(|v| v.to_string()).collect(),
-        revision,
-    }
-}
 
 const REMOVE_ARMOR: &str = r#"{"remove_object": "armor"}"#;
 const HARNESS: &str = r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "armor"}}"#;

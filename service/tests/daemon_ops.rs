@@ -5,7 +5,8 @@
 #[path = "common/server.rs"]
 mod server;
 
-use server::{Server, ops, shown, value_of};
+use server::{Server, apply, ops, shown, value_of, values};
+use sheetd::client::Client;
 use sheetd::proto as pb;
 use std::io::{Read, Write};
 use std::process::Command;
@@ -147,6 +148,18 @@ modify = [
 ]
 "#;
 
+/// Reloads ruleset `tiny` from its file.
+async fn reload_tiny(c: &mut Client) -> pb::RulesetReply {
+    let req = pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() };
+    c.reload_ruleset(req).await.expect("reload answers").into_inner()
+}
+
+/// `Total` of a sheet, now or at a revision.
+async fn total(c: &mut Client, sheet: &str, revision: Option<u64>) -> String {
+    let v = c.values(values(sheet, &["Total"], revision)).await.expect("values").into_inner();
+    value_of(&v.values, "Total")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -177,34 +190,15 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
 
     // A good reload: version 2 serves new sheets; the existing sheet moves on its next change.
     std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
-    let r =
-        c.reload_ruleset(pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() }).await;
-    let r = r.expect("reload").into_inner();
+    let r = reload_tiny(&mut c).await;
     assert!(r.ok && r.diagnostics.is_empty(), "{r:?}");
     assert_eq!(r.ruleset.as_ref().map(|r| r.version), Some(2));
     let info =
         c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("get").into_inner();
     assert_eq!(info.ruleset_version, 1, "not moved until it changes");
-    let v = c
-        .values(pb::ValuesRequest {
-            sheet_id: "sheet-1".into(),
-            variables: vec!["Total".into()],
-            revision: None,
-        })
-        .await
-        .expect("values")
-        .into_inner();
-    assert_eq!(value_of(&v.values, "Total"), "11");
+    assert_eq!(total(&mut c, "sheet-1", None).await, "11");
     let add = r#"{"add_modifier": {"id": "bonus", "var": "Total", "type": "ADD", "value": "1"}}"#;
-    let applied = c
-        .apply(pb::ApplyRequest {
-            sheet_id: "sheet-1".into(),
-            expected_revision: Some(0),
-            operations: ops(&[add]),
-        })
-        .await
-        .expect("apply")
-        .into_inner();
+    let applied = c.apply(apply("sheet-1", Some(0), ops(&[add]))).await.expect("apply").into_inner();
     let moved = applied.moved.expect("the change report shows the move");
     assert_eq!((moved.from_version, moved.to_version), (1, 2));
     let moved_changes: Vec<(String, String, String)> =
@@ -213,16 +207,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     assert!(moved_changes.contains(&("Total".into(), "11".into(), "21".into())), "{moved_changes:?}");
     assert_eq!(shown(&applied.changes[0].new), "22");
     // Values at the revision before the move are still the old version's.
-    let v0 = c
-        .values(pb::ValuesRequest {
-            sheet_id: "sheet-1".into(),
-            variables: vec!["Total".into()],
-            revision: Some(0),
-        })
-        .await
-        .expect("values")
-        .into_inner();
-    assert_eq!(value_of(&v0.values, "Total"), "11");
+    assert_eq!(total(&mut c, "sheet-1", Some(0)).await, "11");
 
     // A sheet moves when asked, too: Upgrade. A sheet created on version 2 then reloaded to 3.
     let on_v2 = c
@@ -237,9 +222,8 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     assert_eq!(on_v2.sheet.expect("info").ruleset_version, 2);
     std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"").replace("Base + 1", "Base + 2"))
         .expect("write");
-    let r =
-        c.reload_ruleset(pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() }).await;
-    assert_eq!(r.expect("reload").into_inner().ruleset.map(|r| r.version), Some(3));
+    let r = reload_tiny(&mut c).await;
+    assert_eq!(r.ruleset.map(|r| r.version), Some(3));
     let up = c.upgrade(pb::UpgradeRequest { sheet_id: "v2".into() }).await.expect("upgrade").into_inner();
     let moved = up.moved.expect("moved");
     assert_eq!((up.revision, moved.from_version, moved.to_version), (1, 2, 3));
@@ -251,18 +235,13 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     assert_eq!((again.revision, again.moved), (1, None), "nothing left to move");
     c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "v2".into() }).await.expect("delete");
     std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
-    let r =
-        c.reload_ruleset(pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() }).await;
-    assert_eq!(r.expect("reload").into_inner().ruleset.map(|r| r.version), Some(4));
+    let r = reload_tiny(&mut c).await;
+    assert_eq!(r.ruleset.map(|r| r.version), Some(4));
 
     // A broken reload: the reply carries diagnostics with file:line; the current version keeps serving.
     std::fs::write(&rules, RULES_V1.replace("set = \"Base + 1\"", "set = \"Base + Missing\""))
         .expect("write");
-    let r = c
-        .reload_ruleset(pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() })
-        .await
-        .expect("reload answers")
-        .into_inner();
+    let r = reload_tiny(&mut c).await;
     assert!(!r.ok);
     assert_eq!(r.ruleset.as_ref().map(|r| r.version), Some(4));
     let d = &r.diagnostics[0];
@@ -326,16 +305,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     let info =
         c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("restored").into_inner();
     assert_eq!((info.ruleset_id.as_str(), info.ruleset_version, info.revision), ("tiny", 4, 1));
-    let v = c
-        .values(pb::ValuesRequest {
-            sheet_id: "sheet-1".into(),
-            variables: vec!["Total".into()],
-            revision: None,
-        })
-        .await
-        .expect("values")
-        .into_inner();
-    assert_eq!(value_of(&v.values, "Total"), "22");
+    assert_eq!(total(&mut c, "sheet-1", None).await, "22");
 }
 
 /// Sends one HTTP/1.1 request and returns the whole response.

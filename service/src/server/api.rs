@@ -227,19 +227,8 @@ impl Sheetd for Api {
         finish(&span, start, started.as_ref().err());
         let crate::server::engine::Subscription { entry, rx, backlog, current } = started?;
         let filter = Filter::new(&req.variables);
-        let backlog: VecDeque<pb::WatchEvent> = backlog
-            .into_iter()
-            .filter_map(|ev| match ev.event {
-                Some(pb::watch_event::Event::Changes(c)) => {
-                    let changes = filter.changes(&c.changes);
-                    (!changes.is_empty()).then_some(pb::WatchEvent {
-                        revision: ev.revision,
-                        event: Some(pb::watch_event::Event::Changes(pb::Changes { changes })),
-                    })
-                }
-                _ => None,
-            })
-            .collect();
+        let backlog: VecDeque<pb::WatchEvent> =
+            backlog.iter().filter_map(|ev| filter.changes_event(ev)).collect();
         let state = WatchState {
             engine: self.engine.clone(),
             entry,
@@ -310,14 +299,9 @@ async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchEvent, Status
                     st.done = true;
                     return Some((Ok((*ev).clone()), st));
                 }
-                Some(Event::Changes(c)) if ev.revision > st.last => {
+                Some(Event::Changes(_)) if ev.revision > st.last => {
                     st.last = ev.revision;
-                    let changes = st.filter.changes(&c.changes);
-                    if !changes.is_empty() {
-                        let out = pb::WatchEvent {
-                            revision: ev.revision,
-                            event: Some(Event::Changes(pb::Changes { changes })),
-                        };
+                    if let Some(out) = st.filter.changes_event(&ev) {
                         return Some((Ok(out), st));
                     }
                 }

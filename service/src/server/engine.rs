@@ -17,6 +17,7 @@ use crate::server::store::{
 };
 use arc_swap::ArcSwap;
 use data::{Character, Ruleset, SheetOp};
+use solver::Trace;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
@@ -130,6 +131,16 @@ impl Filter {
     }
     pub fn changes(&self, changes: &[pb::Change]) -> Vec<pb::Change> {
         changes.iter().filter(|c| self.matches(&c.r#ref)).cloned().collect()
+    }
+    /// A `changes` event narrowed to the filter; `None` when nothing in it matches (or it is
+    /// another kind of event).
+    pub fn changes_event(&self, ev: &pb::WatchEvent) -> Option<pb::WatchEvent> {
+        let Some(pb::watch_event::Event::Changes(c)) = &ev.event else { return None };
+        let changes = self.changes(&c.changes);
+        (!changes.is_empty()).then_some(pb::WatchEvent {
+            revision: ev.revision,
+            event: Some(pb::watch_event::Event::Changes(pb::Changes { changes })),
+        })
     }
 }
 
@@ -659,27 +670,13 @@ impl Engine {
         let sheet = st.character.sheet();
         let trace = sheet.trace(&req.variable).map_err(|e| Status::not_found(e.message))?;
         let mut nodes = Vec::new();
-        let mut seen = HashSet::new();
-        let mut queue = VecDeque::from([trace.var.to_string()]);
-        seen.insert(trace.var.to_string());
-        while let Some(r) = queue.pop_front() {
-            let Ok(t) = sheet.trace(&r) else { continue };
-            let mut reads: Vec<String> = Vec::new();
-            for (var, _) in t.steps.iter().flat_map(|s| s.reads.iter()) {
-                let name = var.to_string();
-                if !reads.contains(&name) {
-                    reads.push(name.clone());
-                }
-                if seen.insert(name.clone()) {
-                    queue.push_back(name);
-                }
-            }
+        walk_dependencies(sheet, &trace.var.to_string(), |r, t, reads| {
             nodes.push(pb::DependencyNode {
-                r#ref: r,
+                r#ref: r.to_owned(),
                 value: Some(convert::value(&t.format, &t.value)),
-                reads,
+                reads: reads.to_vec(),
             });
-        }
+        });
         Ok(pb::ExplainResponse { revision: st.revision, trace: Some(convert::trace(&trace)), nodes })
     }
 
@@ -938,18 +935,19 @@ fn all_values(c: &Character) -> Vec<pb::VariableValue> {
 
 /// The changes from one character's values to another's.
 fn diff_values(old: &Character, new: &Character) -> Vec<pb::Change> {
-    let before: HashMap<String, pb::Value> =
-        all_values(old).into_iter().filter_map(|v| Some((v.r#ref, v.value?))).collect();
+    let before = all_values(old);
     let after = all_values(new);
-    let mut changes: Vec<pb::Change> = Vec::new();
     let after_refs: HashSet<&str> = after.iter().map(|v| v.r#ref.as_str()).collect();
-    for v in all_values(old) {
-        if !after_refs.contains(v.r#ref.as_str()) {
-            changes.push(pb::Change { r#ref: v.r#ref, old: v.value, new: None });
-        }
-    }
+    // Removed variables first, as in a solver report.
+    let mut changes: Vec<pb::Change> = before
+        .iter()
+        .filter(|v| !after_refs.contains(v.r#ref.as_str()))
+        .map(|v| pb::Change { r#ref: v.r#ref.clone(), old: v.value.clone(), new: None })
+        .collect();
+    let before: HashMap<&str, &pb::Value> =
+        before.iter().filter_map(|v| Some((v.r#ref.as_str(), v.value.as_ref()?))).collect();
     for v in after {
-        let old = before.get(&v.r#ref);
+        let old = before.get(v.r#ref.as_str()).copied();
         if old != v.value.as_ref() {
             changes.push(pb::Change { r#ref: v.r#ref, old: old.cloned(), new: v.value });
         }
@@ -957,20 +955,34 @@ fn diff_values(old: &Character, new: &Character) -> Vec<pb::Change> {
     changes
 }
 
-/// Every variable `var` depends on, transitively (lowercase refs).
-fn dependencies(c: &Character, var: &str) -> HashSet<String> {
-    let mut seen = HashSet::new();
-    let mut queue = VecDeque::from([var.to_owned()]);
+/// Visits `start` and every variable it depends on, transitively, breadth first: each once, with
+/// its trace and the variables its modifiers read directly (in order, without repeats).
+fn walk_dependencies(sheet: &solver::Sheet, start: &str, mut visit: impl FnMut(&str, &Trace, &[String])) {
+    let mut seen = HashSet::from([start.to_owned()]);
+    let mut queue = VecDeque::from([start.to_owned()]);
     while let Some(r) = queue.pop_front() {
-        let Ok(t) = c.sheet().trace(&r) else { continue };
-        for (read, _) in t.steps.iter().flat_map(|s| s.reads.iter()) {
-            let name = read.to_string();
-            if seen.insert(name.to_ascii_lowercase()) {
+        let Ok(t) = sheet.trace(&r) else { continue };
+        let mut reads: Vec<String> = Vec::new();
+        for (var, _) in t.steps.iter().flat_map(|s| s.reads.iter()) {
+            let name = var.to_string();
+            if !reads.contains(&name) {
+                reads.push(name.clone());
+            }
+            if seen.insert(name.clone()) {
                 queue.push_back(name);
             }
         }
+        visit(&r, &t, &reads);
     }
-    seen
+}
+
+/// `var` and every variable it depends on, transitively (lowercase refs).
+fn dependencies(c: &Character, var: &str) -> HashSet<String> {
+    let mut all = HashSet::new();
+    walk_dependencies(c.sheet(), var, |r, _, _| {
+        all.insert(r.to_ascii_lowercase());
+    });
+    all
 }
 
 /// Compares two traces modifier by modifier.

@@ -124,3 +124,19 @@ pub fn shown(v: &Option<pb::Value>) -> String {
 pub fn value_of(values: &[pb::VariableValue], r: &str) -> String {
     shown(&values.iter().find(|v| v.r#ref == r).unwrap_or_else(|| panic!("no {r}")).value)
 }
+
+/// An Apply request.
+#[allow(dead_code, reason = "not every test file uses it")]
+pub fn apply(sheet: &str, expected: Option<u64>, operations: Vec<pb::Operation>) -> pb::ApplyRequest {
+    pb::ApplyRequest { sheet_id: sheet.to_owned(), expected_revision: expected, operations }
+}
+
+/// A Values request.
+#[allow(dead_code, reason = "not every test file uses it")]
+pub fn values(sheet: &str, vars: &[&str], revision: Option<u64>) -> pb::ValuesRequest {
+    pb::ValuesRequest {
+        sheet_id: sheet.to_owned(),
+        variables: vars.iter().map(|v| v.to_string()).collect(),
+        revision,
+    }
+}
