@@ -71,6 +71,9 @@ pub enum Command {
 /// Parses the command line, runs the command, and returns the process exit status.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        die_quietly_on_closed_stdout();
+    }
     match cli.command {
         Command::Eval(args) => crate::eval::run(args),
         Command::Solve(args) => crate::solve::run(args),
@@ -78,6 +81,18 @@ pub fn run() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Client(args) => crate::client::run(args),
         Command::Batch(args) => crate::batch::run(args),
+    }
+}
+
+/// Output piped into a program that stops reading (`sheetd client values … | head`) ends the
+/// process quietly, as for other Unix tools, instead of a "broken pipe" panic from `println!`.
+/// Not for `serve`, whose sockets must report a closed peer as an error, not a signal.
+fn die_quietly_on_closed_stdout() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE at start-up, before any other thread
+    // exists; no signal handler is involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

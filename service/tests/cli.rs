@@ -103,3 +103,34 @@ fn jsonl_answers_every_line_in_order() {
     assert_eq!(lines[3]["error"]["code"], "parse.unexpected_end");
     assert_eq!(lines[3]["error"]["span"], serde_json::json!([2, 2]));
 }
+
+/// Output piped into a reader that stops early (`| head`) ends sheetd quietly, by SIGPIPE as
+/// for other Unix tools, not with a "broken pipe" panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["eval", "--jsonl"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sheetd starts");
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let writer = std::thread::spawn(move || {
+        for _ in 0..50_000 {
+            if stdin.write_all(b"{\"formula\": \"1 + 1\"}\n").is_err() {
+                break;
+            }
+        }
+    });
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout is piped")).read_line(&mut first).expect("a line");
+    assert!(first.contains("\"2\""), "{first}");
+    // The reader is gone: the next writes hit a closed pipe.
+    let out = child.wait_with_output().expect("sheetd finishes");
+    writer.join().expect("writer");
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+    assert!(!out.status.success());
+}
