@@ -15,35 +15,126 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// A place in a source file: 1-based line and column (in characters).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Origin {
+/// One source file's text, kept once and shared by every [`Origin`] in it. Lines and columns
+/// are derived from byte offsets on demand, so a position costs a pointer and an offset however
+/// long its line is.
+#[derive(Debug)]
+pub struct SourceFile {
     /// The file, as given to the loader (or relative to the ruleset's root).
-    pub file: Arc<str>,
-    pub line: u32,
-    pub col: u32,
-    /// The whole source line, for rendering; shared by every origin on the line.
-    pub line_text: Arc<str>,
+    pub name: Arc<str>,
+    text: Arc<str>,
+    /// Byte offset of each line's start.
+    line_starts: Box<[u32]>,
 }
+
+impl SourceFile {
+    /// A file's text. Offsets are `u32`: callers limit file sizes far below 4 GiB (a longer
+    /// text's positions past 4 GiB point at its end).
+    pub fn new(name: &str, text: Arc<str>) -> Arc<SourceFile> {
+        let mut line_starts = vec![0u32];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| u32::try_from(i + 1).unwrap_or(u32::MAX)));
+        Arc::new(SourceFile { name: Arc::from(name), text, line_starts: line_starts.into_boxed_slice() })
+    }
+
+    /// The whole text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The origin at byte `offset` (clamped to the text).
+    pub fn origin(self: &Arc<Self>, offset: usize) -> Origin {
+        let offset = u32::try_from(offset.min(self.text.len())).unwrap_or(u32::MAX);
+        Origin { file: self.clone(), offset: Some(offset) }
+    }
+
+    /// 0-based line index of a byte offset.
+    fn line_index(&self, offset: u32) -> usize {
+        self.line_starts.partition_point(|&s| s <= offset).saturating_sub(1)
+    }
+
+    /// The bytes of line `index` without its line break (and without a leading byte-order mark).
+    fn line_range(&self, index: usize) -> std::ops::Range<usize> {
+        let start = self.line_starts.get(index).map_or(self.text.len(), |&s| s as usize);
+        let end = self.line_starts.get(index + 1).map_or(self.text.len(), |&s| s as usize - 1);
+        let end = end.max(start).min(self.text.len());
+        let line = &self.text[start..end];
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let bom = if line.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
+        start + bom..start + line.len()
+    }
+}
+
+/// A place in a source file: the file and a byte offset into its kept text. Line, column and
+/// the line's text are derived when asked for (rendering an error or a trace), not stored.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    file: Arc<SourceFile>,
+    /// `None` for something with no position in a file (a built-in definition).
+    offset: Option<u32>,
+}
+
+impl PartialEq for Origin {
+    fn eq(&self, other: &Origin) -> bool {
+        self.offset == other.offset && self.file.name == other.file.name
+    }
+}
+
+impl Eq for Origin {}
 
 impl Origin {
     /// An origin for something that has no position in a file (a built-in definition).
     pub fn builtin(what: &str) -> Origin {
-        Origin { file: Arc::from(what), line: 0, col: 0, line_text: Arc::from("") }
+        Origin { file: SourceFile::new(what, Arc::from("")), offset: None }
     }
 
-    /// The same line, `chars` characters further right.
-    pub fn shifted(&self, chars: usize) -> Origin {
-        Origin { col: self.col + chars as u32, ..self.clone() }
+    /// The file's name.
+    pub fn file(&self) -> &str {
+        &self.file.name
+    }
+
+    /// The byte offset in the file, if this is a place in one.
+    pub fn offset(&self) -> Option<usize> {
+        self.offset.map(|o| o as usize)
+    }
+
+    /// 1-based line; 0 when there is no position.
+    pub fn line(&self) -> u32 {
+        self.offset.map_or(0, |o| u32::try_from(self.file.line_index(o) + 1).unwrap_or(u32::MAX))
+    }
+
+    /// 1-based column in characters; 0 when there is no position.
+    pub fn col(&self) -> u32 {
+        let Some(o) = self.offset else { return 0 };
+        let range = self.file.line_range(self.file.line_index(o));
+        let upto = (o as usize).clamp(range.start, self.file.text.len());
+        let before = self.file.text.get(range.start..upto).map_or(0, |s| s.chars().count());
+        u32::try_from(before + 1).unwrap_or(u32::MAX)
+    }
+
+    /// The whole source line, for rendering; empty when there is no position.
+    pub fn line_text(&self) -> &str {
+        match self.offset {
+            Some(o) => &self.file.text[self.file.line_range(self.file.line_index(o))],
+            None => "",
+        }
+    }
+
+    /// The same file, `bytes` bytes further on.
+    pub fn shifted(&self, bytes: usize) -> Origin {
+        let offset = self.offset.map(|o| {
+            let to = (o as usize).saturating_add(bytes).min(self.file.text.len());
+            u32::try_from(to).unwrap_or(u32::MAX)
+        });
+        Origin { file: self.file.clone(), offset }
     }
 }
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            return f.write_str(&self.file);
+        if self.offset.is_none() {
+            return f.write_str(self.file());
         }
-        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+        write!(f, "{}:{}:{}", self.file(), self.line(), self.col())
     }
 }
 
@@ -61,8 +152,7 @@ impl Text {
 
     /// The part of this text from byte `start` to byte `end`, with its origin.
     pub fn slice(&self, start: usize, end: usize) -> Text {
-        let chars = self.text[..start].chars().count();
-        Text { text: Arc::from(&self.text[start..end]), at: self.at.shifted(chars) }
+        Text { text: Arc::from(&self.text[start..end]), at: self.at.shifted(start) }
     }
 }
 
@@ -114,18 +204,18 @@ impl Diagnostic {
         let mut out = format!("error[{}]: {}\n", self.code, self.message);
         if let Some(at) = &self.at {
             out.push_str(&format!("  --> {at}\n"));
-            if at.line > 0 && !at.line_text.is_empty() {
-                let num = at.line.to_string();
+            let (line, col, line_text) = (at.line(), at.col(), at.line_text());
+            if line > 0 && !line_text.is_empty() {
+                let num = line.to_string();
                 let pad = " ".repeat(num.len());
                 let width = self.text.chars().count().max(1);
-                let indent: String = at
-                    .line_text
+                let indent: String = line_text
                     .chars()
-                    .take(at.col.saturating_sub(1) as usize)
+                    .take(col.saturating_sub(1) as usize)
                     .map(|c| if c == '\t' { '\t' } else { ' ' })
                     .collect();
                 out.push_str(&format!(" {pad} |\n"));
-                out.push_str(&format!(" {num} | {}\n", at.line_text));
+                out.push_str(&format!(" {num} | {line_text}\n"));
                 out.push_str(&format!(" {pad} | {indent}{}\n", "^".repeat(width)));
             }
         }

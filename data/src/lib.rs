@@ -30,26 +30,33 @@ pub mod native;
 pub mod pcgen;
 mod ruleset;
 mod sheet;
+pub mod source;
 
-pub use diag::{Diagnostic, Origin, Text};
+pub use diag::{Diagnostic, Origin, SourceFile, Text};
 pub use draft::{Draft, Presence};
 pub use ruleset::{Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Summary};
 pub use sheet::{Character, SheetError, SheetOp, codes as sheet_codes};
+pub use source::{Bundle, Files, ReadLimits};
 
 use std::path::Path;
 
 /// Reads rulesets into one draft, each on top of the ones before: a `.pcc` is a PCGen campaign;
 /// a directory or a `.toml` file is a native ruleset.
 pub fn read(paths: &[impl AsRef<Path>]) -> Draft {
+    read_with(paths, &Files::disk())
+}
+
+/// Like [`read`], reading every file through `files` (confined, limited, or from a bundle).
+pub fn read_with(paths: &[impl AsRef<Path>], files: &Files) -> Draft {
     let mut draft = Draft::default();
     for p in paths {
         let p = p.as_ref();
         if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("pcc")) {
             let mut reader = pcgen::PcgenReader::new(&mut draft);
-            reader.read_campaign(p);
+            reader.read_campaign(p, files);
             reader.finish();
         } else {
-            native::read(p, &mut draft);
+            native::read(p, files, &mut draft);
         }
     }
     draft
@@ -58,6 +65,11 @@ pub fn read(paths: &[impl AsRef<Path>]) -> Draft {
 /// Reads and compiles rulesets (see [`read`]); on failure, every problem found.
 pub fn load(paths: &[impl AsRef<Path>]) -> Result<Ruleset, Vec<Diagnostic>> {
     Ruleset::compile(read(paths))
+}
+
+/// Like [`load`], reading through `files`.
+pub fn load_with(paths: &[impl AsRef<Path>], files: &Files) -> Result<Ruleset, Vec<Diagnostic>> {
+    Ruleset::compile(read_with(paths, files))
 }
 
 /// The bundled starter ruleset's directory (`data/rulesets/starter`), when sheetd runs from a

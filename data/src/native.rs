@@ -21,35 +21,28 @@
 //! variable, exactly one type key (`set`, `add`, `multiply`, `divide`, `max`, `min`, `append`)
 //! with the value, and optionally a user priority and a condition.
 
-use crate::diag::{Diagnostic, Origin, Text, codes};
+use crate::diag::{Diagnostic, Origin, SourceFile, Text, codes};
 use crate::draft::{
     Draft, FormatDecl, FormatKind, GrantDraft, KindDecl, ModDraft, ObjectDraft, OtherDraft, Presence,
     ScopeDecl, Selector, VarDecl,
 };
+use crate::source::Files;
 use std::path::Path;
 use std::sync::Arc;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-/// Reads a native ruleset (a `.toml` file or a directory of them) into `draft`.
-pub fn read(path: &Path, draft: &mut Draft) {
-    if path.is_dir() {
-        let mut files: Vec<_> = match std::fs::read_dir(path) {
-            Ok(rd) => rd
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "toml") && p.is_file())
-                .collect(),
+/// Reads a native ruleset (a `.toml` file or a directory of them) into `draft`, through `files`.
+pub fn read(path: &Path, files: &Files, draft: &mut Draft) {
+    if files.is_dir(path) {
+        let list = match files.list(path, "toml") {
+            Ok(list) => list,
             Err(e) => {
-                draft.errors.push(Diagnostic::nowhere(
-                    codes::FILE,
-                    format!("cannot read directory {}: {e}", path.display()),
-                ));
+                draft.errors.push(Diagnostic::nowhere(codes::FILE, e));
                 return;
             }
         };
-        files.sort();
-        if files.is_empty() {
+        if list.is_empty() {
             draft.errors.push(Diagnostic::nowhere(
                 codes::FILE,
                 format!(
@@ -58,18 +51,25 @@ pub fn read(path: &Path, draft: &mut Draft) {
                 ),
             ));
         }
-        for f in files {
-            read_file(&f, &f.display().to_string(), draft);
+        for f in list {
+            read_file(&f, files, draft);
         }
     } else {
-        read_file(path, &path.display().to_string(), draft);
+        read_file(path, files, draft);
     }
 }
 
 /// Reads native ruleset text (as if from file `name`) into `draft`.
 pub fn read_str(text: &str, name: &str, draft: &mut Draft) {
-    draft.files.push(name.to_owned());
-    let cx = Cx::new(name, text);
+    read_source(SourceFile::new(name, Arc::from(text)), draft);
+}
+
+/// Reads a source file's text into `draft`; its origins share the file's text.
+fn read_source(file: Arc<SourceFile>, draft: &mut Draft) {
+    draft.files.push(file.name.to_string());
+    let source = file.clone();
+    let text = source.text();
+    let cx = Cx::new(file, text);
     let table = match DeTable::parse(text) {
         Ok(t) => t,
         Err(e) => {
@@ -89,35 +89,26 @@ pub fn read_str(text: &str, name: &str, draft: &mut Draft) {
     Reader { cx, draft }.document(table.get_ref());
 }
 
-fn read_file(path: &Path, shown: &str, draft: &mut Draft) {
-    match std::fs::read_to_string(path) {
-        Ok(text) => read_str(&text, shown, draft),
-        Err(e) => draft.errors.push(Diagnostic::nowhere(codes::FILE, format!("cannot read {shown}: {e}"))),
+fn read_file(path: &Path, files: &Files, draft: &mut Draft) {
+    match files.read(path) {
+        Ok(text) => read_source(SourceFile::new(&path.display().to_string(), text), draft),
+        Err(e) => draft.errors.push(Diagnostic::nowhere(codes::FILE, e)),
     }
 }
 
 /// A file's text, for turning byte spans into origins.
 struct Cx<'s> {
-    file: Arc<str>,
+    file: Arc<SourceFile>,
     src: &'s str,
-    line_starts: Vec<usize>,
 }
 
 impl<'s> Cx<'s> {
-    fn new(file: &str, src: &'s str) -> Self {
-        let mut line_starts = vec![0];
-        line_starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
-        Cx { file: Arc::from(file), src, line_starts }
+    fn new(file: Arc<SourceFile>, src: &'s str) -> Self {
+        Cx { file, src }
     }
 
     fn origin(&self, at: usize) -> Origin {
-        let at = at.min(self.src.len());
-        let line = self.line_starts.partition_point(|&s| s <= at) - 1;
-        let start = self.line_starts[line];
-        let end = self.src[start..].find('\n').map_or(self.src.len(), |e| start + e);
-        let text = self.src[start..end].trim_end_matches('\r');
-        let col = self.src.get(start..at).map_or(1, |s| s.chars().count() + 1);
-        Origin { file: self.file.clone(), line: line as u32 + 1, col: col as u32, line_text: Arc::from(text) }
+        self.file.origin(at)
     }
 
     /// The source text of `span`; for a string value (`strip`), the content inside its quotes.
@@ -576,7 +567,7 @@ scope = "PC.ITEM"
             Err(es) => es
                 .iter()
                 .map(|e| {
-                    let at = e.at.as_ref().map_or("-".to_owned(), |a| format!("{}:{}", a.line, a.col));
+                    let at = e.at.as_ref().map_or("-".to_owned(), |a| format!("{}:{}", a.line(), a.col()));
                     format!("{at} {} {}", e.code, e.text)
                 })
                 .collect(),

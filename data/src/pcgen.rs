@@ -17,11 +17,12 @@
 //! UTF-8 (a few PCGen files hold Windows-1252 punctuation) become U+FFFD.
 
 use crate::Map;
-use crate::diag::{Diagnostic, Origin, Text, codes};
+use crate::diag::{Diagnostic, Origin, SourceFile, Text, codes};
 use crate::draft::{
     Draft, FormatDecl, FormatKind, GrantDraft, KindDecl, ModDraft, ObjectDraft, OtherDraft, Presence,
     ScopeDecl, Selector, VarDecl,
 };
+use crate::source::Files;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -155,21 +156,21 @@ impl<'d> PcgenReader<'d> {
     }
 
     /// Reads campaign file `pcc` and every file it references.
-    pub fn read_campaign(&mut self, pcc: &Path) {
+    pub fn read_campaign(&mut self, pcc: &Path, source: &Files) {
         let root = data_root(pcc);
         let shown = display_path(pcc, root.as_deref());
-        let text = match std::fs::read(pcc) {
-            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        let text = match source.read(pcc) {
+            Ok(t) => t,
             Err(e) => {
-                self.draft.errors.push(Diagnostic::nowhere(codes::FILE, format!("cannot read {shown}: {e}")));
+                self.draft.errors.push(Diagnostic::nowhere(codes::FILE, e));
                 return;
             }
         };
         self.draft.files.push(shown.clone());
         let dir = pcc.parent().unwrap_or(Path::new(".")).to_path_buf();
-        let file: Arc<str> = Arc::from(shown.as_str());
+        let file = SourceFile::new(&shown, text);
         let mut files: Vec<(String, PathBuf, String)> = Vec::new();
-        for (_, tokens) in lines(&file, &text) {
+        for (_, tokens) in lines(&file) {
             for tok in tokens {
                 let (tag, value) = split_tag(&tok);
                 let tag_upper = tag.to_ascii_uppercase();
@@ -191,7 +192,7 @@ impl<'d> PcgenReader<'d> {
                     else {
                         continue;
                     };
-                    if !path.is_file() {
+                    if !source.is_file(&path) {
                         self.draft.errors.push(Diagnostic::at(
                             codes::MISSING_FILE,
                             &path_text,
@@ -204,7 +205,7 @@ impl<'d> PcgenReader<'d> {
                         continue;
                     }
                     if tag_upper == "PCC" {
-                        self.read_campaign(&path);
+                        self.read_campaign(&path, source);
                     } else if is_read {
                         files.push((tag_upper, path.clone(), display_path(&path, root.as_deref())));
                     } else {
@@ -219,7 +220,7 @@ impl<'d> PcgenReader<'d> {
             let mut pending = Vec::new();
             for (k, path, shown) in &files {
                 if k == kind {
-                    self.read_lst(kind, path, shown, &mut pending);
+                    self.read_lst(kind, path, shown, source, &mut pending);
                 }
             }
             self.apply_pending(pending);
@@ -227,17 +228,24 @@ impl<'d> PcgenReader<'d> {
     }
 
     /// Reads one `.lst` file of file kind `kind`.
-    fn read_lst(&mut self, kind: &'static str, path: &Path, shown: &str, pending: &mut Vec<Pending>) {
-        let text = match std::fs::read(path) {
-            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+    fn read_lst(
+        &mut self,
+        kind: &'static str,
+        path: &Path,
+        shown: &str,
+        source: &Files,
+        pending: &mut Vec<Pending>,
+    ) {
+        let text = match source.read(path) {
+            Ok(t) => t,
             Err(e) => {
-                self.draft.errors.push(Diagnostic::nowhere(codes::FILE, format!("cannot read {shown}: {e}")));
+                self.draft.errors.push(Diagnostic::nowhere(codes::FILE, e));
                 return;
             }
         };
         self.draft.files.push(shown.to_owned());
-        let file: Arc<str> = Arc::from(shown);
-        for (_, tokens) in lines(&file, &text) {
+        let file = SourceFile::new(shown, text);
+        for (_, tokens) in lines(&file) {
             let Some(first) = tokens.first() else { continue };
             // Source header lines (SOURCELONG:..., SOURCESHORT:...) describe the file.
             if first.text.starts_with("SOURCE") && first.text.contains(':') {
@@ -705,30 +713,25 @@ fn split_tag(tok: &Text) -> (&str, Option<Text>) {
     }
 }
 
-/// The non-comment lines of a file, each as its tab-separated, non-empty tokens.
-fn lines<'a>(file: &'a Arc<str>, text: &'a str) -> impl Iterator<Item = (u32, Vec<Text>)> + 'a {
-    text.lines().enumerate().filter_map(move |(n, raw)| {
+/// The non-comment lines of a file, each as its tab-separated, non-empty tokens; every token's
+/// origin is its byte offset in the file's shared text.
+fn lines(file: &Arc<SourceFile>) -> impl Iterator<Item = (u32, Vec<Text>)> + '_ {
+    let text = file.text();
+    let base = text.as_ptr() as usize;
+    text.split('\n').enumerate().filter_map(move |(n, raw)| {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         if line.trim().is_empty() || line.trim_start().starts_with('#') {
             return None;
         }
-        let line_text: Arc<str> = Arc::from(line);
         let mut tokens = Vec::new();
-        let mut col = 1u32;
         for field in line.split('\t') {
-            let trimmed = field.trim_end();
-            if !trimmed.trim().is_empty() {
-                let lead = trimmed.len() - trimmed.trim_start().len();
-                let at = Origin {
-                    file: file.clone(),
-                    line: n as u32 + 1,
-                    col: col + trimmed[..lead].chars().count() as u32,
-                    line_text: line_text.clone(),
-                };
-                tokens.push(Text::new(trimmed.trim_start(), at));
+            let trimmed = field.trim();
+            if !trimmed.is_empty() {
+                // `trimmed` is a slice of the file's text: its offset is its distance from the start.
+                let at = file.origin(trimmed.as_ptr() as usize - base);
+                tokens.push(Text::new(trimmed, at));
             }
-            col += field.chars().count() as u32 + 1;
         }
         (!tokens.is_empty()).then_some((n as u32 + 1, tokens))
     })

@@ -739,9 +739,9 @@ impl Compiler {
                 }
             },
         };
-        let source = match m.at.line {
+        let source = match m.at.line() {
             0 => Arc::from(label),
-            line => Arc::from(format!("{label} ({}:{line})", m.at.file)),
+            line => Arc::from(format!("{label} ({}:{line})", m.at.file())),
         };
         Some(ModTemplate {
             var: var.name.clone(),

@@ -226,11 +226,15 @@ fn expect_one(name: &str, file: &str, line: &str, code: &str, message: &str, quo
     let e = &errors[0];
     assert_eq!(e.code, code, "{name}: {e}");
     let at = e.at.as_ref().unwrap();
-    assert_eq!(&*at.file, format!("starfinder/paizo/core/{file}"), "{name}");
-    assert_eq!(at.line, at_line, "{name}");
+    assert_eq!(at.file(), format!("starfinder/paizo/core/{file}"), "{name}");
+    assert_eq!(at.line(), at_line, "{name}");
     assert!(e.message.contains(message), "{name}: {}", e.message);
     assert_eq!(e.text, quoted, "{name}");
-    assert_eq!(&line[at.col as usize - 1..][..quoted.len()], quoted, "{name}: the column points at the text");
+    assert_eq!(
+        &line[at.col() as usize - 1..][..quoted.len()],
+        quoted,
+        "{name}: the column points at the text"
+    );
 }
 
 #[test]
@@ -296,8 +300,8 @@ fn a_missing_referenced_file_is_an_error_at_the_campaign_line() {
     let e = &errors[0];
     assert_eq!(e.code, "data.missing_file");
     let at = e.at.as_ref().unwrap();
-    assert!(at.file.ends_with("_starfinder_core_rulebook.pcc"), "{}", at.file);
+    assert!(at.file().ends_with("_starfinder_core_rulebook.pcc"), "{}", at.file());
     assert_eq!(e.text, "scr_templates.lst");
-    assert!(at.line_text.starts_with("TEMPLATE:"), "{}", at.line_text);
-    insta::assert_snapshot!(e.render().replace(&*at.file, "CAMPAIGN"));
+    assert!(at.line_text().starts_with("TEMPLATE:"), "{}", at.line_text());
+    insta::assert_snapshot!(e.render().replace(at.file(), "CAMPAIGN"));
 }

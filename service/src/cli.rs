@@ -50,7 +50,7 @@ pub enum Command {
     /// `starter`, and keeps sheets in an embedded store under ~/.local/share/sheetd. Stop it
     /// with Ctrl-C or SIGTERM: calls in flight finish, streams end, the store is closed. Logs go
     /// to stderr (RUST_LOG sets levels). See docs/api.md.
-    Serve(crate::server::config::ServeArgs),
+    Serve(Box<crate::server::config::ServeArgs>),
 
     /// Call a running server: create sheets, apply changes, read values and explanations.
     ///
@@ -78,7 +78,7 @@ pub fn run() -> ExitCode {
         Command::Eval(args) => crate::eval::run(args),
         Command::Solve(args) => crate::solve::run(args),
         Command::Check(args) => crate::check::run(args),
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Client(args) => crate::client::run(args),
         Command::Batch(args) => crate::batch::run(args),
     }
@@ -112,7 +112,11 @@ fn serve(args: crate::server::config::ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(crate::server::serve(config)) {
+    let result = runtime.block_on(crate::server::serve(config));
+    // Blocking work still running past the grace period (a call stuck in a slow disk, say) must
+    // not keep the process alive: every accepted change is already durable.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");

@@ -165,7 +165,8 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     let dir = tempfile::tempdir().expect("temp dir");
     let rules = dir.path().join("tiny.toml");
     std::fs::write(&rules, RULES_V1).expect("write");
-    let server = Server::start(&dir.path().join("data"), &[]);
+    let root = dir.path().to_str().expect("utf-8").to_owned();
+    let server = Server::start(&dir.path().join("data"), &["--ruleset-root", &root]);
     let mut c = server.client().await;
     let loaded = c
         .load_ruleset(pb::LoadRulesetRequest {
@@ -289,7 +290,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     drop(c);
     let log = server.stop();
     assert!(log.contains("reload failed"), "{log}");
-    let server = Server::start(&dir.path().join("data"), &[]);
+    let server = Server::start(&dir.path().join("data"), &["--ruleset-root", &root]);
     let mut c = server.client().await;
     let list = c.list_rulesets(pb::ListRulesetsRequest {}).await.expect("list").into_inner();
     let versions: Vec<(&str, u64)> = list.rulesets.iter().map(|r| (r.id.as_str(), r.version)).collect();
@@ -300,7 +301,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     server.stop();
     // Fixed on disk: back at version 2 with its sheets and their history.
     std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
-    let server = Server::start(&dir.path().join("data"), &[]);
+    let server = Server::start(&dir.path().join("data"), &["--ruleset-root", &root]);
     let mut c = server.client().await;
     let info =
         c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("restored").into_inner();

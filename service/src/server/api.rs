@@ -4,12 +4,14 @@
 
 use crate::proto::{self as pb, sheetd_server::Sheetd};
 use crate::server::engine::{Engine, Filter};
+use crate::server::policy::{self, LogSafe};
 use futures_util::{Stream, StreamExt};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use std::time::Instant;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Semaphore, broadcast, watch};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{Span, field::Empty};
 
@@ -19,15 +21,30 @@ pub struct Api {
     engine: Arc<Engine>,
     /// Becomes true when the server starts shutting down: streams end.
     shutdown: watch::Receiver<bool>,
+    /// Turns on blocking threads ([`Limits::max_blocking`]): a call waits for one, so stuck
+    /// work can never take every thread of the pool.
+    blocking: Arc<Semaphore>,
+    /// Turns for expensive calls ([`Limits::max_expensive`]), taken before a blocking turn.
+    expensive: Arc<Semaphore>,
+    timeout: Duration,
+}
+
+/// How much a call may cost: expensive calls also take an expensive turn.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cost {
+    Normal,
+    Expensive,
 }
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 fn span(method: &'static str, sheet: &str, ops: usize) -> Span {
+    // The id is the client's text: clipped and escaped, it cannot forge log lines.
+    let sheet = (!sheet.is_empty()).then(|| LogSafe(&policy::clip(sheet, policy::MAX_ID_BYTES)).to_string());
     tracing::info_span!(
         "call",
         method,
-        sheet = if sheet.is_empty() { None } else { Some(sheet) },
+        sheet,
         ops,
         revision = Empty,
         recomputed = Empty,
@@ -38,7 +55,14 @@ fn span(method: &'static str, sheet: &str, ops: usize) -> Span {
 
 impl Api {
     pub fn new(engine: Arc<Engine>, shutdown: watch::Receiver<bool>) -> Api {
-        Api { engine, shutdown }
+        let limits = *engine.limits();
+        Api {
+            engine,
+            shutdown,
+            blocking: Arc::new(Semaphore::new(limits.max_blocking)),
+            expensive: Arc::new(Semaphore::new(limits.max_expensive)),
+            timeout: limits.call_timeout,
+        }
     }
 
     /// Runs `f` on a blocking thread within `span`, then records the outcome and logs the call.
@@ -47,12 +71,43 @@ impl Api {
         span: Span,
         f: impl FnOnce(&Engine, &Span) -> Result<T, Status> + Send + 'static,
     ) -> Result<Response<T>, Status> {
+        self.call_costing(Cost::Normal, span, f).await
+    }
+
+    /// [`Api::call`] for a call of the given cost. The call waits for its turns and runs within
+    /// the call timeout; past it the client gets DEADLINE_EXCEEDED, and work already running
+    /// keeps its turn until it ends, so the number of busy threads stays bounded.
+    async fn call_costing<T: Send + 'static>(
+        &self,
+        cost: Cost,
+        span: Span,
+        f: impl FnOnce(&Engine, &Span) -> Result<T, Status> + Send + 'static,
+    ) -> Result<Response<T>, Status> {
         let engine = self.engine.clone();
         let start = Instant::now();
         let inner = span.clone();
-        let result = tokio::task::spawn_blocking(move || inner.in_scope(|| f(&engine, &inner)))
+        let (blocking, expensive, limit) = (self.blocking.clone(), self.expensive.clone(), self.timeout);
+        let run = async move {
+            let turn = match cost {
+                Cost::Expensive => Some(expensive.acquire_owned().await.map_err(closed)?),
+                Cost::Normal => None,
+            };
+            let permit = blocking.acquire_owned().await.map_err(closed)?;
+            tokio::task::spawn_blocking(move || {
+                let _turns = (permit, turn);
+                inner.in_scope(|| f(&engine, &inner))
+            })
             .await
-            .unwrap_or_else(|e| Err(Status::internal(format!("the call did not complete: {e}"))));
+            .unwrap_or_else(|e| Err(Status::internal(format!("the call did not complete: {e}"))))
+        };
+        let result = match tokio::time::timeout(limit, run).await {
+            Ok(r) => r,
+            Err(_) => Err(Status::deadline_exceeded(format!(
+                "the call did not finish within {} s (--call-timeout)",
+                limit.as_secs()
+            ))),
+        }
+        .map_err(policy::clip_status);
         finish(&span, start, result.as_ref().err());
         result.map(Response::new)
     }
@@ -66,6 +121,10 @@ impl Api {
     }
 }
 
+fn closed(_: tokio::sync::AcquireError) -> Status {
+    Status::unavailable("the server is shutting down")
+}
+
 fn finish(span: &Span, start: Instant, error: Option<&Status>) {
     span.record("duration_us", start.elapsed().as_micros() as u64);
     match error {
@@ -75,10 +134,11 @@ fn finish(span: &Span, start: Instant, error: Option<&Status>) {
         }
         Some(s) => {
             span.record("status", format!("{:?}", s.code()));
+            let message = LogSafe(s.message()).to_string();
             if matches!(s.code(), tonic::Code::Internal | tonic::Code::Unavailable | tonic::Code::DataLoss) {
-                tracing::error!(parent: span, message = s.message(), "failed");
+                tracing::error!(parent: span, message, "failed");
             } else {
-                tracing::info!(parent: span, message = s.message(), "rejected");
+                tracing::info!(parent: span, message, "rejected");
             }
         }
     }
@@ -202,7 +262,7 @@ impl Sheetd for Api {
         req: Request<pb::WhyChangedRequest>,
     ) -> Result<Response<pb::WhyChangedResponse>, Status> {
         let req = req.into_inner();
-        self.call(span("WhyChanged", &req.sheet_id, 0), move |e, span| {
+        self.call_costing(Cost::Expensive, span("WhyChanged", &req.sheet_id, 0), move |e, span| {
             let r = e.why_changed(&req)?;
             span.record("revision", r.to_revision);
             Ok(r)

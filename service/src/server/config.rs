@@ -6,31 +6,47 @@
 //! data_dir = "/var/lib/sheetd"
 //! default_ruleset = "starter"
 //! log_format = "text"                 # or "json"
+//! ruleset_roots = ["/srv/sheetd/rulesets"]  # where LoadRuleset may read (docs/api.md#security)
 //!
 //! [rulesets]                          # preloaded: id = [paths], loaded in order
 //! starfinder = ["/srv/pcgen/data/starfinder/paizo/core/_starfinder_core_rulebook.pcc"]
 //!
-//! [limits]
+//! [limits]                            # every limit, with its default
 //! max_request_bytes = 4194304
 //! max_operations = 1000
 //! max_formula_length = 16384
 //! max_formula_depth = 64
 //! max_sheets = 100000
 //! watch_buffer = 256
+//! max_ruleset_file_bytes = 16777216
+//! max_ruleset_bytes = 268435456
+//! max_ruleset_line_bytes = 65536
+//! max_inline_ruleset_bytes = 1048576
+//! max_blocking = 64
+//! max_expensive = 2                   # default: the number of cores
+//! call_timeout = 60                   # seconds
+//! max_connections = 512
+//! handshake_timeout = 10              # seconds
+//! idle_timeout = 300                  # seconds
+//! keepalive_interval = 60             # seconds
+//! keepalive_timeout = 20              # seconds
+//! store_cache_bytes = 67108864
 //!
 //! [tls]
 //! cert = "cert.pem"                   # relative paths are relative to this file
 //! key = "key.pem"
 //!
-//! [auth]
-//! tokens = ["change-me"]
+//! [auth]                              # TOKEN (admin) or ROLE=TOKEN, ROLE: read, write, admin
+//! tokens = ["admin-token", "read=viewer-token", "write=builder-token"]
 //!
 //! [cors]
 //! origins = ["https://builder.example"]
 //! ```
 
+use crate::server::auth::TokenSpec;
 use crate::server::convert::OpLimits;
-use crate::server::engine::{Limits, STARTER};
+use crate::server::engine::STARTER;
+use crate::server::policy::Limits;
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -58,6 +74,12 @@ pub struct ServeArgs {
     /// paths load on top). Repeatable. The bundled starter ruleset is always loaded as `starter`.
     #[arg(long = "ruleset", value_name = "ID=PATHS")]
     pub rulesets: Vec<String>,
+
+    /// A directory LoadRuleset may read ruleset files from (after resolving links); repeatable,
+    /// or comma-separated in SHEETD_RULESET_ROOTS [default: DATA_DIR/rulesets]. Paths clients
+    /// name are confined to these; --ruleset paths are the operator's and are not.
+    #[arg(long = "ruleset-root", value_name = "DIR", env = "SHEETD_RULESET_ROOTS", value_delimiter = ',')]
+    pub ruleset_roots: Vec<PathBuf>,
 
     /// The ruleset for requests that name none [default: starter].
     #[arg(long, value_name = "ID", env = "SHEETD_DEFAULT_RULESET")]
@@ -87,6 +109,58 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", env = "SHEETD_WATCH_BUFFER")]
     pub watch_buffer: Option<usize>,
 
+    /// Largest ruleset file read, in bytes [default: 16777216].
+    #[arg(long, value_name = "BYTES", env = "SHEETD_MAX_RULESET_FILE_BYTES")]
+    pub max_ruleset_file_bytes: Option<u64>,
+
+    /// Most bytes one ruleset load reads over all its files [default: 268435456].
+    #[arg(long, value_name = "BYTES", env = "SHEETD_MAX_RULESET_BYTES")]
+    pub max_ruleset_bytes: Option<u64>,
+
+    /// Longest line in a ruleset file or inline text, in bytes [default: 65536].
+    #[arg(long, value_name = "BYTES", env = "SHEETD_MAX_RULESET_LINE_BYTES")]
+    pub max_ruleset_line_bytes: Option<usize>,
+
+    /// Largest inline ruleset text, in bytes [default: 1048576].
+    #[arg(long, value_name = "BYTES", env = "SHEETD_MAX_INLINE_RULESET_BYTES")]
+    pub max_inline_ruleset_bytes: Option<usize>,
+
+    /// Calls that may run on blocking threads at once; more wait for a turn [default: 64].
+    #[arg(long, value_name = "N", env = "SHEETD_MAX_BLOCKING")]
+    pub max_blocking: Option<usize>,
+
+    /// Expensive calls (WhyChanged, history replays) that may run at once [default: cores].
+    #[arg(long, value_name = "N", env = "SHEETD_MAX_EXPENSIVE")]
+    pub max_expensive: Option<usize>,
+
+    /// Seconds a call may wait for its turn and run before DEADLINE_EXCEEDED [default: 60].
+    #[arg(long, value_name = "SECONDS", env = "SHEETD_CALL_TIMEOUT")]
+    pub call_timeout: Option<u64>,
+
+    /// Most open connections; more are refused until one closes [default: 512].
+    #[arg(long, value_name = "N", env = "SHEETD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
+    /// Seconds a new connection has to complete its TLS and HTTP handshakes [default: 10].
+    #[arg(long, value_name = "SECONDS", env = "SHEETD_HANDSHAKE_TIMEOUT")]
+    pub handshake_timeout: Option<u64>,
+
+    /// Seconds a connection may stay open with no call in flight [default: 300].
+    #[arg(long, value_name = "SECONDS", env = "SHEETD_IDLE_TIMEOUT")]
+    pub idle_timeout: Option<u64>,
+
+    /// Seconds between HTTP/2 keepalive pings [default: 60].
+    #[arg(long, value_name = "SECONDS", env = "SHEETD_KEEPALIVE_INTERVAL")]
+    pub keepalive_interval: Option<u64>,
+
+    /// Seconds to wait for a keepalive ping's answer before closing [default: 20].
+    #[arg(long, value_name = "SECONDS", env = "SHEETD_KEEPALIVE_TIMEOUT")]
+    pub keepalive_timeout: Option<u64>,
+
+    /// The store's page cache, in bytes [default: 67108864].
+    #[arg(long, value_name = "BYTES", env = "SHEETD_STORE_CACHE_BYTES")]
+    pub store_cache_bytes: Option<usize>,
+
     /// TLS certificate chain (PEM); with --tls-key, serves HTTPS only.
     #[arg(long, value_name = "FILE", env = "SHEETD_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -95,8 +169,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", env = "SHEETD_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
-    /// A bearer token clients must send (`authorization: Bearer <token>`); repeatable, or
-    /// comma-separated in SHEETD_TOKENS. With none, no authentication. Health checks never need one.
+    /// A bearer token clients must send (`authorization: Bearer <token>`): `TOKEN` (role admin)
+    /// or `ROLE=TOKEN` with ROLE read, write or admin; repeatable, or comma-separated in
+    /// SHEETD_TOKENS. Empty tokens are refused. With none, no authentication. Health checks
+    /// never need one.
     #[arg(
         long = "token",
         value_name = "TOKEN",
@@ -131,6 +207,7 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     default_ruleset: Option<String>,
     log_format: Option<LogFormat>,
+    ruleset_roots: Option<Vec<PathBuf>>,
     #[serde(default)]
     rulesets: BTreeMap<String, Vec<PathBuf>>,
     #[serde(default)]
@@ -151,6 +228,19 @@ struct FileLimits {
     max_formula_depth: Option<usize>,
     max_sheets: Option<usize>,
     watch_buffer: Option<usize>,
+    max_ruleset_file_bytes: Option<u64>,
+    max_ruleset_bytes: Option<u64>,
+    max_ruleset_line_bytes: Option<usize>,
+    max_inline_ruleset_bytes: Option<usize>,
+    max_blocking: Option<usize>,
+    max_expensive: Option<usize>,
+    call_timeout: Option<u64>,
+    max_connections: Option<usize>,
+    handshake_timeout: Option<u64>,
+    idle_timeout: Option<u64>,
+    keepalive_interval: Option<u64>,
+    keepalive_timeout: Option<u64>,
+    store_cache_bytes: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,11 +270,13 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub rulesets: Vec<(String, Vec<PathBuf>)>,
+    /// Where paths named by clients may lead.
+    pub ruleset_roots: Vec<PathBuf>,
     pub default_ruleset: String,
     pub max_request_bytes: usize,
     pub limits: Limits,
     pub tls: Option<(PathBuf, PathBuf)>,
-    pub tokens: Vec<String>,
+    pub tokens: Vec<TokenSpec>,
     pub cors_origins: Vec<String>,
     pub log_format: LogFormat,
 }
@@ -246,26 +338,84 @@ impl ServeArgs {
             (None, None, Some(t)) => Some((rel(t.cert), rel(t.key))),
             _ => None,
         };
+        let d = Limits::default();
+        let f = &file.limits;
+        let secs = |flag: Option<u64>, file: Option<u64>, default: std::time::Duration| {
+            flag.or(file).map_or(default, std::time::Duration::from_secs)
+        };
         let limits = Limits {
             ops: OpLimits {
-                max_operations: self.max_operations.or(file.limits.max_operations).unwrap_or(1000),
+                max_operations: self.max_operations.or(f.max_operations).unwrap_or(d.ops.max_operations),
                 formula: formula::Limits {
-                    max_len: self.max_formula_length.or(file.limits.max_formula_length).unwrap_or(16 * 1024),
-                    max_depth: self.max_formula_depth.or(file.limits.max_formula_depth).unwrap_or(64),
+                    max_len: self.max_formula_length.or(f.max_formula_length).unwrap_or(16 * 1024),
+                    max_depth: self.max_formula_depth.or(f.max_formula_depth).unwrap_or(64),
                 },
             },
-            max_sheets: self.max_sheets.or(file.limits.max_sheets).unwrap_or(100_000),
-            watch_buffer: self.watch_buffer.or(file.limits.watch_buffer).unwrap_or(256).max(1),
+            max_sheets: self.max_sheets.or(f.max_sheets).unwrap_or(d.max_sheets),
+            watch_buffer: self.watch_buffer.or(f.watch_buffer).unwrap_or(d.watch_buffer).max(1),
+            read: data::ReadLimits {
+                max_file_bytes: self
+                    .max_ruleset_file_bytes
+                    .or(f.max_ruleset_file_bytes)
+                    .unwrap_or(d.read.max_file_bytes),
+                max_total_bytes: self
+                    .max_ruleset_bytes
+                    .or(f.max_ruleset_bytes)
+                    .unwrap_or(d.read.max_total_bytes),
+                max_line_bytes: self
+                    .max_ruleset_line_bytes
+                    .or(f.max_ruleset_line_bytes)
+                    .unwrap_or(d.read.max_line_bytes),
+            },
+            max_inline_ruleset_bytes: self
+                .max_inline_ruleset_bytes
+                .or(f.max_inline_ruleset_bytes)
+                .unwrap_or(d.max_inline_ruleset_bytes),
+            max_blocking: self.max_blocking.or(f.max_blocking).unwrap_or(d.max_blocking).max(1),
+            max_expensive: self.max_expensive.or(f.max_expensive).unwrap_or(d.max_expensive).max(1),
+            call_timeout: secs(self.call_timeout, f.call_timeout, d.call_timeout),
+            max_connections: self.max_connections.or(f.max_connections).unwrap_or(d.max_connections).max(1),
+            handshake_timeout: secs(self.handshake_timeout, f.handshake_timeout, d.handshake_timeout),
+            idle_timeout: secs(self.idle_timeout, f.idle_timeout, d.idle_timeout),
+            keepalive_interval: secs(self.keepalive_interval, f.keepalive_interval, d.keepalive_interval),
+            keepalive_timeout: secs(self.keepalive_timeout, f.keepalive_timeout, d.keepalive_timeout),
+            store_cache_bytes: self.store_cache_bytes.or(f.store_cache_bytes).unwrap_or(d.store_cache_bytes),
         };
         if limits.ops.formula.max_depth > 256 {
             return Err(
                 "max_formula_depth is at most 256 (deeper formulas could exhaust the stack)".to_owned()
             );
         }
+        for (name, d) in [
+            ("call_timeout", limits.call_timeout),
+            ("handshake_timeout", limits.handshake_timeout),
+            ("idle_timeout", limits.idle_timeout),
+            ("keepalive_interval", limits.keepalive_interval),
+            ("keepalive_timeout", limits.keepalive_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(format!("{name} must be at least 1 second"));
+            }
+        }
+        let token_texts = if self.tokens.is_empty() { file.auth.tokens } else { self.tokens };
+        let tokens = token_texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TokenSpec::parse(t).map_err(|e| format!("token {}: {e}", i + 1)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let data_dir = self.data_dir.or(file.data_dir.map(rel)).unwrap_or_else(default_data_dir);
+        let ruleset_roots = if !self.ruleset_roots.is_empty() {
+            self.ruleset_roots
+        } else if let Some(roots) = file.ruleset_roots {
+            roots.into_iter().map(rel).collect()
+        } else {
+            vec![data_dir.join("rulesets")]
+        };
         Ok(ServeConfig {
             listen: self.listen.or(file.listen).unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 50051))),
-            data_dir: self.data_dir.or(file.data_dir.map(rel)).unwrap_or_else(default_data_dir),
+            data_dir,
             rulesets,
+            ruleset_roots,
             default_ruleset: self
                 .default_ruleset
                 .or(file.default_ruleset)
@@ -276,7 +426,7 @@ impl ServeArgs {
                 .unwrap_or(4 * 1024 * 1024),
             limits,
             tls,
-            tokens: if self.tokens.is_empty() { file.auth.tokens } else { self.tokens },
+            tokens,
             cors_origins: if self.cors_origins.is_empty() { file.cors.origins } else { self.cors_origins },
             log_format: self.log_format.or(file.log_format).unwrap_or_default(),
         })
@@ -338,7 +488,7 @@ tokens = ["a"]
         assert_eq!(c.data_dir, dir.path().join("store"));
         assert_eq!(c.limits.ops.max_operations, 9);
         assert_eq!(c.limits.max_sheets, 7);
-        assert_eq!(c.tokens, ["a"]);
+        assert_eq!(c.tokens, [TokenSpec::parse("a").expect("token")]);
         assert_eq!(c.tls, Some((dir.path().join("c.pem"), dir.path().join("k.pem"))));
         assert_eq!(
             c.rulesets,
@@ -364,5 +514,13 @@ tokens = ["a"]
             .resolve()
             .expect_err("reserved");
         assert!(e.contains("starter"), "{e}");
+        for tokens in [vec!["".to_owned()], vec!["a".to_owned(), "".to_owned()], vec!["  ".to_owned()]] {
+            let e = ServeArgs { tokens, ..Default::default() }.resolve().expect_err("empty token");
+            assert!(e.contains("empty"), "{e}");
+        }
+        let file = dir.path().join("empty-token.toml");
+        std::fs::write(&file, "[auth]\ntokens = [\"read=\"]\n").expect("write");
+        let e = ServeArgs { config: Some(file), ..Default::default() }.resolve().expect_err("empty");
+        assert!(e.contains("empty"), "{e}");
     }
 }

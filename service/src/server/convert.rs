@@ -305,10 +305,10 @@ pub fn diagnostic(d: &Diagnostic) -> pb::Diagnostic {
         code: d.code.to_owned(),
         message: d.message.clone(),
         location: d.at.as_ref().map(|o| pb::Location {
-            file: o.file.to_string(),
-            line: o.line,
-            col: o.col,
-            line_text: o.line_text.to_string(),
+            file: o.file().to_owned(),
+            line: o.line(),
+            col: o.col(),
+            line_text: o.line_text().to_owned(),
         }),
         help: d.help.clone().unwrap_or_default(),
         ..Default::default()
@@ -372,4 +372,47 @@ pub fn with_details(code: Code, diagnostics: Vec<pb::Diagnostic>) -> Status {
 /// The diagnostics in a status's details (empty when it has none).
 pub fn status_diagnostics(status: &Status) -> Vec<pb::Diagnostic> {
     pb::ErrorInfo::decode(status.details()).map(|i| i.diagnostics).unwrap_or_default()
+}
+
+/// Status details (an encoded [`pb::ErrorInfo`]) cut down to fit
+/// [`MAX_STATUS_DETAILS`](crate::server::policy::MAX_STATUS_DETAILS): each text clipped, a long
+/// formula replaced by an excerpt around its span (`formula_offset` says where it starts, and
+/// the span still counts from the whole formula's start), then diagnostics dropped from the end
+/// until it fits. Details that are not an `ErrorInfo` are dropped.
+pub fn shrink_details(details: &[u8]) -> Vec<u8> {
+    use crate::server::policy::{MAX_STATUS_DETAILS, clip};
+    let Ok(mut info) = pb::ErrorInfo::decode(details) else { return Vec::new() };
+    const TEXT: usize = 256;
+    const FORMULA: usize = 512;
+    for d in &mut info.diagnostics {
+        d.message = clip(&d.message, TEXT);
+        d.help = clip(&d.help, TEXT);
+        d.code = clip(&d.code, 64);
+        if let Some(l) = &mut d.location {
+            l.file = clip(&l.file, TEXT);
+            l.line_text = clip(&l.line_text, TEXT);
+        }
+        if d.formula.len() > FORMULA {
+            let (start, end) = d.span.map_or((0, 0), |s| (s.start as usize, s.end as usize));
+            let mut from = start.saturating_sub(FORMULA / 4).min(d.formula.len());
+            while !d.formula.is_char_boundary(from) {
+                from -= 1;
+            }
+            let mut to = end.max(start).saturating_add(FORMULA / 4).min(from + FORMULA).min(d.formula.len());
+            while !d.formula.is_char_boundary(to) {
+                to -= 1;
+            }
+            d.formula = d.formula[from..to].to_owned();
+            d.formula_offset = u32::try_from(from).unwrap_or(u32::MAX);
+        }
+        for c in d.cycle.iter_mut().chain(d.cycle_modifiers.iter_mut()) {
+            *c = clip(c, 64);
+        }
+        d.cycle.truncate(32);
+        d.cycle_modifiers.truncate(32);
+    }
+    while info.encoded_len() > MAX_STATUS_DETAILS && !info.diagnostics.is_empty() {
+        info.diagnostics.pop();
+    }
+    info.encode_to_vec()
 }

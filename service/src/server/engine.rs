@@ -12,6 +12,7 @@
 
 use crate::proto as pb;
 use crate::server::convert::{self, OpLimits};
+use crate::server::policy;
 use crate::server::store::{
     LogEntry, RulesetRecord, SNAPSHOT_EVERY, SheetRecord, Snapshot, Store, StoreError,
 };
@@ -19,7 +20,7 @@ use arc_swap::ArcSwap;
 use data::{Character, Ruleset, SheetOp};
 use solver::Trace;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use tokio::sync::broadcast;
 use tonic::{Code, Status};
@@ -27,25 +28,7 @@ use tonic::{Code, Status};
 /// The id of the bundled starter ruleset.
 pub const STARTER: &str = "starter";
 
-/// Limits on what one request may ask.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    pub ops: OpLimits,
-    /// Most sheets the server holds.
-    pub max_sheets: usize,
-    /// Change events buffered per sheet for watchers before a slow one must resync.
-    pub watch_buffer: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            ops: OpLimits { max_operations: 1000, formula: formula::Limits::default() },
-            max_sheets: 100_000,
-            watch_buffer: 256,
-        }
-    }
-}
+pub use crate::server::policy::Limits;
 
 /// What the engine starts with.
 #[derive(Clone, Debug, Default)]
@@ -56,13 +39,19 @@ pub struct EngineConfig {
     /// The ruleset used when a request names none.
     pub default_ruleset: String,
     pub limits: Limits,
+    /// Where paths named by clients may lead (preloaded paths are the operator's own).
+    pub ruleset_roots: Vec<PathBuf>,
 }
 
 /// Where a ruleset comes from.
 #[derive(Clone, Debug)]
 enum Source {
     Builtin,
-    Paths(Vec<PathBuf>),
+    /// Files on disk; `confined` when a client named them (they must lie under the ruleset roots).
+    Paths {
+        paths: Vec<PathBuf>,
+        confined: bool,
+    },
     Inline(String),
 }
 
@@ -105,12 +94,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn internal(e: StoreError) -> Status {
     tracing::error!(error = %e, "store failure");
     Status::unavailable(e.0)
-}
-
-fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '#'))
 }
 
 /// Limits used when replaying the log: what was accepted once is replayed even if limits were
@@ -160,14 +143,7 @@ pub struct Engine {
     sheets: RwLock<BTreeMap<String, Arc<SheetEntry>>>,
     default_ruleset: String,
     limits: Limits,
-}
-
-fn compile(id: &str, source: &Source) -> Result<Ruleset, Vec<data::Diagnostic>> {
-    match source {
-        Source::Builtin => data::load_starter(),
-        Source::Paths(p) => data::load(p),
-        Source::Inline(text) => data::load_str(text, &format!("<inline {id}>")),
-    }
+    ruleset_roots: Vec<PathBuf>,
 }
 
 fn diagnostics_status(id: &str, diagnostics: &[data::Diagnostic]) -> String {
@@ -193,10 +169,11 @@ impl Engine {
                 config.default_ruleset.clone()
             },
             limits: config.limits,
+            ruleset_roots: config.ruleset_roots.clone(),
         };
         let mut sources: Vec<(String, Source)> = vec![(STARTER.to_owned(), Source::Builtin)];
         for (id, paths) in &config.preload {
-            sources.push((id.clone(), Source::Paths(paths.clone())));
+            sources.push((id.clone(), Source::Paths { paths: paths.clone(), confined: false }));
         }
         let mut rest: Vec<&RulesetRecord> = stored.values().collect();
         rest.sort_by(|a, b| a.id.cmp(&b.id));
@@ -207,13 +184,13 @@ impl Engine {
             let source = if !r.inline_text.is_empty() {
                 Source::Inline(r.inline_text.clone())
             } else {
-                Source::Paths(r.paths.iter().map(PathBuf::from).collect())
+                Source::Paths { paths: r.paths.iter().map(PathBuf::from).collect(), confined: true }
             };
             sources.push((r.id.clone(), source));
         }
         for (id, source) in sources {
             let version = stored.get(&id).map_or(1, |r| r.version.max(1));
-            match compile(&id, &source) {
+            match engine.compile(&id, &source) {
                 Ok(ruleset) => {
                     tracing::info!(ruleset = %id, version, "ruleset loaded");
                     engine
@@ -315,14 +292,49 @@ impl Engine {
     // -----------------------------------------------------------------------------------------
     // Rulesets
 
-    /// Loads a new ruleset from paths or inline text.
-    pub fn load_ruleset(&self, req: &pb::LoadRulesetRequest) -> Result<pb::RulesetReply, Status> {
-        if !valid_id(&req.id) {
+    /// Compiles a ruleset, reading files through the policy: confined to the ruleset roots when a
+    /// client named them, always within the read limits.
+    fn compile(&self, id: &str, source: &Source) -> Result<Ruleset, Vec<data::Diagnostic>> {
+        match source {
+            Source::Builtin => data::load_starter(),
+            Source::Paths { paths, confined } => {
+                let files =
+                    if *confined { data::Files::confined(&self.ruleset_roots) } else { data::Files::disk() };
+                data::load_with(paths, &files.with_limits(self.limits.read))
+            }
+            Source::Inline(text) => data::load_str(text, &format!("<inline {id}>")),
+        }
+    }
+
+    /// A client's path: a relative one is relative to the first ruleset root that has it (or to
+    /// the first root). Whether it may be read is decided when it is read ([`data::Files`]).
+    fn under_roots(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            return path.to_owned();
+        }
+        self.ruleset_roots
+            .iter()
+            .map(|r| r.join(path))
+            .find(|p| p.exists())
+            .or_else(|| self.ruleset_roots.first().map(|r| r.join(path)))
+            .unwrap_or_else(|| path.to_owned())
+    }
+
+    /// Inline ruleset text within the limits: its size and its longest line.
+    fn check_inline(&self, text: &str) -> Result<(), Status> {
+        let max = self.limits.max_inline_ruleset_bytes;
+        if text.len() > max {
             return Err(Status::invalid_argument(format!(
-                "ruleset id `{}` must be 1 to 128 letters, digits, '-', '_' or '.'",
-                req.id
+                "the inline ruleset is {} bytes; the limit is {max} bytes (--max-inline-ruleset-bytes)",
+                text.len()
             )));
         }
+        self.limits.read.check_lines("the inline ruleset", text).map_err(Status::invalid_argument)
+    }
+
+    /// Loads a new ruleset from paths or inline text.
+    pub fn load_ruleset(&self, req: &pb::LoadRulesetRequest) -> Result<pb::RulesetReply, Status> {
+        policy::check_id("ruleset", &req.id)?;
         if self.read_rulesets().contains_key(&req.id) {
             return Err(Status::already_exists(format!(
                 "ruleset `{}` is already loaded (use ReloadRuleset to change it)",
@@ -330,15 +342,21 @@ impl Engine {
             )));
         }
         let source = match (req.paths.is_empty(), req.inline_text.is_empty()) {
-            (false, true) => Source::Paths(req.paths.iter().map(PathBuf::from).collect()),
-            (true, false) => Source::Inline(req.inline_text.clone()),
+            (false, true) => Source::Paths {
+                paths: req.paths.iter().map(|p| self.under_roots(Path::new(p))).collect(),
+                confined: true,
+            },
+            (true, false) => {
+                self.check_inline(&req.inline_text)?;
+                Source::Inline(req.inline_text.clone())
+            }
             _ => {
                 return Err(Status::invalid_argument(
                     "give either `paths` or `inline_text`, not both or neither",
                 ));
             }
         };
-        match compile(&req.id, &source) {
+        match self.compile(&req.id, &source) {
             Ok(ruleset) => {
                 let warnings = ruleset.warnings().iter().map(convert::diagnostic).collect();
                 self.insert_ruleset(&req.id, source, 1, ruleset)?;
@@ -361,10 +379,13 @@ impl Engine {
                     req.id
                 )));
             }
-            Source::Inline(_) => Source::Inline(req.inline_text.clone()),
+            Source::Inline(_) => {
+                self.check_inline(&req.inline_text)?;
+                Source::Inline(req.inline_text.clone())
+            }
             other => other.clone(),
         };
-        match compile(&entry.id, &new_source) {
+        match self.compile(&entry.id, &new_source) {
             Ok(ruleset) => {
                 let warnings = ruleset.warnings().iter().map(convert::diagnostic).collect();
                 let version = entry.current.load().version + 1;
@@ -398,12 +419,7 @@ impl Engine {
     pub fn create_sheet(&self, req: &pb::CreateSheetRequest) -> Result<pb::CreateSheetResponse, Status> {
         let ruleset = self.ruleset_entry(&req.ruleset_id)?;
         let ops = convert::operations(&req.operations, &self.limits.ops)?;
-        if self.read_sheets().len() >= self.limits.max_sheets {
-            return Err(Status::resource_exhausted(format!(
-                "the server holds its limit of {} sheets (--max-sheets)",
-                self.limits.max_sheets
-            )));
-        }
+        self.check_room(self.read_sheets().len())?;
         let id = if req.id.is_empty() {
             // Skip numbers a client already took as explicit ids.
             loop {
@@ -412,19 +428,17 @@ impl Engine {
                     break id;
                 }
             }
-        } else if valid_id(&req.id) {
-            req.id.clone()
         } else {
-            return Err(Status::invalid_argument(format!(
-                "sheet id `{}` must be 1 to 128 letters, digits, '-', '_', '.' or '#'",
-                req.id
-            )));
+            policy::check_id("sheet", &req.id)?;
+            req.id.clone()
         };
         let loaded = ruleset.current.load_full();
         let mut character = Character::new(loaded.ruleset.clone()).map_err(|e| convert::sheet_error(&e))?;
         let report = character.apply(&ops).map_err(|e| convert::sheet_error(&e))?;
         let values = all_values(&character);
         let mut sheets = self.write_sheets();
+        // Checked again under the write lock: concurrent creates cannot pass the limit together.
+        self.check_room(sheets.len())?;
         // A stored sheet whose ruleset failed to load is not in memory, but its id is taken.
         if sheets.contains_key(&id) || self.store.has_sheet(&id).map_err(internal)? {
             return Err(Status::already_exists(format!("sheet `{id}` already exists")));
@@ -444,6 +458,17 @@ impl Engine {
         let info = sheet_info(&entry, &lock(&entry.state));
         sheets.insert(id, entry);
         Ok(pb::CreateSheetResponse { sheet: Some(info), values })
+    }
+
+    /// Whether one more sheet fits under `--max-sheets`, given how many there are.
+    fn check_room(&self, held: usize) -> Result<(), Status> {
+        if held >= self.limits.max_sheets {
+            return Err(Status::resource_exhausted(format!(
+                "the server holds its limit of {} sheets (--max-sheets)",
+                self.limits.max_sheets
+            )));
+        }
+        Ok(())
     }
 
     pub fn get_sheet(&self, id: &str) -> Result<pb::SheetInfo, Status> {
@@ -1027,7 +1052,9 @@ fn diff_traces(from: Option<&pb::Trace>, to: Option<&pb::Trace>) -> Vec<pb::Step
 fn record_of(id: &str, source: &Source, version: u64) -> RulesetRecord {
     let (paths, inline_text) = match source {
         Source::Builtin => (vec![], String::new()),
-        Source::Paths(p) => (p.iter().map(|p| p.display().to_string()).collect(), String::new()),
+        Source::Paths { paths, .. } => {
+            (paths.iter().map(|p| p.display().to_string()).collect(), String::new())
+        }
         Source::Inline(t) => (vec![], t.clone()),
     };
     RulesetRecord { id: id.to_owned(), paths, inline_text, version }
@@ -1042,7 +1069,7 @@ fn info(entry: &RulesetEntry) -> pb::RulesetInfo {
         id: entry.id.clone(),
         version: loaded.version,
         paths: match &*source {
-            Source::Paths(p) => p.iter().map(|p| p.display().to_string()).collect(),
+            Source::Paths { paths, .. } => paths.iter().map(|p| p.display().to_string()).collect(),
             Source::Builtin => vec!["(built in: data/rulesets/starter)".to_owned()],
             Source::Inline(_) => vec![],
         },

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod config;
 pub mod convert;
 pub mod engine;
+pub mod policy;
 pub mod store;
 
 use crate::proto::{FILE_DESCRIPTOR_SET, sheetd_server::SheetdServer};
@@ -21,7 +22,6 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
-use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -36,6 +36,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
         preload: config.rulesets.clone(),
         default_ruleset: config.default_ruleset.clone(),
         limits: config.limits,
+        ruleset_roots: config.ruleset_roots.clone(),
     };
     let engine = tokio::task::spawn_blocking(move || Engine::open(engine_config))
         .await
@@ -49,7 +50,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let shutdown_rx_for_grace = shutdown_rx.clone();
     let api = api::Api::new(engine.clone(), shutdown_rx);
-    let auth = auth::Auth::new(config.tokens.clone());
+    let auth = auth::Auth::new(&config.tokens);
     let sheetd = SheetdServer::new(api)
         .max_decoding_message_size(config.max_request_bytes)
         .max_encoding_message_size(usize::MAX);
@@ -80,16 +81,18 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
         .accept_http1(true)
         .layer(cors(&config.cors_origins)?)
         .layer(tonic_web::GrpcWebLayer::new())
+        .layer(auth.clone())
         .add_service(health_service)
-        .add_service(InterceptedService::new(sheetd, auth.clone()))
-        .add_service(InterceptedService::new(reflection_v1, auth.clone()))
-        .add_service(InterceptedService::new(reflection_v1alpha, auth));
+        .add_service(sheetd)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha);
 
     tracing::info!(
         %addr,
         store = %engine.store_path().display(),
         tls = config.tls.is_some(),
-        auth = !config.tokens.is_empty(),
+        auth = auth.enabled(),
+        tokens = config.tokens.len(),
         "serving"
     );
     // One line on stdout for people and scripts (tests read the port from it).

@@ -25,21 +25,46 @@ impl Server {
         Server::start_with_env(data_dir, args, &[])
     }
 
+    /// Like [`Server::start`], with the server's address space limited to `bytes`
+    /// (`RLIMIT_AS`): an abuse that would exhaust the machine fails inside the test instead.
+    #[allow(dead_code, reason = "not every test file uses it")]
+    pub fn start_limited(data_dir: &Path, args: &[&str], bytes: u64) -> Server {
+        Server::spawn(data_dir, args, &[], Some(bytes))
+    }
+
     /// Like [`Server::start`], with extra environment variables.
     pub fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::spawn(data_dir, args, env, None)
+    }
+
+    fn spawn(data_dir: &Path, args: &[&str], env: &[(&str, &str)], limit: Option<u64>) -> Server {
         let log = data_dir.with_extension(format!("log-{}", std::process::id()));
         let log_file = std::fs::File::create(&log).expect("log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sheetd"));
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .args(args)
             .env("RUST_LOG", "info")
             .env_remove("SHEETD_CONFIG")
+            .env_remove("SHEETD_TOKENS")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(log_file)
-            .spawn()
-            .expect("start sheetd serve");
+            .stderr(log_file);
+        if let Some(bytes) = limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let lim = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+                    if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command.spawn().expect("start sheetd serve");
         let mut line = String::new();
         let stdout = child.stdout.take().expect("stdout is piped");
         BufReader::new(stdout).read_line(&mut line).expect("read stdout");
@@ -116,11 +141,13 @@ pub fn example_character() -> Vec<pb::Operation> {
 }
 
 /// A value as people read it.
+#[allow(dead_code, reason = "not every test file uses it")]
 pub fn shown(v: &Option<pb::Value>) -> String {
     v.as_ref().map_or("(none)".to_owned(), sheetd::server::convert::show)
 }
 
 /// The value of `r` among `values`.
+#[allow(dead_code, reason = "not every test file uses it")]
 pub fn value_of(values: &[pb::VariableValue], r: &str) -> String {
     shown(&values.iter().find(|v| v.r#ref == r).unwrap_or_else(|| panic!("no {r}")).value)
 }

@@ -1,0 +1,166 @@
+//! The daemon's limits and policies, in one place: what one request, one connection and the
+//! whole server may use ([`Limits`], every default documented in `docs/api.md#security`), which
+//! ids are valid ([`check_id`]), how much of a client's input a status may echo
+//! ([`clip_status`]), and how untrusted text is made safe for a log line ([`LogSafe`]).
+//!
+//! Who may call what is [`super::auth`]; where ruleset files may be read from is
+//! [`data::Files`], configured here by [`Limits::read`] and the ruleset roots.
+
+use crate::server::convert::OpLimits;
+use std::fmt;
+use std::time::Duration;
+use tonic::Status;
+
+/// Every limit the daemon enforces.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Operations per batch, formula length and nesting.
+    pub ops: OpLimits,
+    /// Most sheets the server holds.
+    pub max_sheets: usize,
+    /// Change events buffered per watcher (live and replayed) before a slow one must resync.
+    pub watch_buffer: usize,
+    /// Ruleset files: bytes per file, per load, per line.
+    pub read: data::ReadLimits,
+    /// Largest inline ruleset text.
+    pub max_inline_ruleset_bytes: usize,
+    /// Calls running on blocking threads at once (solving, store writes); more wait.
+    pub max_blocking: usize,
+    /// Expensive calls (WhyChanged, replays) running at once; more wait.
+    pub max_expensive: usize,
+    /// How long a call may wait for its turn and run before it is answered DEADLINE_EXCEEDED.
+    pub call_timeout: Duration,
+    /// Open connections at once; more are refused until one closes.
+    pub max_connections: usize,
+    /// Time for a new connection to complete its TLS and HTTP/2 handshakes.
+    pub handshake_timeout: Duration,
+    /// A connection with no call in flight for this long is closed.
+    pub idle_timeout: Duration,
+    /// HTTP/2 keepalive ping interval, and how long to wait for the answer.
+    pub keepalive_interval: Duration,
+    pub keepalive_timeout: Duration,
+    /// The store's page cache.
+    pub store_cache_bytes: usize,
+}
+
+/// Longest sheet or ruleset id, in bytes.
+pub const MAX_ID_BYTES: usize = 128;
+
+/// Longest status message sent to a client, in bytes.
+pub const MAX_STATUS_MESSAGE: usize = 1024;
+
+/// Largest status details sent to a client, in bytes.
+pub const MAX_STATUS_DETAILS: usize = 4096;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            ops: OpLimits { max_operations: 1000, formula: formula::Limits::default() },
+            max_sheets: 100_000,
+            watch_buffer: 256,
+            read: data::ReadLimits::default(),
+            max_inline_ruleset_bytes: 1 << 20,
+            max_blocking: 64,
+            max_expensive: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            call_timeout: Duration::from_secs(60),
+            max_connections: 512,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            keepalive_interval: Duration::from_secs(60),
+            keepalive_timeout: Duration::from_secs(20),
+            store_cache_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Checks a sheet or ruleset id: 1 to [`MAX_ID_BYTES`] ASCII letters, digits, `-`, `_` or `#`.
+/// No `.`, which separates an instance id from a variable name in references, and nothing a
+/// terminal or a log reader would interpret.
+pub fn check_id(what: &str, id: &str) -> Result<(), Status> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_BYTES
+        && id.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'#'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Status::invalid_argument(format!(
+            "{what} id `{}` must be 1 to {MAX_ID_BYTES} letters, digits, '-', '_' or '#'",
+            LogSafe(&clip(id, 64))
+        )))
+    }
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary, with `…` when cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// A status as it may leave the server: its message at most [`MAX_STATUS_MESSAGE`] bytes and
+/// its details at most [`MAX_STATUS_DETAILS`], so that every rejection fits in the header limits
+/// of stock clients (8–16 KiB) and arrives intact. Details over the limit are shrunk by
+/// [`shrink_details`], which keeps their structure.
+pub fn clip_status(s: Status) -> Status {
+    let message_ok = s.message().len() <= MAX_STATUS_MESSAGE;
+    let details_ok = s.details().len() <= MAX_STATUS_DETAILS;
+    if message_ok && details_ok {
+        return s;
+    }
+    let message = clip(s.message(), MAX_STATUS_MESSAGE);
+    let details =
+        if details_ok { s.details().to_vec() } else { crate::server::convert::shrink_details(s.details()) };
+    Status::with_details(s.code(), message, details.into())
+}
+
+/// Untrusted text for a log line: control characters (newlines, escapes) are written as
+/// `\n`, `\u{1b}` and so on, so one value can never forge or garble a line.
+pub struct LogSafe<'a>(pub &'a str);
+
+impl fmt::Display for LogSafe<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                fmt::Write::write_char(f, c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_exclude_dots_and_control_characters_and_are_bounded() {
+        for ok in ["sheet-1", "a_b", "x#1", &"a".repeat(MAX_ID_BYTES)] {
+            assert!(check_id("sheet", ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a.b", "a\nb", "a b", "é", &"a".repeat(MAX_ID_BYTES + 1), "a\u{1b}[31m"] {
+            let e = check_id("sheet", bad).expect_err(bad);
+            assert!(!e.message().contains('\n') && e.message().len() < 200, "{}", e.message());
+        }
+    }
+
+    #[test]
+    fn log_safe_escapes_control_characters() {
+        assert_eq!(LogSafe("a\nb\r\t\u{1b}c").to_string(), "a\\nb\\r\\t\\u{1b}c");
+        assert_eq!(LogSafe("plain é").to_string(), "plain é");
+    }
+
+    #[test]
+    fn clipping_keeps_character_boundaries() {
+        assert_eq!(clip("ééé", 3), "é…");
+        assert_eq!(clip("abc", 3), "abc");
+        let s = clip_status(Status::invalid_argument("x".repeat(20_000)));
+        assert!(s.message().len() <= MAX_STATUS_MESSAGE + 3);
+    }
+}

@@ -1,0 +1,299 @@
+//! Regression tests for the holes of issue 11, each against the real `sheetd serve` binary:
+//! ruleset paths confined to roots, reads bounded, tokens with roles, no auth bypass with empty
+//! tokens, clipped statuses, ids that cannot forge log lines, and the sheet limit under
+//! concurrency.
+
+#[path = "common/server.rs"]
+mod server;
+
+use server::Server;
+use sheetd::proto::{self as pb, sheetd_client::SheetdClient};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use tonic::Code;
+use tonic::metadata::MetadataValue;
+use tonic::service::Interceptor;
+use tonic::transport::Channel;
+
+/// A client that sends `authorization: <value>` verbatim.
+async fn with_authorization(
+    url: &str,
+    value: &'static str,
+) -> SheetdClient<tonic::service::interceptor::InterceptedService<Channel, impl Interceptor>> {
+    let channel = Channel::from_shared(url.to_owned()).expect("url").connect().await.expect("connect");
+    SheetdClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
+        req.metadata_mut().insert("authorization", MetadataValue::from_static(value));
+        Ok(req)
+    })
+}
+
+fn load(id: &str, path: &str) -> pb::LoadRulesetRequest {
+    pb::LoadRulesetRequest { id: id.into(), paths: vec![path.into()], inline_text: String::new() }
+}
+
+/// Everything a status carries, as text: its message and its details' diagnostics.
+fn everything_in(s: &tonic::Status) -> String {
+    format!("{} {:?}", s.message(), sheetd::server::convert::status_diagnostics(s))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_ruleset_reads_only_regular_files_under_the_ruleset_roots() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(dir.path().join("secret.toml"), "[ruleset]\nname = \"TOP-SECRET-LINE\"\n").expect("write");
+    std::os::unix::fs::symlink(dir.path().join("secret.toml"), root.join("escape.toml")).expect("symlink");
+    std::fs::write(
+        root.join("tiny.toml"),
+        "[ruleset]\nname = \"t\"\nglobal = \"PC\"\n[defaults]\nNUMBER = 0\n[variables.PC]\nBase = \"NUMBER\"\n",
+    )
+    .expect("write");
+    let server = Server::start(
+        &dir.path().join("data"),
+        &["--ruleset-root", root.to_str().expect("utf-8"), "--call-timeout", "5"],
+    );
+    let mut c = server.client().await;
+    let secret = dir.path().join("secret.toml");
+    let up = format!("{}/../secret.toml", root.display());
+    let missing = dir.path().join("no-such-file.toml");
+    for path in [
+        "/etc/passwd",
+        "/proc/self/environ",
+        "../../../../../../etc/passwd",
+        secret.to_str().expect("utf-8"),
+        &up,
+        missing.to_str().expect("utf-8"),
+        "/dev/zero",
+        "/proc/self/fd/0",
+    ] {
+        let start = Instant::now();
+        let e = c.load_ruleset(load("x", path)).await.expect_err(path);
+        assert!(start.elapsed() < Duration::from_secs(3), "{path} took {:?}", start.elapsed());
+        assert_eq!(e.code(), Code::InvalidArgument, "{path}: {e:?}");
+        let all = everything_in(&e);
+        assert!(all.contains("outside the ruleset roots"), "{path}: {all}");
+        // Nothing read, so nothing echoed; existing and missing files answer alike.
+        for leak in ["root:", "TOP-SECRET", "SHEETD", "PATH=", "No such file"] {
+            assert!(!all.contains(leak), "{path} leaks {leak}: {all}");
+        }
+    }
+    let e = c.load_ruleset(load("x", "escape.toml")).await.expect_err("symlink out");
+    let all = everything_in(&e);
+    assert!(all.contains("symbolic link") && !all.contains("TOP-SECRET"), "{all}");
+    // Inside the root, by absolute or root-relative path, it loads.
+    let ok = c.load_ruleset(load("tiny", "tiny.toml")).await.expect("inside").into_inner();
+    assert!(ok.ok, "{ok:?}");
+    let abs = root.join("tiny.toml");
+    assert!(
+        c.load_ruleset(load("tiny2", abs.to_str().expect("utf-8"))).await.expect("absolute").into_inner().ok
+    );
+    // The server is still fine.
+    c.ping(pb::PingRequest {}).await.expect("alive");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ruleset_reads_and_inline_text_are_bounded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(root.join("big.toml"), "# x\n".repeat(1000)).expect("write");
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            "--ruleset-root",
+            root.to_str().expect("utf-8"),
+            "--max-ruleset-file-bytes",
+            "2000",
+            "--max-inline-ruleset-bytes",
+            "5000",
+            "--max-ruleset-line-bytes",
+            "100",
+        ],
+    );
+    let mut c = server.client().await;
+    let e = c.load_ruleset(load("big", "big.toml")).await.expect_err("too big");
+    assert!(everything_in(&e).contains("the limit is 2000 bytes"), "{e:?}");
+    let inline = |text: String| pb::LoadRulesetRequest { id: "i".into(), paths: vec![], inline_text: text };
+    let e = c.load_ruleset(inline("# x\n".repeat(2000))).await.expect_err("inline too big");
+    assert!(e.message().contains("the limit is 5000 bytes"), "{e:?}");
+    let e = c.load_ruleset(inline(format!("# {}\n", "x".repeat(200)))).await.expect_err("long line");
+    assert!(e.message().contains("line 1 is 202 bytes long"), "{e:?}");
+}
+
+/// Loading costs memory linear in the ruleset's size: 12,000 modifiers on one 300 KB line once
+/// took the server past 24 GiB. Here it runs under a 3 GiB address-space limit and must load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_one_line_inline_ruleset_loads_within_a_memory_limit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start_limited(
+        &dir.path().join("data"),
+        &["--max-inline-ruleset-bytes", "1000000", "--max-ruleset-line-bytes", "1000000"],
+        3 << 30,
+    );
+    let mods: Vec<String> = (0..12_000).map(|i| format!("{{ var = \"V\", add = \"{}\" }}", i % 7)).collect();
+    let text = format!(
+        "[ruleset]\nname = \"big\"\nglobal = \"PC\"\n[defaults]\nNUMBER = 0\n[variables.PC]\nV = \"NUMBER\"\n\
+         [global]\nmodify = [{}]\n",
+        mods.join(", ")
+    );
+    assert!(text.len() > 250_000);
+    let mut c = server.client().await;
+    let r = c
+        .load_ruleset(pb::LoadRulesetRequest { id: "big".into(), paths: vec![], inline_text: text })
+        .await
+        .expect("loads")
+        .into_inner();
+    assert!(r.ok && r.ruleset.and_then(|r| r.summary).map(|s| s.modifiers) == Some(12_000));
+    c.ping(pb::PingRequest {}).await.expect("alive");
+}
+
+fn serve_fails(args: &[&str], env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .args(args)
+        .env_remove("SHEETD_TOKENS")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "must refuse to start: {out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_tokens_are_refused_and_the_scheme_is_case_insensitive() {
+    for (args, env) in [
+        (&["--token", ""][..], &[][..]),
+        (&["--token", "  "][..], &[][..]),
+        (&[][..], &[("SHEETD_TOKENS", "a,")][..]),
+        (&[][..], &[("SHEETD_TOKENS", " , ")][..]),
+    ] {
+        let err = serve_fails(args, env);
+        assert!(err.contains("empty"), "{args:?} {env:?}: {err}");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "[auth]\ntokens = [\"\"]\n").expect("write");
+    assert!(serve_fails(&["--config", file.to_str().expect("utf-8")], &[]).contains("empty"));
+
+    let server =
+        Server::start_with_env(&dir.path().join("data"), &[], &[("SHEETD_TOKENS", " s3cret ,other")]);
+    for value in ["x", "Bearer", "Bearer ", "Bearer x", "s3cret", "Basic s3cret"] {
+        let mut c = with_authorization(&server.url, value).await;
+        let e = c.ping(pb::PingRequest {}).await.expect_err(value);
+        assert_eq!(e.code(), Code::Unauthenticated, "{value}");
+    }
+    for value in ["Bearer s3cret", "bearer s3cret", "BEARER other", "Bearer  s3cret "] {
+        let mut c = with_authorization(&server.url, value).await;
+        c.ping(pb::PingRequest {}).await.expect(value);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_read_write_admin() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(
+        &dir.path().join("data"),
+        &["--token", "read=r-token", "--token", "write=w-token", "--token", "a-token"],
+    );
+    let connect = |t: &'static str| sheetd::client::connect(&server.url, Some(t), None);
+    let (mut r, mut w, mut a) = (
+        connect("r-token").await.expect("c"),
+        connect("w-token").await.expect("c"),
+        connect("a-token").await.expect("c"),
+    );
+    let denied = |res: Result<_, tonic::Status>| match res {
+        Err(e) => assert_eq!(e.code(), Code::PermissionDenied, "{e:?}"),
+        Ok(_) => panic!("allowed"),
+    };
+    denied(r.create_sheet(pb::CreateSheetRequest::default()).await.map(|_| ()));
+    let created =
+        w.create_sheet(pb::CreateSheetRequest::default()).await.expect("write creates").into_inner();
+    let id = created.sheet.expect("info").id;
+    r.values(server::values(&id, &["AC"], None)).await.expect("read reads");
+    r.get_sheet(pb::GetSheetRequest { sheet_id: id.clone() }).await.expect("read gets");
+    denied(r.apply(server::apply(&id, None, vec![])).await.map(|_| ()));
+    w.apply(server::apply(&id, None, vec![])).await.expect("write applies");
+    denied(w.delete_sheet(pb::DeleteSheetRequest { sheet_id: id.clone() }).await.map(|_| ()));
+    let inline = pb::LoadRulesetRequest { id: "x".into(), paths: vec![], inline_text: "[ruleset\n".into() };
+    denied(w.load_ruleset(inline.clone()).await.map(|_| ()));
+    denied(
+        w.reload_ruleset(pb::ReloadRulesetRequest { id: "starter".into(), inline_text: String::new() })
+            .await
+            .map(|_| ()),
+    );
+    assert_eq!(
+        a.load_ruleset(inline).await.expect_err("bad text").code(),
+        Code::InvalidArgument,
+        "admin gets through"
+    );
+    a.delete_sheet(pb::DeleteSheetRequest { sheet_id: id }).await.expect("admin deletes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejections_fit_stock_clients_and_ids_cannot_forge_log_lines() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &["--max-formula-length", "100000"]);
+    let mut c = server.client().await;
+    let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
+    let id = created.sheet.expect("info").id;
+    // A 16,000-byte formula with a syntax error at its end: the real status arrives, with the
+    // span still pointing at the error in the whole formula.
+    let formula = format!("{} + )", "x".repeat(16_000));
+    let op =
+        format!(r#"{{"add_modifier": {{"id": "m", "var": "AC", "type": "ADD", "value": "{formula}"}}}}"#);
+    let e = c.apply(server::apply(&id, None, server::ops(&[&op]))).await.expect_err("bad formula");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(
+        e.message().len() <= 1100 && e.details().len() <= 4096,
+        "{} / {}",
+        e.message().len(),
+        e.details().len()
+    );
+    let d = &sheetd::server::convert::status_diagnostics(&e)[0];
+    let span = d.span.expect("span");
+    let (start, offset) = (span.start as usize, d.formula_offset as usize);
+    let end = span.end as usize;
+    assert!(start > 15_000 && end <= formula.len(), "the span counts from the whole formula: {span:?}");
+    assert!(offset > 0 && d.formula.len() <= 512, "an excerpt: {offset} {}", d.formula.len());
+    assert_eq!(&d.formula[start - offset..end - offset], &formula[start..end], "the excerpt holds the span");
+    // A 20,000-character id: NOT_FOUND arrives intact.
+    let long = "x".repeat(20_000);
+    let e = c.get_sheet(pb::GetSheetRequest { sheet_id: long.clone() }).await.expect_err("unknown");
+    assert_eq!(e.code(), Code::NotFound, "{e:?}");
+    let e =
+        c.create_sheet(pb::CreateSheetRequest { id: long, ..Default::default() }).await.expect_err("long");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    // Ids with a dot or a line break are refused, and the log shows the line break escaped.
+    for bad in ["a.b", "evil\nINFO forged line"] {
+        let e = c.create_sheet(pb::CreateSheetRequest { id: bad.into(), ..Default::default() }).await;
+        assert_eq!(e.expect_err(bad).code(), Code::InvalidArgument);
+    }
+    let e = c.get_sheet(pb::GetSheetRequest { sheet_id: "evil\nINFO forged line".into() }).await;
+    assert_eq!(e.expect_err("unknown").code(), Code::NotFound);
+    let log = server.stop();
+    assert!(!log.lines().any(|l| l.starts_with("INFO forged line")), "{log}");
+    assert!(log.contains("evil\\nINFO forged line"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sheet_limit_holds_under_concurrent_creates() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &["--max-sheets", "100"]);
+    let mut tasks = Vec::new();
+    for _ in 0..300 {
+        let mut c = server.client().await;
+        tasks.push(tokio::spawn(
+            async move { c.create_sheet(pb::CreateSheetRequest::default()).await.is_ok() },
+        ));
+    }
+    let mut created = 0;
+    for t in tasks {
+        created += usize::from(t.await.expect("task"));
+    }
+    assert_eq!(created, 100);
+    let mut c = server.client().await;
+    let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
+    assert_eq!(list.sheets.len(), 100);
+}
