@@ -297,3 +297,122 @@ async fn the_sheet_limit_holds_under_concurrent_creates() {
     let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
     assert_eq!(list.sheets.len(), 100);
 }
+
+/// A sheet with `n` revisions, each toggling the example armor (16-odd changes each).
+async fn long_sheet(c: &mut sheetd::client::Client, n: u64) -> String {
+    let created = c
+        .create_sheet(pb::CreateSheetRequest {
+            operations: server::example_character(),
+            ..Default::default()
+        })
+        .await
+        .expect("create")
+        .into_inner();
+    let id = created.sheet.expect("info").id;
+    let on = r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "harness"}}"#;
+    let off = r#"{"remove_object": "harness"}"#;
+    for r in 0..n {
+        let op = if r % 2 == 0 { on } else { off };
+        c.apply(server::apply(&id, Some(r), server::ops(&[op]))).await.expect("apply");
+    }
+    id
+}
+
+/// Watchers that replay a long history and never read hold one chunk each, not the history:
+/// the server's memory stays near its base while they are open and returns to it after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_replay_streams_from_the_store_in_bounded_chunks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start_limited(&dir.path().join("data"), &["--watch-buffer", "64"], 4 << 30);
+    let mut c = server.client().await;
+    let id = long_sheet(&mut c, 3000).await;
+    // Warm up: one full replay read to the end.
+    let mut w = c
+        .watch(pb::WatchRequest { sheet_id: id.clone(), variables: vec![], from_revision: Some(0) })
+        .await
+        .expect("watch")
+        .into_inner();
+    for _ in 0..3000 {
+        w.message().await.expect("event").expect("not ended");
+    }
+    drop(w);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let base = server.rss();
+    let mut idle = Vec::new();
+    for _ in 0..20 {
+        let mut c = server.client().await;
+        let s = c
+            .watch(pb::WatchRequest { sheet_id: id.clone(), variables: vec![], from_revision: Some(0) })
+            .await
+            .expect("watch")
+            .into_inner();
+        idle.push((c, s));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let open = server.rss();
+    drop(idle);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = server.rss();
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    eprintln!(
+        "rss: base {:.1} MiB, 20 idle replays {:.1} MiB, closed {:.1} MiB",
+        mib(base),
+        mib(open),
+        mib(after)
+    );
+    // Building each replay whole held 20 copies of the history (~10 MiB each here).
+    assert!(open < base + (48 << 20), "idle watchers hold {:.1} MiB", mib(open - base));
+    assert!(
+        after < base + base / 10 + (8 << 20),
+        "after closing: {:.1} MiB vs base {:.1}",
+        mib(after),
+        mib(base)
+    );
+}
+
+/// SIGTERM with calls stuck waiting for their turn (one blocking slot, hundreds of expensive
+/// calls queued): the process still exits within its grace period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_within_the_grace_period_with_calls_in_flight() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(
+        &dir.path().join("data"),
+        &["--max-blocking", "1", "--max-expensive", "1", "--shutdown-grace", "2", "--call-timeout", "600"],
+    );
+    let mut c = server.client().await;
+    let id = long_sheet(&mut c, 600).await;
+    let mut watch = c
+        .watch(pb::WatchRequest { sheet_id: id.clone(), variables: vec![], from_revision: None })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut calls = Vec::new();
+    for _ in 0..200 {
+        let mut c = server.client().await;
+        let req = pb::WhyChangedRequest {
+            sheet_id: id.clone(),
+            variable: "AC".into(),
+            from_revision: 0,
+            to_revision: None,
+        };
+        calls.push(tokio::spawn(async move { c.why_changed(req).await.map(|_| ()) }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (took, log) = tokio::task::spawn_blocking(move || server.terminate_timed(Duration::from_secs(8)))
+        .await
+        .expect("join");
+    assert!(took < Duration::from_secs(5), "exit took {took:?}\n{log}");
+    assert!(log.contains("stopped"), "{log}");
+    // The watcher was told to reconnect, not that the stream ended normally.
+    let end = watch.message().await;
+    match end {
+        Err(e) => assert!(
+            e.code() == Code::Unavailable || e.code() == Code::Unknown || e.code() == Code::Internal,
+            "{e:?}"
+        ),
+        Ok(m) => panic!("the stream must end with an error at shutdown, got {m:?}"),
+    }
+    for c in calls {
+        let _ = c.await;
+    }
+}

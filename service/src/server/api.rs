@@ -83,9 +83,21 @@ impl Api {
         span: Span,
         f: impl FnOnce(&Engine, &Span) -> Result<T, Status> + Send + 'static,
     ) -> Result<Response<T>, Status> {
-        let engine = self.engine.clone();
         let start = Instant::now();
         let inner = span.clone();
+        let result = self.run_blocking(cost, move |e| inner.in_scope(|| f(e, &inner))).await;
+        finish(&span, start, result.as_ref().err());
+        result.map(Response::new)
+    }
+
+    /// Runs `f` on a blocking thread once it has its turns, within the call timeout; the
+    /// returned status is clipped to what stock clients accept.
+    async fn run_blocking<T: Send + 'static>(
+        &self,
+        cost: Cost,
+        f: impl FnOnce(&Engine) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
+        let engine = self.engine.clone();
         let (blocking, expensive, limit) = (self.blocking.clone(), self.expensive.clone(), self.timeout);
         let run = async move {
             let turn = match cost {
@@ -95,21 +107,19 @@ impl Api {
             let permit = blocking.acquire_owned().await.map_err(closed)?;
             tokio::task::spawn_blocking(move || {
                 let _turns = (permit, turn);
-                inner.in_scope(|| f(&engine, &inner))
+                f(&engine)
             })
             .await
             .unwrap_or_else(|e| Err(Status::internal(format!("the call did not complete: {e}"))))
         };
-        let result = match tokio::time::timeout(limit, run).await {
+        match tokio::time::timeout(limit, run).await {
             Ok(r) => r,
             Err(_) => Err(Status::deadline_exceeded(format!(
                 "the call did not finish within {} s (--call-timeout)",
                 limit.as_secs()
             ))),
         }
-        .map_err(policy::clip_status);
-        finish(&span, start, result.as_ref().err());
-        result.map(Response::new)
+        .map_err(policy::clip_status)
     }
 
     /// A future that completes when the server shuts down.
@@ -274,31 +284,43 @@ impl Sheetd for Api {
 
     async fn watch(&self, req: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
         let req = req.into_inner();
-        let span = span("Watch", &req.sheet_id, 0);
-        let start = Instant::now();
-        let engine = self.engine.clone();
         let (id, from) = (req.sheet_id.clone(), req.from_revision);
-        let started = tokio::task::spawn_blocking(move || engine.watch(&id, from))
-            .await
-            .unwrap_or_else(|e| Err(Status::internal(format!("the call did not complete: {e}"))));
-        if let Ok(sub) = &started {
-            span.record("revision", sub.current);
-        }
-        finish(&span, start, started.as_ref().err());
-        let crate::server::engine::Subscription { entry, rx, backlog, current } = started?;
-        let filter = Filter::new(&req.variables);
-        let backlog: VecDeque<pb::WatchEvent> =
-            backlog.iter().filter_map(|ev| filter.changes_event(ev)).collect();
+        let sub = self
+            .call(span("Watch", &req.sheet_id, 0), move |e, span| {
+                let sub = e.watch(&id, from)?;
+                span.record("revision", sub.current);
+                Ok(sub)
+            })
+            .await?
+            .into_inner();
+        let crate::server::engine::Subscription { entry, rx, replay, current } = sub;
         let state = WatchState {
-            engine: self.engine.clone(),
+            api: self.clone(),
             entry,
             rx,
-            backlog,
+            backlog: VecDeque::new(),
+            replay,
             last: current,
-            filter,
+            filter: Filter::new(&req.variables),
             done: false,
         };
-        let stream = futures_util::stream::unfold(state, next_event).take_until(self.shutdown());
+        // At shutdown the stream ends with UNAVAILABLE, so clients know to reconnect and resume;
+        // a stream that ends by itself (its sheet deleted) just ends.
+        let shutdown = self.shutdown.clone();
+        let stream = futures_util::stream::unfold(state, next_event)
+            .map(Some)
+            .take_until(self.shutdown())
+            .chain(futures_util::stream::once(async { None }))
+            .filter_map(move |item| {
+                let out = match item {
+                    Some(item) => Some(item),
+                    None if *shutdown.borrow() => Some(Err(Status::unavailable(
+                        "the server is shutting down; resume with from_revision",
+                    ))),
+                    None => None,
+                };
+                async move { out }
+            });
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -308,19 +330,16 @@ impl Sheetd for Api {
         &self,
         req: Request<Streaming<pb::BatchItem>>,
     ) -> Result<Response<Self::SolveBatchStream>, Status> {
-        let engine = self.engine.clone();
+        let api = self.clone();
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
         let span = span("SolveBatch", "", 0);
         let results = req
             .into_inner()
             .map(move |item| {
-                let engine = engine.clone();
-                let span = span.clone();
+                let (api, span) = (api.clone(), span.clone());
                 async move {
                     let item = item?;
-                    tokio::task::spawn_blocking(move || span.in_scope(|| engine.solve_one(&item)))
-                        .await
-                        .map_err(|e| Status::internal(format!("a batch item did not complete: {e}")))
+                    api.run_blocking(Cost::Normal, move |e| Ok(span.in_scope(|| e.solve_one(&item)))).await
                 }
             })
             .buffer_unordered(jobs)
@@ -331,26 +350,50 @@ impl Sheetd for Api {
 
 /// A Watch stream's state between events.
 struct WatchState {
-    engine: Arc<Engine>,
+    api: Api,
     entry: Arc<crate::server::engine::SheetEntry>,
     rx: broadcast::Receiver<Arc<pb::WatchEvent>>,
-    /// Replayed events still to send.
+    /// Replayed events read from the store and still to send (at most one chunk).
     backlog: VecDeque<pb::WatchEvent>,
+    /// Logged revisions still to read from the store.
+    replay: std::ops::RangeInclusive<u64>,
     /// The last revision the client has seen (events up to it are skipped).
     last: u64,
     filter: Filter,
     done: bool,
 }
 
-/// The next event for a watcher: the backlog first, then live events. A watcher that fell
-/// behind the bounded buffer gets a resync (its filtered values now) instead of what it missed.
+/// The next event for a watcher: replayed revisions first, read from the store one chunk of
+/// `watch_buffer` revisions at a time as the client reads (so a watcher that does not read holds
+/// one chunk at most), then live events. A watcher that fell behind the bounded live buffer gets a
+/// resync (its filtered values now) instead of what it missed.
 async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchEvent, Status>, WatchState)> {
     use pb::watch_event::Event;
     if st.done {
         return None;
     }
-    if let Some(ev) = st.backlog.pop_front() {
-        return Some((Ok(ev), st));
+    loop {
+        if let Some(ev) = st.backlog.pop_front() {
+            return Some((Ok(ev), st));
+        }
+        if st.replay.is_empty() {
+            break;
+        }
+        let (from, to) = (*st.replay.start(), *st.replay.end());
+        let max = st.api.engine.limits().watch_buffer;
+        let id = st.entry.id.clone();
+        let chunk = st.api.run_blocking(Cost::Normal, move |e| e.replay_chunk(&id, from, to, max)).await;
+        match chunk {
+            Err(e) => {
+                st.done = true;
+                return Some((Err(e), st));
+            }
+            Ok(events) => {
+                let next = events.last().map_or(to + 1, |e| e.revision + 1);
+                st.replay = next..=to;
+                st.backlog.extend(events.iter().filter_map(|ev| st.filter.changes_event(ev)));
+            }
+        }
     }
     loop {
         match st.rx.recv().await {
@@ -372,7 +415,7 @@ async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchEvent, Status
                 // values: any event published after this is newer than, or included in, them.
                 st.rx = st.rx.resubscribe();
                 let reason = format!("the client fell {n} events behind");
-                let ev = st.engine.resync(&st.entry, &st.filter, &reason);
+                let ev = st.api.engine.resync(&st.entry, &st.filter, &reason);
                 st.last = ev.revision;
                 return Some((Ok(ev), st));
             }

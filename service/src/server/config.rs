@@ -31,6 +31,7 @@
 //! keepalive_interval = 60             # seconds
 //! keepalive_timeout = 20              # seconds
 //! store_cache_bytes = 67108864
+//! shutdown_grace = 10                 # seconds
 //!
 //! [tls]
 //! cert = "cert.pem"                   # relative paths are relative to this file
@@ -161,6 +162,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", env = "SHEETD_STORE_CACHE_BYTES")]
     pub store_cache_bytes: Option<usize>,
 
+    /// Seconds calls in flight get after SIGTERM/SIGINT before the process exits anyway
+    /// [default: 10].
+    #[arg(long, value_name = "SECONDS", env = "SHEETD_SHUTDOWN_GRACE")]
+    pub shutdown_grace: Option<u64>,
+
     /// TLS certificate chain (PEM); with --tls-key, serves HTTPS only.
     #[arg(long, value_name = "FILE", env = "SHEETD_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -241,6 +247,7 @@ struct FileLimits {
     keepalive_interval: Option<u64>,
     keepalive_timeout: Option<u64>,
     store_cache_bytes: Option<usize>,
+    shutdown_grace: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -380,6 +387,7 @@ impl ServeArgs {
             keepalive_interval: secs(self.keepalive_interval, f.keepalive_interval, d.keepalive_interval),
             keepalive_timeout: secs(self.keepalive_timeout, f.keepalive_timeout, d.keepalive_timeout),
             store_cache_bytes: self.store_cache_bytes.or(f.store_cache_bytes).unwrap_or(d.store_cache_bytes),
+            shutdown_grace: secs(self.shutdown_grace, f.shutdown_grace, d.shutdown_grace),
         };
         if limits.ops.formula.max_depth > 256 {
             return Err(

@@ -127,12 +127,14 @@ impl Filter {
     }
 }
 
-/// A new watcher's start: the sheet, its event receiver, the logged events to replay first,
-/// and the revision at subscription.
+/// A new watcher's start: the sheet, its event receiver, the revision at subscription, and the
+/// logged revisions to replay first (read from the store a chunk at a time, as the client reads,
+/// with [`Engine::replay_chunk`]).
 pub struct Subscription {
     pub entry: Arc<SheetEntry>,
     pub rx: broadcast::Receiver<Arc<pb::WatchEvent>>,
-    pub backlog: Vec<pb::WatchEvent>,
+    /// Revisions `replay.start..=replay.end` are to be replayed; empty when none.
+    pub replay: std::ops::RangeInclusive<u64>,
     pub current: u64,
 }
 
@@ -817,31 +819,43 @@ impl Engine {
     // -----------------------------------------------------------------------------------------
     // Watching
 
-    /// Subscribes to a sheet's events; with `from`, also returns the logged events after `from`
-    /// up to the revision at subscription (later ones arrive on the receiver).
+    /// Subscribes to a sheet's events; with `from`, the revisions after `from` up to the one at
+    /// subscription are to be replayed first (later ones arrive on the receiver).
     pub fn watch(&self, id: &str, from: Option<u64>) -> Result<Subscription, Status> {
         let entry = self.sheet(id)?;
         let (rx, current) = {
             let st = lock(&entry.state);
             (entry.events.subscribe(), st.revision)
         };
-        let mut backlog = Vec::new();
-        if let Some(from) = from {
-            if from > current {
+        let replay = match from {
+            Some(from) if from > current => {
                 return Err(Status::out_of_range(format!(
                     "sheet `{id}` is at revision {current}; cannot resume from {from}"
                 )));
             }
-            if from < current {
-                for e in self.store.log(id, from + 1, current).map_err(internal)? {
-                    backlog.push(pb::WatchEvent {
-                        revision: e.revision,
-                        event: Some(pb::watch_event::Event::Changes(pb::Changes { changes: e.changes })),
-                    });
-                }
-            }
-        }
-        Ok(Subscription { entry, rx, backlog, current })
+            Some(from) => from + 1..=current,
+            #[allow(clippy::reversed_empty_ranges, reason = "an empty range: nothing to replay")]
+            None => 1..=0,
+        };
+        Ok(Subscription { entry, rx, replay, current })
+    }
+
+    /// Up to `max` logged revisions of a sheet from `from` through `to`, as change events.
+    pub fn replay_chunk(
+        &self,
+        id: &str,
+        from: u64,
+        to: u64,
+        max: usize,
+    ) -> Result<Vec<pb::WatchEvent>, Status> {
+        let log = self.store.log_limited(id, from, to, max).map_err(internal)?;
+        Ok(log
+            .into_iter()
+            .map(|e| pb::WatchEvent {
+                revision: e.revision,
+                event: Some(pb::watch_event::Event::Changes(pb::Changes { changes: e.changes })),
+            })
+            .collect())
     }
 
     /// A resync event: the sheet's current (filtered) values.

@@ -25,9 +25,6 @@ use tokio_stream::StreamExt;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-/// How long calls in flight may take to finish after SIGINT/SIGTERM.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Runs the server until SIGINT or SIGTERM; then stops accepting connections, lets calls in
 /// flight finish, ends streams, and closes the store (every accepted change is already durable).
 pub async fn serve(config: ServeConfig) -> Result<(), String> {
@@ -115,13 +112,14 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
     // Calls in flight get a grace period; clients that keep idle connections open past it do
     // not hold the server up.
     let mut down = shutdown_rx_for_grace;
+    let grace_period = config.limits.shutdown_grace;
     let grace = async move {
         let _ = down.wait_for(|d| *d).await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        tokio::time::sleep(grace_period).await;
     };
     tokio::select! {
         r = serving => r.map_err(|e| format!("server error: {e}"))?,
-        () = grace => tracing::warn!("connections still open {} s after shutdown began; stopping anyway", SHUTDOWN_GRACE.as_secs()),
+        () = grace => tracing::warn!("calls or connections still open {} s after shutdown began; stopping anyway", grace_period.as_secs()),
     }
     drop(engine);
     tracing::info!("stopped");

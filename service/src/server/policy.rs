@@ -41,6 +41,8 @@ pub struct Limits {
     pub keepalive_timeout: Duration,
     /// The store's page cache.
     pub store_cache_bytes: usize,
+    /// After SIGTERM, how long calls in flight may take before the process exits anyway.
+    pub shutdown_grace: Duration,
 }
 
 /// Longest sheet or ruleset id, in bytes.
@@ -69,6 +71,7 @@ impl Default for Limits {
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             store_cache_bytes: 64 << 20,
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }

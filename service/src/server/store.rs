@@ -231,10 +231,24 @@ impl Store {
 
     /// Log entries `from..=to` of a sheet, in order.
     pub fn log(&self, sheet: &str, from: u64, to: u64) -> Result<Vec<LogEntry>, StoreError> {
+        self.log_limited(sheet, from, to, usize::MAX)
+    }
+
+    /// The first `max` log entries in `from..=to` of a sheet, in order.
+    pub fn log_limited(
+        &self,
+        sheet: &str,
+        from: u64,
+        to: u64,
+        max: usize,
+    ) -> Result<Vec<LogEntry>, StoreError> {
+        if from > to {
+            return Ok(Vec::new());
+        }
         let raw = self.read("read log", |tx| {
             let t = tx.open_table(LOG)?;
             let mut out = Vec::new();
-            for row in t.range((sheet, from)..=(sheet, to))? {
+            for row in t.range((sheet, from)..=(sheet, to))?.take(max) {
                 let (_, v) = row?;
                 out.push(v.value().to_vec());
             }

@@ -81,6 +81,39 @@ impl Server {
         Server { child: Some(child), url, addr, log }
     }
 
+    /// The server's resident memory now, in bytes (from /proc).
+    #[allow(dead_code, reason = "not every test file uses it")]
+    pub fn rss(&self) -> u64 {
+        let pid = self.child.as_ref().expect("running").id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS");
+        kb * 1024
+    }
+
+    /// Sends SIGTERM and returns how long the process took to exit, and its log.
+    #[allow(dead_code, reason = "not every test file uses it")]
+    pub fn terminate_timed(mut self, limit: Duration) -> (Duration, String) {
+        let mut child = self.child.take().expect("running");
+        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+        assert!(status.success());
+        let start = Instant::now();
+        loop {
+            if child.try_wait().expect("wait").is_some() {
+                return (start.elapsed(), self.log());
+            }
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("sheetd did not exit within {limit:?} of SIGTERM\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The server's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
