@@ -66,6 +66,25 @@ pub enum Command {
     /// `{"id": "...", "values": {...}}` or `{"id": "...", "error": [...]}`. Shows a progress bar
     /// when stderr is a terminal.
     Batch(crate::batch::BatchArgs),
+
+    /// Inspect a daemon's store (the data directory of `sheetd serve`).
+    #[command(subcommand)]
+    Store(StoreCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Check every record's checksum and encoding, and redb's pages; list each damaged record.
+    ///
+    /// Prints `ok: no damaged records in DIR` and exits 0, or one line per damaged record
+    /// (`log sheet-1@5: …`: the table, the sheet and the revision) and exits 1; exits 2 when the
+    /// store cannot be opened. Stop the server first: the store is opened exclusively. Changes
+    /// nothing.
+    Verify {
+        /// The data directory (the one holding sheetd.redb).
+        #[arg(value_name = "DIR")]
+        dir: std::path::PathBuf,
+    },
 }
 
 /// Parses the command line, runs the command, and returns the process exit status.
@@ -81,6 +100,27 @@ pub fn run() -> ExitCode {
         Command::Serve(args) => serve(*args),
         Command::Client(args) => crate::client::run(args),
         Command::Batch(args) => crate::batch::run(args),
+        Command::Store(StoreCommand::Verify { dir }) => verify_store(&dir),
+    }
+}
+
+fn verify_store(dir: &std::path::Path) -> ExitCode {
+    match crate::server::store::verify(dir) {
+        Ok(damage) if damage.is_empty() => {
+            println!("ok: no damaged records in {}", dir.display());
+            ExitCode::SUCCESS
+        }
+        Ok(damage) => {
+            for d in &damage {
+                println!("{}: {}", d.record, d.why);
+            }
+            eprintln!("error: {} damaged records in {}", damage.len(), dir.display());
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -416,3 +416,118 @@ async fn shutdown_ends_within_the_grace_period_with_calls_in_flight() {
         let _ = c.await;
     }
 }
+
+/// Flips one byte of a stored record's payload, as a disk or an editor might.
+fn damage_log_record(data: &std::path::Path, sheet: &str, revision: u64) {
+    use redb::ReadableTable;
+    const LOG: redb::TableDefinition<(&str, u64), &[u8]> = redb::TableDefinition::new("log");
+    let db = redb::Database::create(data.join("sheetd.redb")).expect("open store");
+    let tx = db.begin_write().expect("tx");
+    {
+        let mut t = tx.open_table(LOG).expect("log table");
+        let mut bytes = t.get((sheet, revision)).expect("get").expect("record").value().to_vec();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x06;
+        t.insert((sheet, revision), bytes.as_slice()).expect("insert");
+    }
+    tx.commit().expect("commit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_record_answers_data_loss_and_the_rest_keep_serving() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    let a = long_sheet(&mut c, 3).await;
+    let b = long_sheet(&mut c, 3).await;
+    drop(c);
+    server.stop();
+    damage_log_record(&data, &a, 2);
+
+    let verify = |dir: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_sheetd")).args(["store", "verify"]).arg(dir).output().expect("run")
+    };
+    let out = verify(&data);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        stdout.trim(),
+        format!("log {a}@2: store: record log {a}@2 is damaged: its checksum does not match")
+    );
+
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    let e = c.get_sheet(pb::GetSheetRequest { sheet_id: a.clone() }).await.expect_err("damaged");
+    assert_eq!(e.code(), Code::DataLoss, "{e:?}");
+    assert!(e.message().contains(&format!("log {a}@2")), "names the revision: {}", e.message());
+    let e = c.values(server::values(&a, &["AC"], None)).await.expect_err("damaged");
+    assert_eq!(e.code(), Code::DataLoss);
+    // Its id stays taken, consistently.
+    let e = c.create_sheet(pb::CreateSheetRequest { id: a.clone(), ..Default::default() }).await;
+    assert_eq!(e.expect_err("taken").code(), Code::AlreadyExists);
+    // The other sheet serves, history included.
+    let v = c.values(server::values(&b, &["AC"], Some(1))).await.expect("b serves").into_inner();
+    assert_eq!(v.revision, 1);
+    c.apply(server::apply(&b, Some(3), vec![])).await.expect("b takes changes");
+    // Deleting the damaged sheet clears it.
+    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: a.clone() }).await.expect("delete");
+    drop(c);
+    server.stop();
+    let out = verify(&data);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok: no damaged records"));
+}
+
+/// Garbage written over the store file's pages: the server reports an error or serves what it
+/// can, and never dies of a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_damage_is_an_error_not_a_crash() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    for _ in 0..4 {
+        long_sheet(&mut c, 40).await;
+    }
+    drop(c);
+    server.stop();
+    let path = data.join("sheetd.redb");
+    let len = std::fs::metadata(&path).expect("meta").len();
+    for at in [len / 3, len / 2, 2 * len / 3] {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).expect("open");
+        f.seek(SeekFrom::Start(at)).expect("seek");
+        f.write_all(&[0xA5; 4096]).expect("write");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["store", "verify"])
+        .arg(&data)
+        .output()
+        .expect("run");
+    assert!(matches!(out.status.code(), Some(0..=2)), "verify must not crash: {out:?}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("read");
+    if let Some(url) =
+        line.trim().strip_prefix("sheetd serving on ").and_then(|r| r.split_whitespace().next())
+    {
+        let mut c = sheetd::client::connect(url, None, None).await.expect("connect");
+        let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
+        for s in list.sheets {
+            let _ = c.values(server::values(&s.id, &[], Some(1))).await;
+            let _ = c.apply(server::apply(&s.id, None, vec![])).await;
+        }
+        c.ping(pb::PingRequest {}).await.expect("still serving");
+        let _ = child.kill();
+    }
+    let status = child.wait().expect("wait");
+    assert_ne!(status.code(), Some(101), "a panic ended the server");
+}

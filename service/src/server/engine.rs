@@ -91,9 +91,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A store failure as a status: DATA_LOSS for a damaged record, UNAVAILABLE otherwise.
 fn internal(e: StoreError) -> Status {
     tracing::error!(error = %e, "store failure");
-    Status::unavailable(e.0)
+    match e {
+        StoreError::Damaged(m) => Status::data_loss(m),
+        StoreError::Failed(m) => Status::unavailable(m),
+    }
 }
 
 /// Limits used when replaying the log: what was accepted once is replayed even if limits were
@@ -138,11 +142,28 @@ pub struct Subscription {
     pub current: u64,
 }
 
+/// An id reserved by a create in progress; released when dropped (created or failed).
+struct Reservation<'e> {
+    engine: &'e Engine,
+    id: String,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        lock(&self.engine.creating).remove(&self.id);
+    }
+}
+
 /// The engine.
 pub struct Engine {
     store: Store,
     rulesets: RwLock<BTreeMap<String, Arc<RulesetEntry>>>,
     sheets: RwLock<BTreeMap<String, Arc<SheetEntry>>>,
+    /// Stored sheets that cannot be served, with the answer calls on them get: DATA_LOSS for a
+    /// damaged record, UNAVAILABLE while their ruleset is not loaded. Their ids stay taken.
+    unservable: RwLock<BTreeMap<String, (Code, String)>>,
+    /// Ids of sheets being created (reserved while their first revision is written).
+    creating: Mutex<HashSet<String>>,
     default_ruleset: String,
     limits: Limits,
     ruleset_roots: Vec<PathBuf>,
@@ -158,13 +179,25 @@ impl Engine {
     /// stored sheet. A stored sheet or ruleset that cannot be loaded is logged and skipped (its
     /// records stay in the store).
     pub fn open(config: EngineConfig) -> Result<Engine, String> {
-        let store = Store::open(&config.data_dir).map_err(|e| e.0)?;
-        let stored: HashMap<String, RulesetRecord> =
-            store.rulesets().map_err(|e| e.0)?.into_iter().map(|r| (r.id.clone(), r)).collect();
+        let store =
+            Store::open(&config.data_dir, config.limits.store_cache_bytes).map_err(|e| e.to_string())?;
+        let mut stored: HashMap<String, RulesetRecord> = HashMap::new();
+        for r in store.rulesets().map_err(|e| e.to_string())? {
+            match r {
+                Ok(r) => {
+                    stored.insert(r.id.clone(), r);
+                }
+                Err((id, e)) => {
+                    tracing::error!(ruleset = %id, error = %e, "stored ruleset record damaged; not loaded")
+                }
+            }
+        }
         let engine = Engine {
             store,
             rulesets: RwLock::default(),
             sheets: RwLock::default(),
+            unservable: RwLock::default(),
+            creating: Mutex::default(),
             default_ruleset: if config.default_ruleset.is_empty() {
                 STARTER.to_owned()
             } else {
@@ -211,22 +244,34 @@ impl Engine {
         if !engine.read_rulesets().contains_key(&engine.default_ruleset) {
             return Err(format!("the default ruleset `{}` is not loaded", engine.default_ruleset));
         }
-        for rec in engine.store.sheets().map_err(|e| e.0)? {
-            if let Err(e) = engine.restore_sheet(&rec) {
-                tracing::error!(sheet = %rec.id, error = %e, "sheet not restored");
-            }
+        for rec in engine.store.sheets().map_err(|e| e.to_string())? {
+            let (id, failure) = match rec {
+                Ok(rec) => match engine.restore_sheet(&rec) {
+                    Ok(()) => continue,
+                    Err(f) => (rec.id, f),
+                },
+                Err((id, e)) => (id, (Code::DataLoss, e.to_string())),
+            };
+            tracing::error!(sheet = %policy::LogSafe(&id), error = %failure.1, "sheet not restored");
+            let message = format!("sheet `{id}` cannot be served: {}", failure.1);
+            engine.write_unservable().insert(id, (failure.0, message));
         }
         Ok(engine)
     }
 
-    fn restore_sheet(&self, rec: &SheetRecord) -> Result<(), String> {
+    /// Restores a stored sheet by replaying its log; on failure, the answer its calls get.
+    fn restore_sheet(&self, rec: &SheetRecord) -> Result<(), (Code, String)> {
         let entry = self
             .ruleset_entry(&rec.ruleset_id)
-            .map_err(|_| format!("its ruleset `{}` is not loaded", rec.ruleset_id))?;
+            .map_err(|_| (Code::Unavailable, format!("its ruleset `{}` is not loaded", rec.ruleset_id)))?;
         let loaded = entry.current.load_full();
-        let log = self.store.log(&rec.id, 0, u64::MAX).map_err(|e| e.0)?;
-        let revision = log.last().map(|e| e.revision).ok_or("it has no revisions")?;
-        let character = replay(loaded.ruleset.clone(), &log)?;
+        let log = self.store.log(&rec.id, 0, u64::MAX).map_err(|e| match e {
+            StoreError::Damaged(m) => (Code::DataLoss, m),
+            StoreError::Failed(m) => (Code::Unavailable, m),
+        })?;
+        let revision =
+            log.last().map(|e| e.revision).ok_or((Code::DataLoss, "it has no revisions".to_owned()))?;
+        let character = replay(loaded.ruleset.clone(), &log).map_err(|e| (Code::FailedPrecondition, e))?;
         let sheet = self.new_entry(&rec.id, entry, character, loaded.version, revision);
         self.write_sheets().insert(rec.id.clone(), sheet);
         Ok(())
@@ -261,6 +306,10 @@ impl Engine {
         self.sheets.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn write_unservable(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, (Code, String)>> {
+        self.unservable.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -288,7 +337,14 @@ impl Engine {
     }
 
     pub fn sheet(&self, id: &str) -> Result<Arc<SheetEntry>, Status> {
-        self.read_sheets().get(id).cloned().ok_or_else(|| Status::not_found(format!("no sheet `{id}`")))
+        if let Some(s) = self.read_sheets().get(id) {
+            return Ok(s.clone());
+        }
+        let unservable = self.unservable.read().unwrap_or_else(PoisonError::into_inner);
+        Err(match unservable.get(id) {
+            Some((code, message)) => Status::new(*code, message.clone()),
+            None => Status::not_found(format!("no sheet `{id}`")),
+        })
     }
 
     // -----------------------------------------------------------------------------------------
@@ -438,13 +494,23 @@ impl Engine {
         let mut character = Character::new(loaded.ruleset.clone()).map_err(|e| convert::sheet_error(&e))?;
         let report = character.apply(&ops).map_err(|e| convert::sheet_error(&e))?;
         let values = all_values(&character);
-        let mut sheets = self.write_sheets();
-        // Checked again under the write lock: concurrent creates cannot pass the limit together.
-        self.check_room(sheets.len())?;
-        // A stored sheet whose ruleset failed to load is not in memory, but its id is taken.
-        if sheets.contains_key(&id) || self.store.has_sheet(&id).map_err(internal)? {
-            return Err(Status::already_exists(format!("sheet `{id}` already exists")));
-        }
+        // Reserve the id (and a place under --max-sheets) under the lock, then write durably
+        // without it: readers of other sheets never wait for this fsync.
+        let reservation = {
+            let sheets = self.write_sheets();
+            let mut creating = lock(&self.creating);
+            // Checked again under the lock: concurrent creates cannot pass the limit together.
+            self.check_room(sheets.len() + creating.len())?;
+            // A stored sheet that cannot be served is not in memory, but its id is taken.
+            if sheets.contains_key(&id)
+                || creating.contains(&id)
+                || self.store.has_sheet(&id).map_err(internal)?
+            {
+                return Err(Status::already_exists(format!("sheet `{id}` already exists")));
+            }
+            creating.insert(id.clone());
+            Reservation { engine: self, id: id.clone() }
+        };
         let first = LogEntry {
             revision: 0,
             ruleset_version: loaded.version,
@@ -458,7 +524,9 @@ impl Engine {
             .map_err(internal)?;
         let entry = self.new_entry(&id, ruleset, character, loaded.version, 0);
         let info = sheet_info(&entry, &lock(&entry.state));
+        let mut sheets = self.write_sheets();
         sheets.insert(id, entry);
+        drop(reservation);
         Ok(pb::CreateSheetResponse { sheet: Some(info), values })
     }
 
@@ -485,6 +553,10 @@ impl Engine {
     }
 
     pub fn delete_sheet(&self, id: &str) -> Result<(), Status> {
+        // A sheet that cannot be served (damaged, or its ruleset missing) can still be deleted.
+        if self.write_unservable().remove(id).is_some() {
+            return self.store.delete_sheet(id).map_err(internal);
+        }
         let entry =
             self.write_sheets().remove(id).ok_or_else(|| Status::not_found(format!("no sheet `{id}`")))?;
         let mut st = lock(&entry.state);
@@ -587,7 +659,7 @@ impl Engine {
                 match self
                     .store
                     .log(&entry.id, 0, st.revision)
-                    .map_err(|e| e.0)
+                    .map_err(|e| e.to_string())
                     .and_then(|log| replay(st.character.ruleset().clone(), &log))
                 {
                     Ok(c) => st.character = c,

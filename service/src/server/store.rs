@@ -12,10 +12,17 @@
 //! The operation log is the truth: a sheet's state is its log replayed. Snapshots plus the
 //! changes in the log answer Values-at-revision without replaying. Every write is one redb
 //! transaction committed with immediate durability (fsync) before the caller replies.
+//!
+//! Integrity: every record is sealed as `0xFF 'S'`, a CRC-32 of its key and payload, then the
+//! payload. A record whose checksum or decoding fails is reported as [`StoreError::Damaged`]
+//! naming the table and key (the sheet and revision), so one damaged sheet answers DATA_LOSS
+//! while the rest keep serving; [`verify`] lists every damaged record. Records written before
+//! checksums existed are sealed when the store is opened. A panic inside redb (some page damage
+//! does that) becomes an error, never a crash.
 
 use crate::proto as pb;
 use prost::Message;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use std::path::{Path, PathBuf};
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -74,22 +81,85 @@ pub struct Snapshot {
     pub values: Vec<pb::VariableValue>,
 }
 
-/// A store failure, with what was being done.
-#[derive(Debug)]
-pub struct StoreError(pub String);
+/// A store failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The store could not be read or written (I/O, a full disk), with what was being done.
+    Failed(String),
+    /// A record is damaged: its checksum or its decoding fails.
+    Damaged(String),
+}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            StoreError::Failed(m) | StoreError::Damaged(m) => f.write_str(m),
+        }
     }
 }
 
 fn err(what: &str) -> impl Fn(redb::Error) -> StoreError + '_ {
-    move |e| StoreError(format!("store: {what}: {e}"))
+    move |e| StoreError::Failed(format!("store: {what}: {e}"))
 }
 
-fn decode<M: Message + Default>(bytes: &[u8], what: &str) -> Result<M, StoreError> {
-    M::decode(bytes).map_err(|e| StoreError(format!("store: corrupt {what} record: {e}")))
+/// Runs `f`, turning a panic inside it (redb panics on some damaged pages) into an error.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(StoreError::Damaged(format!("store: {what}: the store file is damaged ({why})")))
+    })
+}
+
+/// A record read from a table keyed by id: decoded, or its id and why it could not be.
+pub type Record<M> = Result<M, (String, StoreError)>;
+
+/// The start of every sealed record: 0xFF is never the first byte of a protobuf message.
+const SEAL: [u8; 2] = [0xFF, b'S'];
+
+fn checksum(key: &str, payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(key.as_bytes());
+    h.update(&[0]);
+    h.update(payload);
+    h.finalize()
+}
+
+/// A record as stored: the seal, the checksum of its key and payload, the payload.
+fn seal(key: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 6);
+    out.extend_from_slice(&SEAL);
+    out.extend_from_slice(&checksum(key, payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A stored record's payload, checked; `key` names it in errors ("log sheet-1@5").
+fn unseal<'a>(key: &str, raw: &'a [u8]) -> Result<&'a [u8], StoreError> {
+    let damaged = |why: &str| StoreError::Damaged(format!("store: record {key} is damaged: {why}"));
+    let rest = raw.strip_prefix(&SEAL).ok_or_else(|| damaged("it has no checksum"))?;
+    let (sum, payload) = rest.split_at_checked(4).ok_or_else(|| damaged("it is truncated"))?;
+    let sum = u32::from_le_bytes([sum[0], sum[1], sum[2], sum[3]]);
+    if sum != checksum(key, payload) {
+        return Err(damaged("its checksum does not match"));
+    }
+    Ok(payload)
+}
+
+fn decode<M: Message + Default>(key: &str, raw: &[u8]) -> Result<M, StoreError> {
+    M::decode(unseal(key, raw)?)
+        .map_err(|e| StoreError::Damaged(format!("store: record {key} is damaged: it does not decode: {e}")))
+}
+
+fn id_key(table: &str, id: &str) -> String {
+    format!("{table} {id}")
+}
+
+fn rev_key(table: &str, sheet: &str, revision: u64) -> String {
+    format!("{table} {sheet}@{revision}")
 }
 
 /// The store. Cheap to share: redb serializes writers and lets readers run concurrently.
@@ -99,13 +169,19 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating when needed) `sheetd.redb` in `dir`, creating the directory too.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| StoreError(format!("cannot create data directory {}: {e}", dir.display())))?;
+    /// Opens (creating when needed) `sheetd.redb` in `dir`, creating the directory too, with a
+    /// page cache of `cache_bytes`.
+    pub fn open(dir: &Path, cache_bytes: usize) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::Failed(format!("cannot create data directory {}: {e}", dir.display()))
+        })?;
         let path = dir.join("sheetd.redb");
-        let db = Database::create(&path)
-            .map_err(|e| StoreError(format!("cannot open store {}: {e}", path.display())))?;
+        let db = guarded("open", || {
+            redb::Builder::new()
+                .set_cache_size(cache_bytes)
+                .create(&path)
+                .map_err(|e| StoreError::Failed(format!("cannot open store {}: {e}", path.display())))
+        })?;
         let store = Store { db, path };
         store.write("create tables", |tx| {
             tx.open_table(META)?;
@@ -115,7 +191,45 @@ impl Store {
             tx.open_table(SNAPSHOTS)?;
             Ok(())
         })?;
+        store.seal_legacy_records()?;
         Ok(store)
+    }
+
+    /// Seals records written before checksums existed (a record that does not start with the
+    /// seal), once, in one transaction.
+    fn seal_legacy_records(&self) -> Result<(), StoreError> {
+        self.write("add checksums", |tx| {
+            for table in [RULESETS, SHEETS] {
+                let mut t = tx.open_table(table)?;
+                let mut legacy = Vec::new();
+                for row in t.iter()? {
+                    let (k, v) = row?;
+                    if !v.value().starts_with(&SEAL) {
+                        legacy.push((k.value().to_owned(), v.value().to_vec()));
+                    }
+                }
+                let name = table.name().to_owned();
+                for (k, v) in legacy {
+                    t.insert(k.as_str(), seal(&id_key(&name, &k), &v).as_slice())?;
+                }
+            }
+            for table in [LOG, SNAPSHOTS] {
+                let mut t = tx.open_table(table)?;
+                let mut legacy = Vec::new();
+                for row in t.iter()? {
+                    let (k, v) = row?;
+                    if !v.value().starts_with(&SEAL) {
+                        let (sheet, rev) = k.value();
+                        legacy.push((sheet.to_owned(), rev, v.value().to_vec()));
+                    }
+                }
+                let name = table.name().to_owned();
+                for (sheet, rev, v) in legacy {
+                    t.insert((sheet.as_str(), rev), seal(&rev_key(&name, &sheet, rev), &v).as_slice())?;
+                }
+            }
+            Ok(())
+        })
     }
 
     /// The store file.
@@ -134,7 +248,7 @@ impl Store {
             tx.commit()?;
             Ok(out)
         };
-        run().map_err(err(what))
+        guarded(what, || run().map_err(err(what)))
     }
 
     fn read<T>(
@@ -143,41 +257,44 @@ impl Store {
         f: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
     ) -> Result<T, StoreError> {
         let run = || -> Result<T, redb::Error> { f(&self.db.begin_read()?) };
-        run().map_err(err(what))
+        guarded(what, || run().map_err(err(what)))
     }
 
-    /// Every record of a table keyed by id.
+    /// Every record of a table keyed by id: each decoded, or why not (with its id).
     fn all<M: Message + Default>(
         &self,
         table: TableDefinition<&str, &[u8]>,
         what: &str,
-    ) -> Result<Vec<M>, StoreError> {
+    ) -> Result<Vec<Record<M>>, StoreError> {
         let raw = self.read(what, |tx| {
             let t = tx.open_table(table)?;
             let mut out = Vec::new();
             for row in t.iter()? {
-                let (_, v) = row?;
-                out.push(v.value().to_vec());
+                let (k, v) = row?;
+                out.push((k.value().to_owned(), v.value().to_vec()));
             }
             Ok(out)
         })?;
-        raw.iter().map(|b| decode(b, what)).collect()
+        let name = table.name();
+        Ok(raw.into_iter().map(|(k, b)| decode(&id_key(name, &k), &b).map_err(|e| (k, e))).collect())
     }
 
-    pub fn rulesets(&self) -> Result<Vec<RulesetRecord>, StoreError> {
-        self.all(RULESETS, "ruleset")
+    /// Every ruleset record; a damaged one comes as its id and the damage.
+    pub fn rulesets(&self) -> Result<Vec<Record<RulesetRecord>>, StoreError> {
+        self.all(RULESETS, "read rulesets")
     }
 
     pub fn put_ruleset(&self, r: &RulesetRecord) -> Result<(), StoreError> {
-        let bytes = r.encode_to_vec();
+        let bytes = seal(&id_key("rulesets", &r.id), &r.encode_to_vec());
         self.write("save ruleset", |tx| {
             tx.open_table(RULESETS)?.insert(r.id.as_str(), bytes.as_slice())?;
             Ok(())
         })
     }
 
-    pub fn sheets(&self) -> Result<Vec<SheetRecord>, StoreError> {
-        self.all(SHEETS, "sheet")
+    /// Every sheet record; a damaged one comes as its id and the damage.
+    pub fn sheets(&self) -> Result<Vec<Record<SheetRecord>>, StoreError> {
+        self.all(SHEETS, "read sheets")
     }
 
     /// Whether a sheet record exists (loaded or not).
@@ -202,7 +319,10 @@ impl Store {
         first: &LogEntry,
         snapshot: &Snapshot,
     ) -> Result<(), StoreError> {
-        let (s, l, n) = (sheet.encode_to_vec(), first.encode_to_vec(), snapshot.encode_to_vec());
+        let id = sheet.id.as_str();
+        let s = seal(&id_key("sheets", id), &sheet.encode_to_vec());
+        let l = seal(&rev_key("log", id, 0), &first.encode_to_vec());
+        let n = seal(&rev_key("snapshots", id, 0), &snapshot.encode_to_vec());
         self.write("create sheet", |tx| {
             tx.open_table(SHEETS)?.insert(sheet.id.as_str(), s.as_slice())?;
             tx.open_table(LOG)?.insert((sheet.id.as_str(), 0), l.as_slice())?;
@@ -218,8 +338,8 @@ impl Store {
         entry: &LogEntry,
         snapshot: Option<&Snapshot>,
     ) -> Result<(), StoreError> {
-        let l = entry.encode_to_vec();
-        let n = snapshot.map(Message::encode_to_vec);
+        let l = seal(&rev_key("log", sheet, entry.revision), &entry.encode_to_vec());
+        let n = snapshot.map(|s| seal(&rev_key("snapshots", sheet, s.revision), &s.encode_to_vec()));
         self.write("save revision", |tx| {
             tx.open_table(LOG)?.insert((sheet, entry.revision), l.as_slice())?;
             if let (Some(s), Some(bytes)) = (snapshot, &n) {
@@ -249,12 +369,12 @@ impl Store {
             let t = tx.open_table(LOG)?;
             let mut out = Vec::new();
             for row in t.range((sheet, from)..=(sheet, to))?.take(max) {
-                let (_, v) = row?;
-                out.push(v.value().to_vec());
+                let (k, v) = row?;
+                out.push((k.value().1, v.value().to_vec()));
             }
             Ok(out)
         })?;
-        raw.iter().map(|b| decode(b, "log")).collect()
+        raw.iter().map(|(rev, b)| decode(&rev_key("log", sheet, *rev), b)).collect()
     }
 
     /// The latest snapshot at or before `revision`.
@@ -263,11 +383,14 @@ impl Store {
             let t = tx.open_table(SNAPSHOTS)?;
             let last = t.range((sheet, 0)..=(sheet, revision))?.next_back();
             Ok(match last {
-                Some(row) => Some(row?.1.value().to_vec()),
+                Some(row) => {
+                    let (k, v) = row?;
+                    Some((k.value().1, v.value().to_vec()))
+                }
                 None => None,
             })
         })?;
-        raw.map(|b| decode(&b, "snapshot")).transpose()
+        raw.map(|(rev, b)| decode(&rev_key("snapshots", sheet, rev), &b)).transpose()
     }
 
     /// Removes a sheet with its log and snapshots.
@@ -279,6 +402,72 @@ impl Store {
             Ok(())
         })
     }
+}
+
+/// One damaged record found by [`verify`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// The table and key, e.g. `log sheet-1@5`.
+    pub record: String,
+    pub why: String,
+}
+
+/// Checks a store without changing it: redb's own page checks, then every record's checksum and
+/// decoding. Returns the damaged records (empty when all is well), or why the store cannot be
+/// read at all.
+pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
+    let path = dir.join("sheetd.redb");
+    if !path.is_file() {
+        return Err(StoreError::Failed(format!("no store at {}", path.display())));
+    }
+    let mut damage = Vec::new();
+    let mut db = guarded("open", || {
+        Database::open(&path)
+            .map_err(|e| StoreError::Failed(format!("cannot open store {}: {e}", path.display())))
+    })?;
+    match guarded("check pages", || {
+        db.check_integrity().map_err(|e| StoreError::Damaged(format!("redb integrity check failed: {e}")))
+    }) {
+        Ok(true) => {}
+        Ok(false) => {
+            damage.push(Damage { record: "(pages)".into(), why: "redb repaired damaged pages".into() })
+        }
+        Err(e) => damage.push(Damage { record: "(pages)".into(), why: e.to_string() }),
+    }
+    let store = Store { db, path };
+    let ids = |r: Vec<Result<(), (String, StoreError)>>, table: &str, damage: &mut Vec<Damage>| {
+        for e in r.into_iter().filter_map(Result::err) {
+            damage.push(Damage { record: id_key(table, &e.0), why: e.1.to_string() });
+        }
+    };
+    let rulesets: Vec<_> = store.rulesets()?.into_iter().map(|r| r.map(|_| ())).collect();
+    ids(rulesets, "rulesets", &mut damage);
+    let sheets: Vec<_> = store.sheets()?.into_iter().map(|r| r.map(|_| ())).collect();
+    ids(sheets, "sheets", &mut damage);
+    for (table, def) in [("log", LOG), ("snapshots", SNAPSHOTS)] {
+        let raw = store.read("read records", |tx| {
+            let t = tx.open_table(def)?;
+            let mut out = Vec::new();
+            for row in t.iter()? {
+                let (k, v) = row?;
+                let (sheet, rev) = k.value();
+                out.push((sheet.to_owned(), rev, v.value().to_vec()));
+            }
+            Ok(out)
+        })?;
+        for (sheet, rev, bytes) in raw {
+            let key = rev_key(table, &sheet, rev);
+            let result = if table == "log" {
+                decode::<LogEntry>(&key, &bytes).map(|_| ())
+            } else {
+                decode::<Snapshot>(&key, &bytes).map(|_| ())
+            };
+            if let Err(e) = result {
+                damage.push(Damage { record: key, why: e.to_string() });
+            }
+        }
+    }
+    Ok(damage)
 }
 
 #[cfg(test)]
@@ -293,7 +482,7 @@ mod tests {
     fn sheets_logs_and_snapshots_round_trip_and_survive_reopening() {
         let dir = tempfile::tempdir().expect("temp dir");
         {
-            let store = Store::open(dir.path()).expect("open");
+            let store = Store::open(dir.path(), 1 << 20).expect("open");
             assert_eq!(store.next_sheet_number().expect("n"), 1);
             assert_eq!(store.next_sheet_number().expect("n"), 2);
             for id in ["a", "ab", "b"] {
@@ -306,7 +495,7 @@ mod tests {
                 }
             }
         }
-        let store = Store::open(dir.path()).expect("reopen");
+        let store = Store::open(dir.path(), 1 << 20).expect("reopen");
         assert_eq!(store.next_sheet_number().expect("n"), 3);
         assert_eq!(store.sheets().expect("sheets").len(), 3);
         let log = store.log("a", 5, 9).expect("log");
@@ -320,5 +509,54 @@ mod tests {
         assert!(store.snapshot_at_or_before("a", 40).expect("s").is_none());
         assert_eq!(store.log("ab", 0, u64::MAX).expect("log").len(), 41);
         assert_eq!(store.sheets().expect("sheets").len(), 2);
+        drop(store);
+        assert_eq!(verify(dir.path()).expect("verify"), vec![]);
+    }
+
+    /// A changed byte in a record, or a record moved to another key, is found by its checksum;
+    /// records written before checksums are sealed on open.
+    #[test]
+    fn damaged_records_are_reported_with_their_key() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        {
+            let store = Store::open(dir.path(), 1 << 20).expect("open");
+            let rec = SheetRecord { id: "a".into(), ruleset_id: "starter".into() };
+            store.create_sheet(&rec, &entry(0), &Snapshot { revision: 0, values: vec![] }).expect("create");
+            store
+                .append("a", &LogEntry { revision: 1, ruleset_version: 7, ..Default::default() }, None)
+                .expect("a");
+            // A legacy record: no seal.
+            store
+                .write("legacy", |tx| {
+                    let legacy =
+                        SheetRecord { id: "old".into(), ruleset_id: "starter".into() }.encode_to_vec();
+                    tx.open_table(SHEETS)?.insert("old", legacy.as_slice())?;
+                    Ok(())
+                })
+                .expect("legacy");
+        }
+        {
+            let store = Store::open(dir.path(), 1 << 20).expect("reopen seals the legacy record");
+            assert!(store.sheets().expect("sheets").iter().all(Result::is_ok));
+            // Change one byte of revision 1's payload (the ruleset version 7 → 6).
+            store
+                .write("damage", |tx| {
+                    let mut t = tx.open_table(LOG)?;
+                    let mut bytes = t.get(("a", 1))?.map(|v| v.value().to_vec()).unwrap_or_default();
+                    let last = bytes.len() - 1;
+                    bytes[last] ^= 1;
+                    t.insert(("a", 1), bytes.as_slice())?;
+                    Ok(())
+                })
+                .expect("damage");
+            let e = store.log("a", 0, 5).expect_err("damaged");
+            assert_eq!(
+                e,
+                StoreError::Damaged("store: record log a@1 is damaged: its checksum does not match".into())
+            );
+            assert_eq!(store.log("a", 0, 0).expect("revision 0 is fine").len(), 1);
+        }
+        let damage = verify(dir.path()).expect("verify");
+        assert_eq!(damage.iter().map(|d| d.record.as_str()).collect::<Vec<_>>(), ["log a@1"]);
     }
 }
