@@ -9,6 +9,7 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod conn;
 pub mod convert;
 pub mod engine;
 pub mod policy;
@@ -74,8 +75,12 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
     } else {
         "http"
     };
+    let limits = config.limits;
     let router = builder
         .accept_http1(true)
+        .http2_keepalive_interval(Some(limits.keepalive_interval))
+        .http2_keepalive_timeout(Some(limits.keepalive_timeout))
+        .layer(conn::TrackLayer)
         .layer(cors(&config.cors_origins)?)
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(auth.clone())
@@ -97,11 +102,18 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
 
     // No Nagle delay: a reply's headers, message and trailers go out in separate writes, and
     // waiting for the peer's delayed ACK would add ~40 ms to a call.
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).map(|conn| {
-        let conn = conn?;
-        conn.set_nodelay(true)?;
-        Ok::<_, std::io::Error>(conn)
-    });
+    let admission =
+        conn::Admission::new(limits.max_connections, limits.handshake_timeout, limits.idle_timeout);
+    let incoming =
+        tokio_stream::wrappers::TcpListenerStream::new(listener).filter_map(move |conn| match conn {
+            Ok(tcp) => {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    return Some(Err(e));
+                }
+                admission.admit(tcp).map(Ok)
+            }
+            Err(e) => Some(Err(e)),
+        });
     let signal = async move {
         shutdown_signal().await;
         tracing::info!("shutting down: no new connections; finishing calls in flight");

@@ -29,15 +29,26 @@ impl Server {
     /// (`RLIMIT_AS`): an abuse that would exhaust the machine fails inside the test instead.
     #[allow(dead_code, reason = "not every test file uses it")]
     pub fn start_limited(data_dir: &Path, args: &[&str], bytes: u64) -> Server {
-        Server::spawn(data_dir, args, &[], Some(bytes))
+        Server::spawn(data_dir, args, &[], &[(libc::RLIMIT_AS, bytes)])
+    }
+
+    /// Like [`Server::start`], with the server's open files limited to `files` (`RLIMIT_NOFILE`).
+    #[allow(dead_code, reason = "not every test file uses it")]
+    pub fn start_with_open_files(data_dir: &Path, args: &[&str], files: u64) -> Server {
+        Server::spawn(data_dir, args, &[], &[(libc::RLIMIT_NOFILE, files)])
     }
 
     /// Like [`Server::start`], with extra environment variables.
     pub fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
-        Server::spawn(data_dir, args, env, None)
+        Server::spawn(data_dir, args, env, &[])
     }
 
-    fn spawn(data_dir: &Path, args: &[&str], env: &[(&str, &str)], limit: Option<u64>) -> Server {
+    fn spawn(
+        data_dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        rlimits: &[(libc::__rlimit_resource_t, u64)],
+    ) -> Server {
         let log = data_dir.with_extension(format!("log-{}", std::process::id()));
         let log_file = std::fs::File::create(&log).expect("log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_sheetd"));
@@ -51,14 +62,17 @@ impl Server {
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(log_file);
-        if let Some(bytes) = limit {
+        if !rlimits.is_empty() {
             use std::os::unix::process::CommandExt;
+            let rlimits = rlimits.to_vec();
             // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
             unsafe {
                 command.pre_exec(move || {
-                    let lim = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
-                    if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                        return Err(std::io::Error::last_os_error());
+                    for &(resource, value) in &rlimits {
+                        let lim = libc::rlimit { rlim_cur: value, rlim_max: value };
+                        if libc::setrlimit(resource, &lim) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
                     }
                     Ok(())
                 });
