@@ -146,6 +146,7 @@ impl Server {
     }
 
     /// Sends SIGTERM and waits for a clean exit; returns the log.
+    #[allow(dead_code, reason = "not every test file uses it")]
     pub fn stop(mut self) -> String {
         let mut child = self.child.take().expect("running");
         let pid = child.id().to_string();
