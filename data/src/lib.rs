@@ -92,8 +92,15 @@ pub const STARTER_FILES: &[(&str, &str)] = &[
 
 /// Compiles the embedded starter ruleset ([`STARTER_FILES`]).
 pub fn load_starter() -> Result<Ruleset, Vec<Diagnostic>> {
+    load_texts(STARTER_FILES.iter().copied())
+}
+
+/// Compiles native-format TOML documents given as (name, text), each on top of the ones before.
+pub fn load_texts<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<Ruleset, Vec<Diagnostic>> {
     let mut draft = Draft::default();
-    for (name, text) in STARTER_FILES {
+    for (name, text) in files {
         native::read_str(text, name, &mut draft);
     }
     Ruleset::compile(draft)

@@ -54,10 +54,12 @@ impl ReadLimits {
     }
 }
 
-/// The files one load read: absolute, normalized path → text.
+/// The files one load read: absolute, normalized path → text; and the files it only checked
+/// for (a PCGen campaign names files it does not read).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Bundle {
     pub files: BTreeMap<String, Arc<str>>,
+    pub present: std::collections::BTreeSet<String>,
 }
 
 impl Bundle {
@@ -136,9 +138,12 @@ impl Files {
         &self.limits
     }
 
-    /// What has been read so far.
+    /// What has been read (and checked for) so far.
     pub fn into_bundle(self) -> Bundle {
-        self.read.into_inner()
+        let mut b = self.read.into_inner();
+        let Bundle { files, present } = &mut b;
+        present.retain(|p| !files.contains_key(p));
+        b
     }
 
     /// Where `path` may be read from: its canonical path, or why not.
@@ -165,8 +170,17 @@ impl Files {
     /// Whether `path` is a regular file this reader may read.
     pub fn is_file(&self, path: &Path) -> bool {
         match &self.origin {
-            Origin::Memory(b) => b.files.contains_key(&key(path)),
-            Origin::Disk(_) => self.allowed(path).is_ok_and(|c| c.is_file()),
+            Origin::Memory(b) => {
+                let k = key(path);
+                b.files.contains_key(&k) || b.present.contains(&k)
+            }
+            Origin::Disk(_) => {
+                let found = self.allowed(path).is_ok_and(|c| c.is_file());
+                if found {
+                    self.read.borrow_mut().present.insert(key(path));
+                }
+                found
+            }
         }
     }
 

@@ -305,3 +305,23 @@ fn a_missing_referenced_file_is_an_error_at_the_campaign_line() {
     assert!(at.line_text().starts_with("TEMPLATE:"), "{}", at.line_text());
     insta::assert_snapshot!(e.render().replace(at.file(), "CAMPAIGN"));
 }
+
+/// A load through [`data::Files`] records every file it read (and checked for); loading again
+/// from that bundle, with no disk, gives the same ruleset. This is how a daemon keeps each
+/// ruleset version's exact content.
+#[test]
+fn a_campaign_loads_again_from_the_files_it_read() {
+    let Some(root) = pcgen_data() else { return };
+    let paths = [root.join(SF_CORE), root.join(SF_PACT)];
+    let files = data::Files::disk();
+    let first = data::load_with(&paths, &files).expect("loads");
+    let bundle = files.into_bundle();
+    assert!(bundle.files.len() > 20, "{} files read", bundle.files.len());
+    let again = data::load_with(&paths, &data::Files::memory(bundle.clone())).expect("loads from memory");
+    assert_eq!(format!("{:?}", first.summary()), format!("{:?}", again.summary()));
+    // Confined to the data folder, the same load works; confined elsewhere, it reads nothing.
+    assert!(data::load_with(&paths, &data::Files::confined(std::slice::from_ref(&root))).is_ok());
+    let elsewhere = data::load_with(&paths, &data::Files::confined(&[root.join("pathfinder_2e")]));
+    let errors = elsewhere.expect_err("outside the root");
+    assert!(errors.iter().all(|e| e.message.contains("outside the ruleset roots")), "{errors:?}");
+}

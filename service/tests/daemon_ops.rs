@@ -299,13 +299,14 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     assert!(log.contains("ruleset `tiny` has 1 errors") && log.contains("sheet not restored"), "{log}");
     drop(c);
     server.stop();
-    // Fixed on disk: back at version 2 with its sheets and their history.
+    // Fixed on disk (the same text as version 4): back with its sheets and their history.
     std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
     let server = Server::start(&dir.path().join("data"), &["--ruleset-root", &root]);
     let mut c = server.client().await;
     let info =
         c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("restored").into_inner();
-    assert_eq!((info.ruleset_id.as_str(), info.ruleset_version, info.revision), ("tiny", 4, 1));
+    // Revision 1 was made with version 2: the sheet comes back on it (it moves on its next change).
+    assert_eq!((info.ruleset_id.as_str(), info.ruleset_version, info.revision), ("tiny", 2, 1));
     assert_eq!(total(&mut c, "sheet-1", None).await, "22");
 }
 

@@ -531,3 +531,85 @@ async fn page_damage_is_an_error_not_a_crash() {
     let status = child.wait().expect("wait");
     assert_ne!(status.code(), Some(101), "a panic ended the server");
 }
+
+const TINY: &str = "[ruleset]\nname = \"tiny\"\nglobal = \"PC\"\n[defaults]\nNUMBER = 0\n[variables.PC]\n\
+                    Base = \"NUMBER\"\nTotal = \"NUMBER\"\n[global]\nmodify = [\n  { var = \"Base\", set = \"10\" },\n  \
+                    { var = \"Total\", set = \"Base + 1\" },\n]\n";
+
+async fn total_at(c: &mut sheetd::client::Client, id: &str, revision: Option<u64>) -> String {
+    let v = c.values(server::values(id, &["Total"], revision)).await.expect("values").into_inner();
+    server::value_of(&v.values, "Total")
+}
+
+/// A ruleset file changed while the server was down is a new version: existing revisions keep
+/// the values they were made with, under their version, until the sheet moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_is_not_rewritten_by_a_ruleset_changed_between_restarts() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("rules");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(root.join("tiny.toml"), TINY).expect("write");
+    let data = dir.path().join("data");
+    let args = ["--ruleset-root", root.to_str().expect("utf-8")];
+    let server = Server::start(&data, &args);
+    let mut c = server.client().await;
+    assert!(c.load_ruleset(load("tiny", "tiny.toml")).await.expect("load").into_inner().ok);
+    let created = c
+        .create_sheet(pb::CreateSheetRequest { ruleset_id: "tiny".into(), ..Default::default() })
+        .await
+        .expect("create")
+        .into_inner();
+    let id = created.sheet.expect("info").id;
+    let add = r#"{"add_modifier": {"id": "bonus", "var": "Total", "type": "ADD", "value": "1"}}"#;
+    c.apply(server::apply(&id, Some(0), server::ops(&[add]))).await.expect("apply");
+    assert_eq!(total_at(&mut c, &id, None).await, "12");
+    drop(c);
+    server.stop();
+
+    std::fs::write(root.join("tiny.toml"), TINY.replace("\"10\"", "\"50\"")).expect("write");
+    let server = Server::start(&data, &args);
+    let mut c = server.client().await;
+    let list = c.list_rulesets(pb::ListRulesetsRequest {}).await.expect("list").into_inner();
+    let tiny = list.rulesets.iter().find(|r| r.id == "tiny").expect("tiny");
+    assert_eq!(tiny.version, 2, "changed content is a new version");
+    let info = c.get_sheet(pb::GetSheetRequest { sheet_id: id.clone() }).await.expect("get").into_inner();
+    assert_eq!((info.revision, info.ruleset_version), (1, 1));
+    assert_eq!(total_at(&mut c, &id, None).await, "12", "revision 1 keeps its value");
+    assert_eq!(total_at(&mut c, &id, Some(0)).await, "11");
+    let why = c
+        .why_changed(pb::WhyChangedRequest {
+            sheet_id: id.clone(),
+            variable: "Total".into(),
+            from_revision: 0,
+            to_revision: None,
+        })
+        .await
+        .expect("why")
+        .into_inner();
+    assert_eq!(why.causes.len(), 1, "{why:?}");
+    // The next change moves the sheet to version 2, and says so.
+    let applied = c.apply(server::apply(&id, Some(1), vec![])).await.expect("apply").into_inner();
+    let moved = applied.moved.expect("moved");
+    assert_eq!((moved.from_version, moved.to_version), (1, 2));
+    assert_eq!(total_at(&mut c, &id, None).await, "52");
+    assert_eq!(total_at(&mut c, &id, Some(1)).await, "12", "history stays");
+    // A sheet on version 1 restored after another restart replays version 1's stored text, even
+    // with the file changed again.
+    let other = c
+        .create_sheet(pb::CreateSheetRequest {
+            ruleset_id: "tiny".into(),
+            id: "second".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("create")
+        .into_inner();
+    assert_eq!(other.sheet.expect("info").ruleset_version, 2);
+    drop(c);
+    server.stop();
+    std::fs::write(root.join("tiny.toml"), TINY.replace("\"10\"", "\"90\"")).expect("write");
+    let server = Server::start(&data, &args);
+    let mut c = server.client().await;
+    assert_eq!(total_at(&mut c, "second", None).await, "51", "version 2's content, not the file's");
+    assert_eq!(total_at(&mut c, &id, None).await, "52");
+}

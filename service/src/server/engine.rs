@@ -14,7 +14,8 @@ use crate::proto as pb;
 use crate::server::convert::{self, OpLimits};
 use crate::server::policy;
 use crate::server::store::{
-    LogEntry, RulesetRecord, SNAPSHOT_EVERY, SheetRecord, Snapshot, Store, StoreError,
+    FileRecord, LogEntry, RulesetRecord, RulesetVersion, SNAPSHOT_EVERY, SheetRecord, Snapshot, Store,
+    StoreError,
 };
 use arc_swap::ArcSwap;
 use data::{Character, Ruleset, SheetOp};
@@ -66,6 +67,17 @@ pub struct RulesetEntry {
     source: Mutex<Source>,
     /// The version serving now; swapped whole by a successful reload.
     pub current: ArcSwap<Loaded>,
+    /// Earlier versions compiled again from their stored content, for replaying history.
+    earlier: Mutex<HashMap<u64, Arc<Ruleset>>>,
+}
+
+/// How many earlier versions of one ruleset stay compiled in memory.
+const EARLIER_VERSIONS_KEPT: usize = 4;
+
+/// A compiled ruleset and the content it was compiled from.
+struct Compiled {
+    ruleset: Ruleset,
+    content: RulesetVersion,
 }
 
 /// A live sheet.
@@ -224,12 +236,26 @@ impl Engine {
             sources.push((r.id.clone(), source));
         }
         for (id, source) in sources {
-            let version = stored.get(&id).map_or(1, |r| r.version.max(1));
             match engine.compile(&id, &source) {
-                Ok(ruleset) => {
+                Ok(compiled) => {
+                    // A ruleset whose content changed since it was stored is a new version;
+                    // sheets stay on the version their revisions were made with until they move.
+                    let version = match stored.get(&id) {
+                        None => 1,
+                        Some(r)
+                            if r.content_hash.is_empty()
+                                || r.content_hash == compiled.content.content_hash =>
+                        {
+                            r.version.max(1)
+                        }
+                        Some(r) => {
+                            tracing::info!(ruleset = %id, version = r.version + 1, "ruleset changed since it was stored: a new version");
+                            r.version + 1
+                        }
+                    };
                     tracing::info!(ruleset = %id, version, "ruleset loaded");
                     engine
-                        .insert_ruleset(&id, source, version, ruleset)
+                        .insert_ruleset(&id, source, version, compiled)
                         .map_err(|e| e.message().to_owned())?;
                 }
                 Err(diags) => {
@@ -264,15 +290,16 @@ impl Engine {
         let entry = self
             .ruleset_entry(&rec.ruleset_id)
             .map_err(|_| (Code::Unavailable, format!("its ruleset `{}` is not loaded", rec.ruleset_id)))?;
-        let loaded = entry.current.load_full();
         let log = self.store.log(&rec.id, 0, u64::MAX).map_err(|e| match e {
             StoreError::Damaged(m) => (Code::DataLoss, m),
             StoreError::Failed(m) => (Code::Unavailable, m),
         })?;
-        let revision =
-            log.last().map(|e| e.revision).ok_or((Code::DataLoss, "it has no revisions".to_owned()))?;
-        let character = replay(loaded.ruleset.clone(), &log).map_err(|e| (Code::FailedPrecondition, e))?;
-        let sheet = self.new_entry(&rec.id, entry, character, loaded.version, revision);
+        let last = log.last().ok_or((Code::DataLoss, "it has no revisions".to_owned()))?;
+        let (revision, version) = (last.revision, last.ruleset_version);
+        // The sheet comes back on the version its last revision was made with.
+        let ruleset = self.ruleset_at(&entry, version).map_err(|s| (s.code(), s.message().to_owned()))?;
+        let character = replay(ruleset, &log).map_err(|e| (Code::FailedPrecondition, e))?;
+        let sheet = self.new_entry(&rec.id, entry, character, version, revision);
         self.write_sheets().insert(rec.id.clone(), sheet);
         Ok(())
     }
@@ -319,16 +346,57 @@ impl Engine {
         self.store.path().to_owned()
     }
 
-    fn insert_ruleset(&self, id: &str, source: Source, version: u64, ruleset: Ruleset) -> Result<(), Status> {
-        let record = record_of(id, &source, version);
-        self.store.put_ruleset(&record).map_err(internal)?;
+    fn insert_ruleset(
+        &self,
+        id: &str,
+        source: Source,
+        version: u64,
+        compiled: Compiled,
+    ) -> Result<(), Status> {
+        let Compiled { ruleset, mut content } = compiled;
+        content.version = version;
+        let record = record_of(id, &source, version, &content);
+        self.store.put_ruleset(&record, Some(&content)).map_err(internal)?;
         let entry = Arc::new(RulesetEntry {
             id: id.to_owned(),
             source: Mutex::new(source),
             current: ArcSwap::from_pointee(Loaded { version, ruleset: Arc::new(ruleset) }),
+            earlier: Mutex::default(),
         });
         self.rulesets.write().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned(), entry);
         Ok(())
+    }
+
+    /// A version of a ruleset: the current one, or an earlier one compiled again from the content
+    /// stored with it. (A version stored before versions kept their content is served by the
+    /// current one, with a warning.)
+    fn ruleset_at(&self, entry: &RulesetEntry, version: u64) -> Result<Arc<Ruleset>, Status> {
+        let current = entry.current.load_full();
+        if current.version == version {
+            return Ok(current.ruleset.clone());
+        }
+        if let Some(r) = lock(&entry.earlier).get(&version) {
+            return Ok(r.clone());
+        }
+        let Some(content) = self.store.ruleset_version(&entry.id, version).map_err(internal)? else {
+            tracing::warn!(ruleset = %entry.id, version, "no stored content for this version; using the current one");
+            return Ok(current.ruleset.clone());
+        };
+        let ruleset = Arc::new(compile_content(&entry.id, &content).map_err(|d| {
+            Status::failed_precondition(format!(
+                "version {version} of ruleset `{}` no longer compiles: {}",
+                entry.id,
+                diagnostics_status(&entry.id, &d)
+            ))
+        })?);
+        let mut earlier = lock(&entry.earlier);
+        if earlier.len() >= EARLIER_VERSIONS_KEPT
+            && let Some(&oldest) = earlier.keys().min()
+        {
+            earlier.remove(&oldest);
+        }
+        earlier.insert(version, ruleset.clone());
+        Ok(ruleset)
     }
 
     pub fn ruleset_entry(&self, id: &str) -> Result<Arc<RulesetEntry>, Status> {
@@ -351,17 +419,40 @@ impl Engine {
     // Rulesets
 
     /// Compiles a ruleset, reading files through the policy: confined to the ruleset roots when a
-    /// client named them, always within the read limits.
-    fn compile(&self, id: &str, source: &Source) -> Result<Ruleset, Vec<data::Diagnostic>> {
-        match source {
-            Source::Builtin => data::load_starter(),
+    /// client named them, always within the read limits. Returns the content read with it.
+    fn compile(&self, id: &str, source: &Source) -> Result<Compiled, Vec<data::Diagnostic>> {
+        let mut content = RulesetVersion::default();
+        let ruleset = match source {
+            Source::Builtin => {
+                content.builtin = true;
+                content.files = data::STARTER_FILES
+                    .iter()
+                    .map(|(path, text)| FileRecord { path: (*path).to_owned(), text: (*text).to_owned() })
+                    .collect();
+                data::load_starter()?
+            }
             Source::Paths { paths, confined } => {
                 let files =
                     if *confined { data::Files::confined(&self.ruleset_roots) } else { data::Files::disk() };
-                data::load_with(paths, &files.with_limits(self.limits.read))
+                let files = files.with_limits(self.limits.read);
+                let ruleset = data::load_with(paths, &files)?;
+                content.paths = paths.iter().map(|p| p.display().to_string()).collect();
+                let bundle = files.into_bundle();
+                content.present = bundle.present.into_iter().collect();
+                content.files = bundle
+                    .files
+                    .into_iter()
+                    .map(|(path, text)| FileRecord { path, text: text.to_string() })
+                    .collect();
+                ruleset
             }
-            Source::Inline(text) => data::load_str(text, &format!("<inline {id}>")),
-        }
+            Source::Inline(text) => {
+                content.inline_text = text.clone();
+                data::load_str(text, &format!("<inline {id}>"))?
+            }
+        };
+        content.content_hash = content_hash(&content);
+        Ok(Compiled { ruleset, content })
     }
 
     /// A client's path: a relative one is relative to the first ruleset root that has it (or to
@@ -415,9 +506,9 @@ impl Engine {
             }
         };
         match self.compile(&req.id, &source) {
-            Ok(ruleset) => {
-                let warnings = ruleset.warnings().iter().map(convert::diagnostic).collect();
-                self.insert_ruleset(&req.id, source, 1, ruleset)?;
+            Ok(compiled) => {
+                let warnings = compiled.ruleset.warnings().iter().map(convert::diagnostic).collect();
+                self.insert_ruleset(&req.id, source, 1, compiled)?;
                 let entry = self.ruleset_entry(&req.id)?;
                 Ok(pb::RulesetReply { ok: true, ruleset: Some(info(&entry)), diagnostics: vec![], warnings })
             }
@@ -444,10 +535,12 @@ impl Engine {
             other => other.clone(),
         };
         match self.compile(&entry.id, &new_source) {
-            Ok(ruleset) => {
+            Ok(Compiled { ruleset, mut content }) => {
                 let warnings = ruleset.warnings().iter().map(convert::diagnostic).collect();
                 let version = entry.current.load().version + 1;
-                self.store.put_ruleset(&record_of(&entry.id, &new_source, version)).map_err(internal)?;
+                content.version = version;
+                let record = record_of(&entry.id, &new_source, version, &content);
+                self.store.put_ruleset(&record, Some(&content)).map_err(internal)?;
                 entry.current.store(Arc::new(Loaded { version, ruleset: Arc::new(ruleset) }));
                 *source = new_source;
                 drop(source);
@@ -783,10 +876,7 @@ impl Engine {
     /// to the operations whose recomputation reached the variable.
     pub fn why_changed(&self, req: &pb::WhyChangedRequest) -> Result<pb::WhyChangedResponse, Status> {
         let entry = self.sheet(&req.sheet_id)?;
-        let (ruleset, current) = {
-            let st = lock(&entry.state);
-            (st.character.ruleset().clone(), st.revision)
-        };
+        let current = lock(&entry.state).revision;
         let to = req.to_revision.unwrap_or(current);
         if to > current || req.from_revision > to {
             return Err(Status::out_of_range(format!(
@@ -797,6 +887,10 @@ impl Engine {
         let log = self.store.log(&req.sheet_id, 0, to).map_err(internal)?;
         let var = req.variable.as_str();
         let is_var = |r: &str| r.eq_ignore_ascii_case(var);
+        // Each revision replays against the ruleset version it was made with: where the version
+        // changes (a move), the history so far is replayed against the new one, as the move did.
+        let mut version = log.first().map_or(0, |e| e.ruleset_version);
+        let ruleset = self.ruleset_at(&entry.ruleset, version)?;
         let mut character = Character::new(ruleset).map_err(|e| convert::sheet_error(&e))?;
         character.record_evaluations(true);
         let mut out = pb::WhyChangedResponse {
@@ -806,7 +900,13 @@ impl Engine {
         };
         let current_value =
             |c: &Character| c.sheet().typed_value(var).ok().map(|(_, f, s)| convert::value(&f, &s));
-        for e in &log {
+        for (at, e) in log.iter().enumerate() {
+            if e.ruleset_version != version {
+                version = e.ruleset_version;
+                character = replay(self.ruleset_at(&entry.ruleset, version)?, &log[..at])
+                    .map_err(|m| Status::failed_precondition(format!("replaying the history: {m}")))?;
+                character.record_evaluations(true);
+            }
             let ops = convert::operations(&e.operations, &REPLAY_LIMITS)?;
             if e.revision <= req.from_revision {
                 character.apply(&ops).map_err(|err| replay_failed(e.revision, &err))?;
@@ -819,7 +919,7 @@ impl Engine {
                         operation_index: 0,
                         operation: None,
                         description: format!(
-                            "the sheet moved from version {from} to {} of ruleset `{}` (history is replayed with the current version)",
+                            "the sheet moved from version {from} to {} of ruleset `{}`",
                             e.ruleset_version, entry.ruleset.id
                         ),
                         before: c.old.clone(),
@@ -1135,7 +1235,47 @@ fn diff_traces(from: Option<&pb::Trace>, to: Option<&pb::Trace>) -> Vec<pb::Step
     out
 }
 
-fn record_of(id: &str, source: &Source, version: u64) -> RulesetRecord {
+/// The SHA-256 of a version's content: what kind of source, its paths, every file's path and
+/// text, and inline text, each length-prefixed.
+fn content_hash(c: &RulesetVersion) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut field = |b: &[u8]| {
+        h.update((b.len() as u64).to_le_bytes());
+        h.update(b);
+    };
+    field(if c.builtin { b"builtin" } else { b"files" });
+    for p in &c.paths {
+        field(p.as_bytes());
+    }
+    for f in &c.files {
+        field(f.path.as_bytes());
+        field(f.text.as_bytes());
+    }
+    for p in &c.present {
+        field(p.as_bytes());
+    }
+    field(c.inline_text.as_bytes());
+    h.finalize().to_vec()
+}
+
+/// Compiles a stored version's content, without reading any file.
+fn compile_content(id: &str, c: &RulesetVersion) -> Result<Ruleset, Vec<data::Diagnostic>> {
+    if c.builtin {
+        data::load_texts(c.files.iter().map(|f| (f.path.as_str(), f.text.as_str())))
+    } else if !c.inline_text.is_empty() {
+        data::load_str(&c.inline_text, &format!("<inline {id}>"))
+    } else {
+        let bundle = data::Bundle {
+            files: c.files.iter().map(|f| (f.path.clone(), Arc::from(f.text.as_str()))).collect(),
+            present: c.present.iter().cloned().collect(),
+        };
+        data::load_with(&c.paths, &data::Files::memory(bundle))
+    }
+}
+
+fn record_of(id: &str, source: &Source, version: u64, content: &RulesetVersion) -> RulesetRecord {
+    let confined = matches!(source, Source::Paths { confined: true, .. });
     let (paths, inline_text) = match source {
         Source::Builtin => (vec![], String::new()),
         Source::Paths { paths, .. } => {
@@ -1143,7 +1283,14 @@ fn record_of(id: &str, source: &Source, version: u64) -> RulesetRecord {
         }
         Source::Inline(t) => (vec![], t.clone()),
     };
-    RulesetRecord { id: id.to_owned(), paths, inline_text, version }
+    RulesetRecord {
+        id: id.to_owned(),
+        paths,
+        inline_text,
+        version,
+        confined,
+        content_hash: content.content_hash.clone(),
+    }
 }
 
 fn info(entry: &RulesetEntry) -> pb::RulesetInfo {

@@ -8,6 +8,8 @@
 //!   ruleset version it was computed with, and the changes it made (old → new).
 //! - `snapshots`: (sheet id, revision) → [`Snapshot`]: every value at that revision, written at
 //!   revision 0 and every [`SNAPSHOT_EVERY`] revisions.
+//! - `ruleset_versions`: (ruleset id, version) → [`RulesetVersion`]: the exact text each version
+//!   was compiled from, so past revisions replay against the rules they were made with.
 //!
 //! The operation log is the truth: a sheet's state is its log replayed. Snapshots plus the
 //! changes in the log answer Values-at-revision without replaying. Every write is one redb
@@ -30,6 +32,7 @@ const RULESETS: TableDefinition<&str, &[u8]> = TableDefinition::new("rulesets");
 const SHEETS: TableDefinition<&str, &[u8]> = TableDefinition::new("sheets");
 const LOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("log");
 const SNAPSHOTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("snapshots");
+const RULESET_VERSIONS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("ruleset_versions");
 
 /// A full snapshot of values is stored every this many revisions.
 pub const SNAPSHOT_EVERY: u64 = 32;
@@ -45,6 +48,43 @@ pub struct RulesetRecord {
     pub inline_text: String,
     #[prost(uint64, tag = "4")]
     pub version: u64,
+    /// Paths a client named (they must lie under the ruleset roots when read again).
+    #[prost(bool, tag = "5")]
+    pub confined: bool,
+    /// The SHA-256 of the current version's content (empty in stores from before versions kept
+    /// their content).
+    #[prost(bytes = "vec", tag = "6")]
+    pub content_hash: Vec<u8>,
+}
+
+/// The content one version of a ruleset was compiled from.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RulesetVersion {
+    #[prost(uint64, tag = "1")]
+    pub version: u64,
+    #[prost(bytes = "vec", tag = "2")]
+    pub content_hash: Vec<u8>,
+    /// What was loaded: paths (or, for the built-in starter, nothing).
+    #[prost(string, repeated, tag = "3")]
+    pub paths: Vec<String>,
+    /// Every file read: path (or built-in name) and text.
+    #[prost(message, repeated, tag = "4")]
+    pub files: Vec<FileRecord>,
+    #[prost(string, tag = "5")]
+    pub inline_text: String,
+    #[prost(bool, tag = "6")]
+    pub builtin: bool,
+    /// Files the load checked for without reading them.
+    #[prost(string, repeated, tag = "7")]
+    pub present: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FileRecord {
+    #[prost(string, tag = "1")]
+    pub path: String,
+    #[prost(string, tag = "2")]
+    pub text: String,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -189,6 +229,7 @@ impl Store {
             tx.open_table(SHEETS)?;
             tx.open_table(LOG)?;
             tx.open_table(SNAPSHOTS)?;
+            tx.open_table(RULESET_VERSIONS)?;
             Ok(())
         })?;
         store.seal_legacy_records()?;
@@ -213,7 +254,7 @@ impl Store {
                     t.insert(k.as_str(), seal(&id_key(&name, &k), &v).as_slice())?;
                 }
             }
-            for table in [LOG, SNAPSHOTS] {
+            for table in [LOG, SNAPSHOTS, RULESET_VERSIONS] {
                 let mut t = tx.open_table(table)?;
                 let mut legacy = Vec::new();
                 for row in t.iter()? {
@@ -284,12 +325,27 @@ impl Store {
         self.all(RULESETS, "read rulesets")
     }
 
-    pub fn put_ruleset(&self, r: &RulesetRecord) -> Result<(), StoreError> {
+    /// Saves a ruleset's record, and the content of its current version when given, in one
+    /// transaction.
+    pub fn put_ruleset(&self, r: &RulesetRecord, content: Option<&RulesetVersion>) -> Result<(), StoreError> {
         let bytes = seal(&id_key("rulesets", &r.id), &r.encode_to_vec());
+        let version = content
+            .map(|v| (v.version, seal(&rev_key("ruleset_versions", &r.id, v.version), &v.encode_to_vec())));
         self.write("save ruleset", |tx| {
             tx.open_table(RULESETS)?.insert(r.id.as_str(), bytes.as_slice())?;
+            if let Some((v, b)) = &version {
+                tx.open_table(RULESET_VERSIONS)?.insert((r.id.as_str(), *v), b.as_slice())?;
+            }
             Ok(())
         })
+    }
+
+    /// The content of one version of a ruleset, if it was kept.
+    pub fn ruleset_version(&self, id: &str, version: u64) -> Result<Option<RulesetVersion>, StoreError> {
+        let raw = self.read("read ruleset version", |tx| {
+            Ok(tx.open_table(RULESET_VERSIONS)?.get((id, version))?.map(|v| v.value().to_vec()))
+        })?;
+        raw.map(|b| decode(&rev_key("ruleset_versions", id, version), &b)).transpose()
     }
 
     /// Every sheet record; a damaged one comes as its id and the damage.
@@ -444,7 +500,7 @@ pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
     ids(rulesets, "rulesets", &mut damage);
     let sheets: Vec<_> = store.sheets()?.into_iter().map(|r| r.map(|_| ())).collect();
     ids(sheets, "sheets", &mut damage);
-    for (table, def) in [("log", LOG), ("snapshots", SNAPSHOTS)] {
+    for (table, def) in [("log", LOG), ("snapshots", SNAPSHOTS), ("ruleset_versions", RULESET_VERSIONS)] {
         let raw = store.read("read records", |tx| {
             let t = tx.open_table(def)?;
             let mut out = Vec::new();
@@ -457,10 +513,10 @@ pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
         })?;
         for (sheet, rev, bytes) in raw {
             let key = rev_key(table, &sheet, rev);
-            let result = if table == "log" {
-                decode::<LogEntry>(&key, &bytes).map(|_| ())
-            } else {
-                decode::<Snapshot>(&key, &bytes).map(|_| ())
+            let result = match table {
+                "log" => decode::<LogEntry>(&key, &bytes).map(|_| ()),
+                "snapshots" => decode::<Snapshot>(&key, &bytes).map(|_| ()),
+                _ => decode::<RulesetVersion>(&key, &bytes).map(|_| ()),
             };
             if let Err(e) = result {
                 damage.push(Damage { record: key, why: e.to_string() });
