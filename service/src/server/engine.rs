@@ -154,6 +154,60 @@ pub struct Subscription {
     pub current: u64,
 }
 
+/// A checkpoint of a sheet's state is kept every this many revisions.
+pub const CHECKPOINT_EVERY: u64 = 512;
+
+/// How many checkpoints the server keeps in memory, over all sheets (the least recently used go).
+const CHECKPOINTS_KEPT: usize = 256;
+
+/// Sheet states at past revisions (a clone of the character as it was after revision r, with the
+/// ruleset version of revision r), so that replaying history starts near where it is asked for.
+/// Made by restores at start, by replays, and by Apply every [`CHECKPOINT_EVERY`] revisions; in
+/// memory only (a restart's restore makes them again).
+#[derive(Default)]
+struct Checkpoints {
+    inner: Mutex<CheckpointMap>,
+}
+
+#[derive(Default)]
+struct CheckpointMap {
+    /// (sheet, revision) → (ruleset version, state, last use).
+    map: HashMap<(String, u64), (u64, Arc<Character>, u64)>,
+    clock: u64,
+}
+
+impl Checkpoints {
+    fn put(&self, sheet: &str, revision: u64, version: u64, c: &Character) {
+        let mut m = lock(&self.inner);
+        m.clock += 1;
+        let now = m.clock;
+        if m.map.len() >= CHECKPOINTS_KEPT
+            && let Some(oldest) = m.map.iter().min_by_key(|(_, v)| v.2).map(|(k, _)| k.clone())
+        {
+            m.map.remove(&oldest);
+        }
+        let mut c = c.clone();
+        c.record_evaluations(false);
+        m.map.insert((sheet.to_owned(), revision), (version, Arc::new(c), now));
+    }
+
+    /// The latest checkpoint of `sheet` at or before `revision`: (revision, version, state).
+    fn before(&self, sheet: &str, revision: u64) -> Option<(u64, u64, Character)> {
+        let mut m = lock(&self.inner);
+        m.clock += 1;
+        let now = m.clock;
+        let key =
+            m.map.keys().filter(|(s, r)| s == sheet && *r <= revision).max_by_key(|(_, r)| *r).cloned()?;
+        let entry = m.map.get_mut(&key)?;
+        entry.2 = now;
+        Some((key.1, entry.0, (*entry.1).clone()))
+    }
+
+    fn forget(&self, sheet: &str) {
+        lock(&self.inner).map.retain(|(s, _), _| s != sheet);
+    }
+}
+
 /// An id reserved by a create in progress; released when dropped (created or failed).
 struct Reservation<'e> {
     engine: &'e Engine,
@@ -176,6 +230,10 @@ pub struct Engine {
     unservable: RwLock<BTreeMap<String, (Code, String)>>,
     /// Ids of sheets being created (reserved while their first revision is written).
     creating: Mutex<HashSet<String>>,
+    /// Sheet states at past revisions, where replays of history start.
+    checkpoints: Checkpoints,
+    /// Revisions replayed by WhyChanged since start (observability, and tests of its cost).
+    replayed: std::sync::atomic::AtomicU64,
     default_ruleset: String,
     limits: Limits,
     ruleset_roots: Vec<PathBuf>,
@@ -210,6 +268,8 @@ impl Engine {
             sheets: RwLock::default(),
             unservable: RwLock::default(),
             creating: Mutex::default(),
+            checkpoints: Checkpoints::default(),
+            replayed: Default::default(),
             default_ruleset: if config.default_ruleset.is_empty() {
                 STARTER.to_owned()
             } else {
@@ -298,10 +358,38 @@ impl Engine {
         let (revision, version) = (last.revision, last.ruleset_version);
         // The sheet comes back on the version its last revision was made with.
         let ruleset = self.ruleset_at(&entry, version).map_err(|s| (s.code(), s.message().to_owned()))?;
-        let character = replay(ruleset, &log).map_err(|e| (Code::FailedPrecondition, e))?;
+        let character = self
+            .replay_checkpointed(&rec.id, ruleset, version, &log)
+            .map_err(|e| (Code::FailedPrecondition, e))?;
         let sheet = self.new_entry(&rec.id, entry, character, version, revision);
         self.write_sheets().insert(rec.id.clone(), sheet);
         Ok(())
+    }
+
+    /// Replays a sheet's whole log against `version` of its ruleset, keeping a checkpoint every
+    /// [`CHECKPOINT_EVERY`] revisions made with that version.
+    fn replay_checkpointed(
+        &self,
+        id: &str,
+        ruleset: Arc<Ruleset>,
+        version: u64,
+        log: &[LogEntry],
+    ) -> Result<Character, String> {
+        let mut c = Character::new(ruleset).map_err(|e| e.to_string())?;
+        for e in log {
+            let ops =
+                convert::operations(&e.operations, &REPLAY_LIMITS).map_err(|s| s.message().to_owned())?;
+            c.apply(&ops).map_err(|err| format!("revision {}: {err}", e.revision))?;
+            if e.ruleset_version == version && e.revision.is_multiple_of(CHECKPOINT_EVERY) && e.revision > 0 {
+                self.checkpoints.put(id, e.revision, version, &c);
+            }
+        }
+        Ok(c)
+    }
+
+    /// Revisions replayed by WhyChanged since the engine started.
+    pub fn replayed_revisions(&self) -> u64 {
+        self.replayed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn new_entry(
@@ -646,6 +734,7 @@ impl Engine {
     }
 
     pub fn delete_sheet(&self, id: &str) -> Result<(), Status> {
+        self.checkpoints.forget(id);
         // A sheet that cannot be served (damaged, or its ruleset missing) can still be deleted.
         if self.write_unservable().remove(id).is_some() {
             return self.store.delete_sheet(id).map_err(internal);
@@ -768,6 +857,9 @@ impl Engine {
             st.version = loaded.version;
         }
         st.revision = revision;
+        if revision.is_multiple_of(CHECKPOINT_EVERY) {
+            self.checkpoints.put(&entry.id, revision, st.version, &st.character);
+        }
         let _ = entry.events.send(Arc::new(pb::WatchEvent {
             revision,
             event: Some(pb::watch_event::Event::Changes(pb::Changes { changes: all_changes })),
@@ -884,14 +976,22 @@ impl Engine {
                 req.from_revision
             )));
         }
-        let log = self.store.log(&req.sheet_id, 0, to).map_err(internal)?;
         let var = req.variable.as_str();
         let is_var = |r: &str| r.eq_ignore_ascii_case(var);
-        // Each revision replays against the ruleset version it was made with: where the version
-        // changes (a move), the history so far is replayed against the new one, as the move did.
-        let mut version = log.first().map_or(0, |e| e.ruleset_version);
-        let ruleset = self.ruleset_at(&entry.ruleset, version)?;
-        let mut character = Character::new(ruleset).map_err(|e| convert::sheet_error(&e))?;
+        // Start from the nearest checkpoint at or before `from` (the state at that revision), so
+        // the cost is the range asked plus at most CHECKPOINT_EVERY revisions; else from 0.
+        let (start, mut version, mut character) =
+            match self.checkpoints.before(&req.sheet_id, req.from_revision) {
+                Some((revision, version, c)) => (revision + 1, version, c),
+                None => {
+                    let first = self.store.log_limited(&req.sheet_id, 0, 0, 1).map_err(internal)?;
+                    let version = first.first().map_or(0, |e| e.ruleset_version);
+                    let ruleset = self.ruleset_at(&entry.ruleset, version)?;
+                    (0, version, Character::new(ruleset).map_err(|e| convert::sheet_error(&e))?)
+                }
+            };
+        let log = self.store.log(&req.sheet_id, start, to).map_err(internal)?;
+        self.replayed.fetch_add(log.len() as u64, std::sync::atomic::Ordering::Relaxed);
         character.record_evaluations(true);
         let mut out = pb::WhyChangedResponse {
             from_revision: req.from_revision,
@@ -900,16 +1000,25 @@ impl Engine {
         };
         let current_value =
             |c: &Character| c.sheet().typed_value(var).ok().map(|(_, f, s)| convert::value(&f, &s));
-        for (at, e) in log.iter().enumerate() {
+        for e in &log {
+            // Each revision replays against the ruleset version it was made with: where the
+            // version changes (a move), the history so far replays against the new one, as the
+            // move did.
             if e.ruleset_version != version {
                 version = e.ruleset_version;
-                character = replay(self.ruleset_at(&entry.ruleset, version)?, &log[..at])
+                let before =
+                    self.store.log(&req.sheet_id, 0, e.revision.saturating_sub(1)).map_err(internal)?;
+                let before = if e.revision == 0 { &[][..] } else { &before[..] };
+                character = replay(self.ruleset_at(&entry.ruleset, version)?, before)
                     .map_err(|m| Status::failed_precondition(format!("replaying the history: {m}")))?;
                 character.record_evaluations(true);
             }
             let ops = convert::operations(&e.operations, &REPLAY_LIMITS)?;
             if e.revision <= req.from_revision {
                 character.apply(&ops).map_err(|err| replay_failed(e.revision, &err))?;
+                if e.revision.is_multiple_of(CHECKPOINT_EVERY) {
+                    self.checkpoints.put(&req.sheet_id, e.revision, version, &character);
+                }
             } else {
                 if let Some(from) = e.moved_from_version
                     && let Some(c) = e.changes.iter().find(|c| is_var(&c.r#ref))
@@ -1391,5 +1500,57 @@ mod tests {
         assert_eq!(e.code(), Code::AlreadyExists);
         let bad = pb::CreateSheetRequest { id: "no spaces".into(), ..Default::default() };
         assert_eq!(engine.create_sheet(&bad).expect_err("invalid").code(), Code::InvalidArgument);
+    }
+
+    /// WhyChanged over the last few revisions of a long history replays from the nearest
+    /// checkpoint, not from revision 0: its cost follows the range asked.
+    #[test]
+    fn why_changed_starts_from_the_nearest_checkpoint() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let engine = Engine::open(EngineConfig { data_dir: dir.path().to_owned(), ..Default::default() })
+            .expect("open");
+        let created = engine.create_sheet(&pb::CreateSheetRequest::default()).expect("create");
+        let id = created.sheet.expect("sheet").id;
+        let armor = pb::Operation {
+            op: Some(pb::operation::Op::AddObject(pb::AddObject {
+                kind: "EQUIPMENT".into(),
+                key: "Ring Hauberk".into(),
+                id: Some("armor".into()),
+                parent: None,
+            })),
+        };
+        let off = pb::Operation { op: Some(pb::operation::Op::RemoveObject("armor".into())) };
+        let n = 2 * CHECKPOINT_EVERY + 40;
+        for r in 0..n {
+            let op = if r % 2 == 0 { armor.clone() } else { off.clone() };
+            let req =
+                pb::ApplyRequest { sheet_id: id.clone(), expected_revision: Some(r), operations: vec![op] };
+            engine.apply(&req).expect("apply");
+        }
+        let ask = |from: u64| pb::WhyChangedRequest {
+            sheet_id: id.clone(),
+            variable: "AC".into(),
+            from_revision: from,
+            to_revision: None,
+        };
+        let before = engine.replayed_revisions();
+        let near_end = engine.why_changed(&ask(n - 10)).expect("why");
+        let replayed = engine.replayed_revisions() - before;
+        assert_eq!(near_end.causes.len(), 10, "every revision toggled the armor");
+        assert_eq!(
+            replayed,
+            n - 2 * CHECKPOINT_EVERY,
+            "replayed from the checkpoint at {}",
+            2 * CHECKPOINT_EVERY
+        );
+        // The same answer as a replay from the start (a fresh engine: no Apply checkpoints, and
+        // a restore's checkpoints are states it replayed itself).
+        drop(engine);
+        let fresh = Engine::open(EngineConfig { data_dir: dir.path().to_owned(), ..Default::default() })
+            .expect("reopen");
+        fresh.checkpoints.forget(&id);
+        let full = fresh.why_changed(&ask(n - 10)).expect("why");
+        assert_eq!(fresh.replayed_revisions(), n + 1, "no checkpoint: from revision 0");
+        assert_eq!(format!("{full:?}"), format!("{near_end:?}"));
     }
 }
