@@ -187,6 +187,9 @@ pub struct Sheet {
     /// The modifiers on or from each instance other than the global one, by instance id: what
     /// removing the instance must remove.
     by_instance: Vec<Vec<ModKey>>,
+    /// Slots of removed instances, reused by the next instances created (last freed first), so
+    /// a sheet whose objects come and go does not grow.
+    free_instances: Vec<InstanceId>,
     next_seq: u64,
     epoch: u32,
     /// Default value of each variable definition, by `VarDefId` (copied from the rules once).
@@ -248,6 +251,7 @@ impl Sheet {
             mod_ids: Map::default(),
             sources: Map::default(),
             by_instance: Vec::new(),
+            free_instances: Vec::new(),
             next_seq: 0,
             epoch: 0,
             defaults,
@@ -265,14 +269,22 @@ impl Sheet {
         self.record_evaluations = on;
     }
 
+    /// How many instance slots the sheet holds, live or free (for tests of reuse).
+    #[cfg(test)]
+    pub(crate) fn instance_slots(&self) -> usize {
+        self.instances.len()
+    }
+
     /// The rules this sheet follows.
     pub fn rules(&self) -> &Arc<Rules> {
         &self.rules
     }
 
+    /// Creates an instance in a free slot (the last freed) or a new one at the end.
     fn create_instance(&mut self, key: Arc<str>, scope: ScopeId, parent: Option<InstanceId>) -> InstanceId {
         self.plan = None;
-        let id = InstanceId(self.instances.len() as u32);
+        let reused = self.free_instances.pop();
+        let id = reused.unwrap_or(InstanceId(self.instances.len() as u32));
         let vars = self.rules.scope_def(scope).vars.clone();
         let nodes: Box<[NodeIndex]> = vars
             .iter()
@@ -287,8 +299,14 @@ impl Sheet {
                 })
             })
             .collect();
-        self.instances.push(Some(Instance { key: key.clone(), scope, parent, children: Vec::new(), nodes }));
-        self.by_instance.push(Vec::new());
+        let instance = Instance { key: key.clone(), scope, parent, children: Vec::new(), nodes };
+        if reused.is_some() {
+            self.instances[id.0 as usize] = Some(instance);
+            self.by_instance[id.0 as usize].clear();
+        } else {
+            self.instances.push(Some(instance));
+            self.by_instance.push(Vec::new());
+        }
         if let Some(p) = parent
             && let Some(pi) = self.instances[p.0 as usize].as_mut()
         {

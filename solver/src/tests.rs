@@ -357,6 +357,34 @@ fn batches_apply_together_or_not_at_all() {
     let changed: Vec<String> = report.changed.iter().map(|c| c.var.to_string()).collect();
     assert_eq!(changed, ["shield.Bonus", "AC", "Total"]);
     assert_eq!(val(&sheet, "AC"), "13");
+
+    // Removed instances' slots are reused: objects that come and go do not grow the sheet.
+    sheet.apply(&[item("tmp"), on_item("t", "tmp", "5"), to_ac("ta", "tmp")]).unwrap();
+    sheet.apply(&[Operation::RemoveInstance("tmp".into())]).unwrap();
+    let slots = sheet.instance_slots();
+    for _ in 0..50 {
+        sheet.apply(&[item("tmp"), on_item("t", "tmp", "5"), to_ac("ta", "tmp")]).unwrap();
+        assert_eq!(val(&sheet, "AC"), "18");
+        sheet.apply(&[Operation::RemoveInstance("tmp".into())]).unwrap();
+    }
+    assert_eq!(sheet.instance_slots(), slots);
+    // A failed batch that removed an instance and reused its slot puts both back as they were.
+    sheet.apply(&[item("last"), on_item("l", "last", "1"), to_ac("la", "last")]).unwrap();
+    let before = sheet.values();
+    let err = sheet
+        .apply(&[
+            Operation::RemoveInstance("last".into()),
+            item("reuser"),
+            on_item("r", "reuser", "9"),
+            Operation::RemoveModifier("nope".into()),
+        ])
+        .unwrap_err();
+    assert_eq!(err.index, 3);
+    assert_eq!(sheet.values(), before);
+    assert_eq!(val(&sheet, "last.Bonus"), "1");
+    sheet.apply(&[Operation::RemoveInstance("last".into()), item("reuser")]).unwrap();
+    assert_eq!(val(&sheet, "reuser.Bonus"), "0");
+    assert_eq!(val(&sheet, "AC"), "13");
 }
 
 // ---- property: incremental equals from scratch, nothing evaluated twice ----

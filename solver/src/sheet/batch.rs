@@ -56,7 +56,8 @@ pub(super) struct Pending {
 }
 
 enum Undo {
-    AddedInstance(InstanceId),
+    /// An instance created, and whether it reused a free slot (else it was pushed at the end).
+    AddedInstance(InstanceId, bool),
     AddedModifier(ModKey),
     RemovedModifier(ModKey, Box<Modifier>),
     /// The instances removed (root first), and the root's parent.
@@ -137,9 +138,10 @@ impl Sheet {
                 ),
             ));
         }
+        let reuses = self.free_instances.last().copied();
         let id = self.create_instance(Arc::from(key), scope_id, Some(parent_id));
         pending.created.extend(self.instance(id).nodes.iter().copied());
-        pending.undo.push(Undo::AddedInstance(id));
+        pending.undo.push(Undo::AddedInstance(id, reuses == Some(id)));
         Ok(())
     }
 
@@ -183,6 +185,7 @@ impl Sheet {
         for d in doomed {
             if let Some(inst) = self.instances[d.0 as usize].take() {
                 self.instance_keys.remove(&inst.key);
+                self.free_instances.push(d);
                 taken.push((d, inst));
             }
         }
@@ -261,9 +264,10 @@ impl Sheet {
                     }
                     self.link_modifier(key, *m);
                 }
-                Undo::AddedInstance(id) => {
-                    // The newest instance: everything added after it has been undone.
-                    if let Some(inst) = self.instances.pop().flatten() {
+                Undo::AddedInstance(id, reused) => {
+                    // Everything done after it has been undone: its slot is either the last
+                    // one (new) or the free slot it reused, which goes back to the free list.
+                    if let Some(inst) = self.instances[id.0 as usize].take() {
                         for n in inst.nodes.iter() {
                             self.graph.remove_node(*n);
                         }
@@ -274,11 +278,21 @@ impl Sheet {
                             p.children.retain(|c| *c != id);
                         }
                     }
-                    self.by_instance.pop();
+                    self.by_instance[id.0 as usize].clear();
+                    if reused {
+                        self.free_instances.push(id);
+                    } else {
+                        self.instances.pop();
+                        self.by_instance.pop();
+                    }
                 }
                 Undo::RemovedInstances(taken, parent) => {
                     let root = taken.first().map(|(id, _)| *id);
                     for (id, inst) in taken {
+                        // Freed last (everything after it has been undone): take it back.
+                        if let Some(i) = self.free_instances.iter().rposition(|f| *f == id) {
+                            self.free_instances.remove(i);
+                        }
                         self.instance_keys.insert(inst.key.clone(), id);
                         self.instances[id.0 as usize] = Some(inst);
                     }

@@ -1,0 +1,302 @@
+//! `soak`: the daemon under a steady mixed load for a long time; reports errors, memory and
+//! Apply latency.
+//!
+//! ```text
+//! cargo build --release -p sheetd
+//! cargo run --release -p sheetd-benches --example soak -- [--minutes 10] [--sheets 200] [--clients 32]
+//! ```
+//!
+//! It starts the real `sheetd serve` (`target/release/sheetd`, or `--server PATH`) as its own
+//! process on 127.0.0.1 with a fresh store, creates the sheets (the example character), then runs
+//! the clients, each on its own connection, until the time is up. Each client owns the sheets
+//! whose number is its own modulo the client count and makes a random mix of calls:
+//! Apply (the armor on or off, 40%), Values now (20%) and at a past revision (10%), Explain
+//! (10%), WhyChanged over the last few revisions (5%), GetSheet (5%), a short Watch replay (5%),
+//! ListRulesets (5%). The server's resident memory is sampled every 5 s.
+//!
+//! It prints every sample, then: calls and errors by kind, Apply p50/p99, and memory after the
+//! warm-up (the first 10% of the run, at least 30 s): its first sample, its largest, its last,
+//! and the spread (largest / smallest − 1). Exits 1 on any error.
+
+use sheetd::proto as pb;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn arg_str(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
+/// xorshift64*: a fast, seedable generator (the mix need not be cryptographic).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn steps(json: &[&str]) -> Vec<pb::Operation> {
+    sheetd::client::operations(&sheetd::client::Steps {
+        steps: json.iter().map(|s| s.to_string()).collect(),
+        file: None,
+    })
+    .expect("valid steps")
+}
+
+fn example() -> Vec<pb::Operation> {
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
+    sheetd::client::operations(&sheetd::client::Steps { steps: vec![], file: Some(file) }).expect("example")
+}
+
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
+}
+
+#[derive(Default)]
+struct Tally {
+    calls: BTreeMap<&'static str, u64>,
+    errors: BTreeMap<&'static str, u64>,
+    first_errors: Vec<String>,
+    apply: Vec<Duration>,
+}
+
+/// One client's sheet: its id, revision and whether the armor is on.
+struct Owned {
+    id: String,
+    revision: u64,
+    armored: bool,
+}
+
+async fn client_loop(
+    url: String,
+    mut sheets: Vec<Owned>,
+    seed: u64,
+    until: Instant,
+    tally: Arc<Mutex<Tally>>,
+) {
+    let mut c = sheetd::client::connect(&url, None, None).await.expect("connect");
+    let mut rng = Rng(seed | 1);
+    let on = steps(&[r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "harness"}}"#]);
+    let off = steps(&[r#"{"remove_object": "harness"}"#]);
+    while Instant::now() < until {
+        let s = rng.below(sheets.len() as u64) as usize;
+        let sheet = &mut sheets[s];
+        let roll = rng.below(100);
+        let start = Instant::now();
+        let (kind, result): (&'static str, Result<(), tonic::Status>) = match roll {
+            0..40 => {
+                let ops = if sheet.armored { off.clone() } else { on.clone() };
+                let req = pb::ApplyRequest {
+                    sheet_id: sheet.id.clone(),
+                    expected_revision: Some(sheet.revision),
+                    operations: ops,
+                };
+                let r = c.apply(req).await.map(|r| {
+                    sheet.revision = r.into_inner().revision;
+                    sheet.armored = !sheet.armored;
+                });
+                let took = start.elapsed();
+                tally.lock().expect("tally").apply.push(took);
+                ("Apply", r)
+            }
+            40..60 => {
+                let req = pb::ValuesRequest {
+                    sheet_id: sheet.id.clone(),
+                    variables: vec!["AC".into()],
+                    revision: None,
+                };
+                ("Values", c.values(req).await.map(|_| ()))
+            }
+            60..70 => {
+                let revision = Some(rng.below(sheet.revision + 1));
+                let req = pb::ValuesRequest { sheet_id: sheet.id.clone(), variables: vec![], revision };
+                ("Values@revision", c.values(req).await.map(|_| ()))
+            }
+            70..80 => {
+                let req = pb::ExplainRequest { sheet_id: sheet.id.clone(), variable: "AC".into() };
+                ("Explain", c.explain(req).await.map(|_| ()))
+            }
+            80..85 => {
+                let req = pb::WhyChangedRequest {
+                    sheet_id: sheet.id.clone(),
+                    variable: "AC".into(),
+                    from_revision: sheet.revision.saturating_sub(5),
+                    to_revision: None,
+                };
+                ("WhyChanged", c.why_changed(req).await.map(|_| ()))
+            }
+            85..90 => (
+                "GetSheet",
+                c.get_sheet(pb::GetSheetRequest { sheet_id: sheet.id.clone() }).await.map(|_| ()),
+            ),
+            90..95 => {
+                let from = sheet.revision.saturating_sub(3);
+                let want = sheet.revision - from;
+                let req = pb::WatchRequest {
+                    sheet_id: sheet.id.clone(),
+                    variables: vec![],
+                    from_revision: Some(from),
+                };
+                let r = async {
+                    let mut stream = c.watch(req).await?.into_inner();
+                    for _ in 0..want {
+                        stream.message().await?;
+                    }
+                    Ok(())
+                }
+                .await;
+                ("Watch", r)
+            }
+            _ => ("ListRulesets", c.list_rulesets(pb::ListRulesetsRequest {}).await.map(|_| ())),
+        };
+        let mut t = tally.lock().expect("tally");
+        *t.calls.entry(kind).or_default() += 1;
+        if let Err(e) = result {
+            *t.errors.entry(kind).or_default() += 1;
+            if t.first_errors.len() < 10 {
+                t.first_errors.push(format!("{kind} on {}: {e:?}", sheet.id));
+            }
+        }
+    }
+}
+
+fn main() {
+    let minutes = arg("--minutes", 10);
+    let n_sheets = arg("--sheets", 200) as usize;
+    let n_clients = arg("--clients", 32) as usize;
+    let server_bin = arg_str("--server").unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/release/sheetd")
+            .display()
+            .to_string()
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = std::process::Command::new(&server_bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {server_bin} (cargo build --release -p sheetd first): {e}"));
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("read");
+    let url = line
+        .trim()
+        .strip_prefix("sheetd serving on ")
+        .and_then(|r| r.split_whitespace().next())
+        .expect("url")
+        .to_owned();
+    let pid = child.id();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let duration = Duration::from_secs(minutes * 60);
+    let warmup = (duration / 10).max(Duration::from_secs(30)).min(duration);
+    let samples = runtime.block_on(async {
+        let mut c = sheetd::client::connect(&url, None, None).await.expect("connect");
+        let mut owned: Vec<Vec<Owned>> = (0..n_clients).map(|_| Vec::new()).collect();
+        for i in 0..n_sheets {
+            let created = c
+                .create_sheet(pb::CreateSheetRequest { operations: example(), ..Default::default() })
+                .await
+                .expect("create")
+                .into_inner();
+            let id = created.sheet.expect("info").id;
+            owned[i % n_clients].push(Owned { id, revision: 0, armored: false });
+        }
+        let start = Instant::now();
+        let until = start + duration;
+        let mut tasks = Vec::new();
+        for (k, sheets) in owned.into_iter().enumerate() {
+            if !sheets.is_empty() {
+                tasks.push(tokio::spawn(client_loop(
+                    url.clone(),
+                    sheets,
+                    0x9E37_79B9 + k as u64,
+                    until,
+                    tally.clone(),
+                )));
+            }
+        }
+        let mut samples = Vec::new();
+        while Instant::now() < until {
+            let rss = rss_bytes(pid);
+            let t = start.elapsed();
+            println!("t={:>5.0}s  rss={:>7.1} MiB", t.as_secs_f64(), rss as f64 / 1048576.0);
+            samples.push((t, rss));
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        for t in tasks {
+            t.await.expect("client task");
+        }
+        samples
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let mut t = tally.lock().expect("tally");
+    let total: u64 = t.calls.values().sum();
+    let errors: u64 = t.errors.values().sum();
+    println!("\n{n_clients} clients, {n_sheets} sheets, {minutes} min: {total} calls, {errors} errors");
+    for (k, n) in &t.calls {
+        println!("  {k:<16} {n:>9} calls  {:>5} errors", t.errors.get(k).copied().unwrap_or(0));
+    }
+    for e in &t.first_errors {
+        println!("  error: {e}");
+    }
+    t.apply.sort();
+    println!(
+        "Apply: p50 {:.0} µs, p99 {:.0} µs ({} calls)",
+        percentile(&t.apply, 0.5).as_secs_f64() * 1e6,
+        percentile(&t.apply, 0.99).as_secs_f64() * 1e6,
+        t.apply.len()
+    );
+    let after: Vec<u64> = samples.iter().filter(|(at, _)| *at >= warmup).map(|(_, r)| *r).collect();
+    if let (Some(first), Some(max), Some(min), Some(last)) =
+        (after.first(), after.iter().max(), after.iter().min(), after.last())
+    {
+        let mib = |b: u64| b as f64 / 1048576.0;
+        println!(
+            "RSS after the {:.0} s warm-up: first {:.1} MiB, largest {:.1} MiB, last {:.1} MiB; spread {:.1}%",
+            warmup.as_secs_f64(),
+            mib(*first),
+            mib(*max),
+            mib(*last),
+            (*max as f64 / *min as f64 - 1.0) * 100.0
+        );
+    }
+    if errors > 0 {
+        std::process::exit(1);
+    }
+}
