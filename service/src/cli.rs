@@ -145,6 +145,7 @@ fn serve(args: crate::server::config::ServeArgs) -> ExitCode {
         }
     };
     init_logging(config.log_format);
+    limit_malloc_arenas();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -163,6 +164,18 @@ fn serve(args: crate::server::config::ServeArgs) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// glibc gives each thread that allocates its own malloc arena; with dozens of blocking threads
+/// each keeping freed memory, the daemon's resident memory crept up for as long as it ran (from
+/// 50 to 135 MiB in two minutes of the soak, with the live heap flat at 30 MiB). Two arenas keep
+/// it flat; the threads mostly wait on the store, so contention costs nothing measurable.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator tunable; called before the runtime starts threads.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 

@@ -1016,7 +1016,7 @@ impl Engine {
             let ops = convert::operations(&e.operations, &REPLAY_LIMITS)?;
             if e.revision <= req.from_revision {
                 character.apply(&ops).map_err(|err| replay_failed(e.revision, &err))?;
-                if e.revision.is_multiple_of(CHECKPOINT_EVERY) {
+                if e.revision > 0 && e.revision.is_multiple_of(CHECKPOINT_EVERY) {
                     self.checkpoints.put(&req.sheet_id, e.revision, version, &character);
                 }
             } else {
