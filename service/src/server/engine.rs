@@ -251,6 +251,8 @@ impl Engine {
     pub fn open(config: EngineConfig) -> Result<Engine, String> {
         let store =
             Store::open(&config.data_dir, config.limits.store_cache_bytes).map_err(|e| e.to_string())?;
+        // The default ruleset root, ready for the operator's files.
+        let _ = std::fs::create_dir_all(config.data_dir.join("rulesets"));
         let mut stored: HashMap<String, RulesetRecord> = HashMap::new();
         for r in store.rulesets().map_err(|e| e.to_string())? {
             match r {
