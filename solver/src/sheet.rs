@@ -275,6 +275,19 @@ impl Sheet {
         self.instances.len()
     }
 
+    /// About how many bytes the sheet holds (its variables, edges, modifiers and instances; not
+    /// the shared rules): for memory budgets, not accounting.
+    pub fn footprint(&self) -> usize {
+        use std::mem::size_of;
+        let mods: usize = self.mods.iter().flatten().map(|m| size_of::<Modifier>() + 8 * m.reads.len()).sum();
+        let nodes: usize = self.graph.node_weights().map(|n| size_of::<Node>() + 8 * n.mods.len()).sum();
+        nodes
+            + self.graph.edge_count() * 24
+            + mods
+            + self.instances.len() * (size_of::<Option<Instance>>() + 32)
+            + self.mod_ids.len() * 48
+    }
+
     /// The rules this sheet follows.
     pub fn rules(&self) -> &Arc<Rules> {
         &self.rules

@@ -30,7 +30,7 @@
 //! idle_timeout = 300                  # seconds
 //! keepalive_interval = 60             # seconds
 //! keepalive_timeout = 20              # seconds
-//! store_cache_bytes = 67108864
+//! store_cache_bytes = 33554432
 //! shutdown_grace = 10                 # seconds
 //!
 //! [tls]
@@ -158,7 +158,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", env = "SHEETD_KEEPALIVE_TIMEOUT")]
     pub keepalive_timeout: Option<u64>,
 
-    /// The store's page cache, in bytes [default: 67108864].
+    /// The store's page cache, in bytes [default: 33554432].
     #[arg(long, value_name = "BYTES", env = "SHEETD_STORE_CACHE_BYTES")]
     pub store_cache_bytes: Option<usize>,
 

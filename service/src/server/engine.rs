@@ -155,15 +155,16 @@ pub struct Subscription {
 }
 
 /// A checkpoint of a sheet's state is kept every this many revisions.
-pub const CHECKPOINT_EVERY: u64 = 512;
+pub const CHECKPOINT_EVERY: u64 = 128;
 
-/// How many checkpoints the server keeps in memory, over all sheets (the least recently used go).
-const CHECKPOINTS_KEPT: usize = 256;
+/// About how much memory checkpoints may hold, over all sheets (the least recently used go).
+const CHECKPOINT_BUDGET: usize = 16 << 20;
 
 /// Sheet states at past revisions (a clone of the character as it was after revision r, with the
 /// ruleset version of revision r), so that replaying history starts near where it is asked for.
 /// Made by restores at start, by replays, and by Apply every [`CHECKPOINT_EVERY`] revisions; in
-/// memory only (a restart's restore makes them again).
+/// memory only (a restart's restore makes them again), within [`CHECKPOINT_BUDGET`] bytes by the
+/// solver's estimate.
 #[derive(Default)]
 struct Checkpoints {
     inner: Mutex<CheckpointMap>,
@@ -171,24 +172,33 @@ struct Checkpoints {
 
 #[derive(Default)]
 struct CheckpointMap {
-    /// (sheet, revision) → (ruleset version, state, last use).
-    map: HashMap<(String, u64), (u64, Arc<Character>, u64)>,
+    /// (sheet, revision) → (ruleset version, state, its size estimate, last use).
+    map: HashMap<(String, u64), (u64, Arc<Character>, usize, u64)>,
+    bytes: usize,
     clock: u64,
 }
 
 impl Checkpoints {
     fn put(&self, sheet: &str, revision: u64, version: u64, c: &Character) {
+        let mut c = c.clone();
+        c.record_evaluations(false);
+        let size = c.sheet().footprint();
+        if size > CHECKPOINT_BUDGET / 4 {
+            return;
+        }
         let mut m = lock(&self.inner);
         m.clock += 1;
         let now = m.clock;
-        if m.map.len() >= CHECKPOINTS_KEPT
-            && let Some(oldest) = m.map.iter().min_by_key(|(_, v)| v.2).map(|(k, _)| k.clone())
-        {
-            m.map.remove(&oldest);
+        while m.bytes + size > CHECKPOINT_BUDGET {
+            let Some(oldest) = m.map.iter().min_by_key(|(_, v)| v.3).map(|(k, _)| k.clone()) else { break };
+            if let Some(gone) = m.map.remove(&oldest) {
+                m.bytes -= gone.2;
+            }
         }
-        let mut c = c.clone();
-        c.record_evaluations(false);
-        m.map.insert((sheet.to_owned(), revision), (version, Arc::new(c), now));
+        if let Some(old) = m.map.insert((sheet.to_owned(), revision), (version, Arc::new(c), size, now)) {
+            m.bytes -= old.2;
+        }
+        m.bytes += size;
     }
 
     /// The latest checkpoint of `sheet` at or before `revision`: (revision, version, state).
@@ -199,12 +209,21 @@ impl Checkpoints {
         let key =
             m.map.keys().filter(|(s, r)| s == sheet && *r <= revision).max_by_key(|(_, r)| *r).cloned()?;
         let entry = m.map.get_mut(&key)?;
-        entry.2 = now;
+        entry.3 = now;
         Some((key.1, entry.0, (*entry.1).clone()))
     }
 
     fn forget(&self, sheet: &str) {
-        lock(&self.inner).map.retain(|(s, _), _| s != sheet);
+        let mut m = lock(&self.inner);
+        let mut freed = 0;
+        m.map.retain(|(s, _), v| {
+            let keep = s != sheet;
+            if !keep {
+                freed += v.2;
+            }
+            keep
+        });
+        m.bytes -= freed;
     }
 }
 

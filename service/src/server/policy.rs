@@ -70,7 +70,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(300),
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
-            store_cache_bytes: 64 << 20,
+            store_cache_bytes: 32 << 20,
             shutdown_grace: Duration::from_secs(10),
         }
     }
