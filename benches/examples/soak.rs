@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo build --release -p sheetd
-//! cargo run --release -p sheetd-benches --example soak -- [--minutes 10] [--sheets 200] [--clients 32]
+//! cargo run --release -p sheetd-benches --example soak -- [--minutes 10] [--sheets 200] [--clients 32] [--warmup-secs 120]
 //! ```
 //!
 //! It starts the real `sheetd serve` (`target/release/sheetd`, or `--server PATH`) as its own
@@ -15,7 +15,8 @@
 //! ListRulesets (5%). The server's resident memory is sampled every 5 s.
 //!
 //! It prints every sample, then: calls and errors by kind, Apply p50/p99, and memory after the
-//! warm-up (the first 10% of the run, at least 30 s): its first sample, its largest, its last,
+//! warm-up (default 120 s: the time the server's bounded caches — the store's page cache and the
+//! history checkpoints — take to fill under this load): its first sample, its largest, its last,
 //! and the spread (largest / smallest − 1). Exits 1 on any error.
 
 use sheetd::proto as pb;
@@ -222,7 +223,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let tally = Arc::new(Mutex::new(Tally::default()));
     let duration = Duration::from_secs(minutes * 60);
-    let warmup = (duration / 10).max(Duration::from_secs(30)).min(duration);
+    let warmup = Duration::from_secs(arg("--warmup-secs", 120)).min(duration);
     let samples = runtime.block_on(async {
         let mut c = sheetd::client::connect(&url, None, None).await.expect("connect");
         let mut owned: Vec<Vec<Owned>> = (0..n_clients).map(|_| Vec::new()).collect();
