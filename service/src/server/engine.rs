@@ -172,10 +172,18 @@ struct Checkpoints {
 
 #[derive(Default)]
 struct CheckpointMap {
-    /// (sheet, revision) → (ruleset version, state, its size estimate, last use).
-    map: HashMap<(String, u64), (u64, Arc<Character>, usize, u64)>,
+    /// By (sheet, revision).
+    map: HashMap<(String, u64), Checkpoint>,
     bytes: usize,
     clock: u64,
+}
+
+struct Checkpoint {
+    version: u64,
+    state: Arc<Character>,
+    /// The state's size estimate.
+    bytes: usize,
+    last_use: u64,
 }
 
 impl Checkpoints {
@@ -190,13 +198,16 @@ impl Checkpoints {
         m.clock += 1;
         let now = m.clock;
         while m.bytes + size > CHECKPOINT_BUDGET {
-            let Some(oldest) = m.map.iter().min_by_key(|(_, v)| v.3).map(|(k, _)| k.clone()) else { break };
+            let Some(oldest) = m.map.iter().min_by_key(|(_, v)| v.last_use).map(|(k, _)| k.clone()) else {
+                break;
+            };
             if let Some(gone) = m.map.remove(&oldest) {
-                m.bytes -= gone.2;
+                m.bytes -= gone.bytes;
             }
         }
-        if let Some(old) = m.map.insert((sheet.to_owned(), revision), (version, Arc::new(c), size, now)) {
-            m.bytes -= old.2;
+        let checkpoint = Checkpoint { version, state: Arc::new(c), bytes: size, last_use: now };
+        if let Some(old) = m.map.insert((sheet.to_owned(), revision), checkpoint) {
+            m.bytes -= old.bytes;
         }
         m.bytes += size;
     }
@@ -209,8 +220,8 @@ impl Checkpoints {
         let key =
             m.map.keys().filter(|(s, r)| s == sheet && *r <= revision).max_by_key(|(_, r)| *r).cloned()?;
         let entry = m.map.get_mut(&key)?;
-        entry.3 = now;
-        Some((key.1, entry.0, (*entry.1).clone()))
+        entry.last_use = now;
+        Some((key.1, entry.version, (*entry.state).clone()))
     }
 
     fn forget(&self, sheet: &str) {
@@ -219,7 +230,7 @@ impl Checkpoints {
         m.map.retain(|(s, _), v| {
             let keep = s != sheet;
             if !keep {
-                freed += v.2;
+                freed += v.bytes;
             }
             keep
         });
