@@ -58,9 +58,18 @@ const KEYS: &[&str] = &["Ring Hauberk", "Plated Harness", "Stoneborn", "Large", 
 const VARS: &[&str] = &["AC", "STR", "STR.Mod", "Walk.Speed", "HP", "Level", "armor.ArmorAC", "Nope"];
 const IDS: &[&str] = &["armor", "harness", "m1", "STR", "armor#1", "x"];
 const TYPES: &[&str] = &["SET", "ADD", "MULTIPLY", "DIVIDE", "MIN", "MAX", "APPEND", "BOGUS"];
-const FORMULAS: &[&str] = &["1", "STR + 2", "floor((AC-10)/2)", "1/0", "if(1, 2", "AC", "max(AC, 3) * 99999999999999999999"];
+const FORMULAS: &[&str] =
+    &["1", "STR + 2", "floor((AC-10)/2)", "1/0", "if(1, 2", "AC", "max(AC, 3) * 99999999999999999999"];
 const CHANNELS: &[&str] = &["StatScore", "Ranks", "Nope"];
-const PATHS: &[&str] = &["tiny.toml", "broken.toml", "/etc/passwd", "../../etc/passwd", "/dev/zero", "/proc/self/fd/0", "missing.toml"];
+const PATHS: &[&str] = &[
+    "tiny.toml",
+    "broken.toml",
+    "/etc/passwd",
+    "../../etc/passwd",
+    "/dev/zero",
+    "/proc/self/fd/0",
+    "missing.toml",
+];
 
 fn value(u: &mut Unstructured<'_>) -> arbitrary::Result<pb::Value> {
     use pb::value::Kind;
@@ -172,7 +181,11 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
         5 => {
             let inline = if bool::arbitrary(u)? { String::arbitrary(u)? } else { String::new() };
             let paths = if inline.is_empty() || bool::arbitrary(u)? { vec![pick(u, PATHS)?] } else { vec![] };
-            let r = wire(&pb::LoadRulesetRequest { id: pick(u, &["tiny", "t2", "x.y", ""])?, paths, inline_text: inline });
+            let r = wire(&pb::LoadRulesetRequest {
+                id: pick(u, &["tiny", "t2", "x.y", ""])?,
+                paths,
+                inline_text: inline,
+            });
             check(e.load_ruleset(&r));
         }
         6 => {
@@ -184,7 +197,8 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
         }
         7 => {
             let variables = (0..u.int_in_range(0..=3)?).map(|_| pick(u, VARS)).collect::<Result<_, _>>()?;
-            let r = wire(&pb::ValuesRequest { sheet_id: pick(u, SHEETS)?, variables, revision: revision(u)? });
+            let r =
+                wire(&pb::ValuesRequest { sheet_id: pick(u, SHEETS)?, variables, revision: revision(u)? });
             check(e.values(&r));
         }
         8 => {
