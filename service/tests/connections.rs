@@ -44,12 +44,14 @@ async fn idle_and_half_open_connections_are_closed() {
     half.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x40\x01\x04\x00\x00\x00\x01")
         .expect("write");
     let (a, b) = tokio::task::spawn_blocking(move || {
-        (closed_within(raw, Duration::from_secs(5)), closed_within(half, Duration::from_secs(5)))
+        (closed_within(raw, Duration::from_secs(10)), closed_within(half, Duration::from_secs(10)))
     })
     .await
     .expect("join");
-    assert!(a >= Duration::from_millis(700) && a < Duration::from_secs(3), "raw TCP closed after {a:?}");
-    assert!(b < Duration::from_secs(3), "half-sent headers closed after {b:?}");
+    // Closed by the handshake timeout (1 s), not before; the upper bound only allows for a
+    // busy machine.
+    assert!(a >= Duration::from_millis(700) && a < Duration::from_secs(8), "raw TCP closed after {a:?}");
+    assert!(b < Duration::from_secs(8), "half-sent headers closed after {b:?}");
     // The server still serves.
     server.client().await.ping(pb::PingRequest {}).await.expect("ping");
 }
@@ -75,7 +77,7 @@ async fn the_connection_limit_holds_and_idle_http2_connections_free_their_slots(
     };
     assert!(refused, "a connection over the limit must be refused");
     // Past the idle timeout their connections are closed and a new client gets in.
-    tokio::time::sleep(Duration::from_millis(2600)).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
     let mut c = server.client().await;
     c.ping(pb::PingRequest {}).await.expect("a slot is free again");
     assert!(server.log().contains("connection limit"), "{}", server.log());

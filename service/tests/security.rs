@@ -70,7 +70,8 @@ async fn load_ruleset_reads_only_regular_files_under_the_ruleset_roots() {
     ] {
         let start = Instant::now();
         let e = c.load_ruleset(load("x", path)).await.expect_err(path);
-        assert!(start.elapsed() < Duration::from_secs(3), "{path} took {:?}", start.elapsed());
+        // Refused at once: nothing is read (the bound allows for a busy machine).
+        assert!(start.elapsed() < Duration::from_secs(4), "{path} took {:?}", start.elapsed());
         assert_eq!(e.code(), Code::InvalidArgument, "{path}: {e:?}");
         let all = everything_in(&e);
         assert!(all.contains("outside the ruleset roots"), "{path}: {all}");
@@ -400,10 +401,12 @@ async fn shutdown_ends_within_the_grace_period_with_calls_in_flight() {
         calls.push(tokio::spawn(async move { c.why_changed(req).await.map(|_| ()) }));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (took, log) = tokio::task::spawn_blocking(move || server.terminate_timed(Duration::from_secs(8)))
+    let (took, log) = tokio::task::spawn_blocking(move || server.terminate_timed(Duration::from_secs(15)))
         .await
         .expect("join");
-    assert!(took < Duration::from_secs(5), "exit took {took:?}\n{log}");
+    // The grace period is 2 s; draining the queued calls would take far longer. The bound
+    // allows for a busy machine.
+    assert!(took < Duration::from_secs(8), "exit took {took:?}\n{log}");
     assert!(log.contains("stopped"), "{log}");
     // The watcher was told to reconnect, not that the stream ended normally.
     match watch.message().await {
