@@ -47,9 +47,11 @@ pub enum Command {
     /// Run the daemon: the gRPC API (also grpc-web), with health checks and reflection.
     ///
     /// With no flags it listens on 127.0.0.1:50051, serves the bundled starter ruleset as
-    /// `starter`, and keeps sheets in an embedded store under ~/.local/share/sheetd. Stop it
-    /// with Ctrl-C or SIGTERM: calls in flight finish, streams end, the store is closed. Logs go
-    /// to stderr (RUST_LOG sets levels). See docs/api.md.
+    /// `starter`, and keeps sheets in an embedded store under ~/.local/share/sheetd. Clients may
+    /// load rulesets only from --ruleset-root directories; every limit has a safe default
+    /// (docs/api.md#security). Stop it with Ctrl-C or SIGTERM: calls in flight get
+    /// --shutdown-grace (10 s) to finish, streams end, the store is closed. Logs go to stderr
+    /// (RUST_LOG sets levels). See docs/api.md.
     Serve(Box<crate::server::config::ServeArgs>),
 
     /// Call a running server: create sheets, apply changes, read values and explanations.
