@@ -161,3 +161,27 @@ pub mod generator {
         out
     }
 }
+
+/// Helpers shared by the daemon's load examples (`loadgen`, `soak`).
+pub mod load {
+    use std::time::Duration;
+
+    /// The value after `--name` on the command line, or `default` when absent or unparsable.
+    pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
+        let args: Vec<String> = std::env::args().collect();
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    /// The `p` quantile (0 to 1) of sorted durations; zero when there are none.
+    pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+        if sorted.is_empty() {
+            return Duration::ZERO;
+        }
+        let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+        sorted[i.min(sorted.len() - 1)]
+    }
+}

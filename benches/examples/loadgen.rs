@@ -16,21 +16,8 @@
 
 use sheetd::proto as pb;
 use sheetd::server::config::ServeArgs;
+use sheetd_benches::load::{arg, percentile};
 use std::time::{Duration, Instant};
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
 
 fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
@@ -44,8 +31,8 @@ fn example() -> Vec<pb::Operation> {
 }
 
 fn main() {
-    let calls = arg("--calls", 2000);
-    let batch = arg("--batch", 20_000);
+    let calls: usize = arg("--calls", 2000);
+    let batch: usize = arg("--batch", 20_000);
     let dir = tempfile::tempdir().expect("temp dir");
     let port =
         std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();

@@ -20,37 +20,15 @@
 //! and the spread (largest / smallest − 1). Exits 1 on any error.
 
 use sheetd::proto as pb;
+use sheetd_benches::generator::Rng;
+use sheetd_benches::load::{arg, percentile};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn arg_str(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
-}
-
-/// xorshift64*: a fast, seedable generator (the mix need not be cryptographic).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }
 
 fn steps(json: &[&str]) -> Vec<pb::Operation> {
@@ -76,13 +54,6 @@ fn rss_bytes(pid: u32) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
-}
-
 #[derive(Default)]
 struct Tally {
     calls: BTreeMap<&'static str, u64>,
@@ -106,11 +77,11 @@ async fn client_loop(
     tally: Arc<Mutex<Tally>>,
 ) {
     let mut c = sheetd::client::connect(&url, None, None).await.expect("connect");
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     let on = steps(&[r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "harness"}}"#]);
     let off = steps(&[r#"{"remove_object": "harness"}"#]);
     while Instant::now() < until {
-        let s = rng.below(sheets.len() as u64) as usize;
+        let s = rng.below(sheets.len());
         let sheet = &mut sheets[s];
         let roll = rng.below(100);
         let start = Instant::now();
@@ -139,7 +110,7 @@ async fn client_loop(
                 ("Values", c.values(req).await.map(|_| ()))
             }
             60..70 => {
-                let revision = Some(rng.below(sheet.revision + 1));
+                let revision = Some(rng.next_u64() % (sheet.revision + 1));
                 let req = pb::ValuesRequest { sheet_id: sheet.id.clone(), variables: vec![], revision };
                 ("Values@revision", c.values(req).await.map(|_| ()))
             }
@@ -192,9 +163,9 @@ async fn client_loop(
 }
 
 fn main() {
-    let minutes = arg("--minutes", 10);
-    let n_sheets = arg("--sheets", 200) as usize;
-    let n_clients = arg("--clients", 32) as usize;
+    let minutes: u64 = arg("--minutes", 10);
+    let n_sheets: usize = arg("--sheets", 200);
+    let n_clients: usize = arg("--clients", 32);
     let server_bin = arg_str("--server").unwrap_or_else(|| {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../target/release/sheetd")
@@ -223,7 +194,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let tally = Arc::new(Mutex::new(Tally::default()));
     let duration = Duration::from_secs(minutes * 60);
-    let warmup = Duration::from_secs(arg("--warmup-secs", 120)).min(duration);
+    let warmup = Duration::from_secs(arg::<u64>("--warmup-secs", 120)).min(duration);
     let samples = runtime.block_on(async {
         let mut c = sheetd::client::connect(&url, None, None).await.expect("connect");
         let mut owned: Vec<Vec<Owned>> = (0..n_clients).map(|_| Vec::new()).collect();

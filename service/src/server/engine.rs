@@ -407,16 +407,11 @@ impl Engine {
         version: u64,
         log: &[LogEntry],
     ) -> Result<Character, String> {
-        let mut c = Character::new(ruleset).map_err(|e| e.to_string())?;
-        for e in log {
-            let ops =
-                convert::operations(&e.operations, &REPLAY_LIMITS).map_err(|s| s.message().to_owned())?;
-            c.apply(&ops).map_err(|err| format!("revision {}: {err}", e.revision))?;
-            if e.ruleset_version == version && e.revision.is_multiple_of(CHECKPOINT_EVERY) && e.revision > 0 {
-                self.checkpoints.put(id, e.revision, version, &c);
+        replay_each(ruleset, log, |e, c| {
+            if e.ruleset_version == version && e.revision > 0 && e.revision.is_multiple_of(CHECKPOINT_EVERY) {
+                self.checkpoints.put(id, e.revision, version, c);
             }
-        }
-        Ok(c)
+        })
     }
 
     /// Revisions replayed by WhyChanged since the engine started.
@@ -1273,10 +1268,20 @@ impl MapMessage for Status {
 
 /// Replays a log onto a new character.
 fn replay(ruleset: Arc<Ruleset>, log: &[LogEntry]) -> Result<Character, String> {
+    replay_each(ruleset, log, |_, _| {})
+}
+
+/// Replays a log onto a new character, calling `after` with each revision and the state it left.
+fn replay_each(
+    ruleset: Arc<Ruleset>,
+    log: &[LogEntry],
+    mut after: impl FnMut(&LogEntry, &Character),
+) -> Result<Character, String> {
     let mut c = Character::new(ruleset).map_err(|e| e.to_string())?;
     for e in log {
         let ops = convert::operations(&e.operations, &REPLAY_LIMITS).map_err(|s| s.message().to_owned())?;
         c.apply(&ops).map_err(|err| format!("revision {}: {err}", e.revision))?;
+        after(e, &c);
     }
     Ok(c)
 }
