@@ -23,19 +23,20 @@
 /// Hash maps keyed by names and ids.
 type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+mod character;
 pub mod diag;
 pub mod draft;
 pub mod formats;
+pub mod history;
 pub mod native;
 pub mod pcgen;
 mod ruleset;
-mod sheet;
 pub mod source;
 
+pub use character::{Character, SheetError, SheetOp, codes as sheet_codes};
 pub use diag::{Diagnostic, Origin, SourceFile, Text};
 pub use draft::{Draft, Presence};
 pub use ruleset::{Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Summary};
-pub use sheet::{Character, SheetError, SheetOp, codes as sheet_codes};
 pub use source::{Bundle, Files, ReadLimits};
 
 use std::path::Path;

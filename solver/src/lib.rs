@@ -35,7 +35,7 @@ pub use error::{SolveError, codes};
 pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec};
 pub use rules::{Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId};
 pub use sheet::{
-    BatchError, Change, InstanceId, Operation, Report, Sheet, Slot, Trace, TraceStep, ValueError, VarRef,
+    BatchError, Change, InstanceId, Operation, Report, Sheet, Slot, Trace, TraceStep, ValueError, Var, VarRef,
 };
 
 #[cfg(test)]

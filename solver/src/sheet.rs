@@ -21,8 +21,10 @@ use std::sync::Arc;
 
 mod batch;
 mod plan;
+mod query;
 
 pub use batch::{BatchError, Operation};
+pub use query::Var;
 
 /// A scope instance in a sheet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -368,90 +370,6 @@ impl Sheet {
         let name = self.rules.var(n.def).name.clone();
         let instance = if n.owner == GLOBAL { None } else { Some(self.instance(n.owner).key.clone()) };
         VarRef { instance, name }
-    }
-
-    /// Finds a variable by reference: `Hands`, or `<instance id>.<name>` (`sword1.MyPlusValue`).
-    /// Names match case-insensitively.
-    pub fn find(&self, reference: &str) -> Result<VarRef, SolveError> {
-        self.find_node(reference).map(|n| self.var_ref(n))
-    }
-
-    fn find_node(&self, reference: &str) -> Result<NodeIndex, SolveError> {
-        let global_scope = self.rules.global();
-        if let Some(def) = self.rules.resolve(global_scope, reference)
-            && self.rules.var(def).scope == global_scope
-        {
-            return Ok(self.instance(GLOBAL).nodes[self.rules.var(def).index as usize]);
-        }
-        // Instance ids and names may both contain dots: try every split.
-        for (i, _) in reference.match_indices('.') {
-            let (key, name) = (&reference[..i], &reference[i + 1..]);
-            if let Some(&inst) = self.instance_keys.get(key) {
-                let scope = self.instance(inst).scope;
-                if let Some(def) = self.rules.resolve(scope, name)
-                    && self.rules.var(def).scope == scope
-                {
-                    return Ok(self.instance(inst).nodes[self.rules.var(def).index as usize]);
-                }
-            }
-        }
-        Err(SolveError::new(
-            codes::UNKNOWN_VARIABLE,
-            format!(
-                "no variable `{reference}` on this sheet (write `Name` for a global, `<instance>.<Name>` for a local)"
-            ),
-        ))
-    }
-
-    /// The value of a variable by reference.
-    pub fn value(&self, reference: &str) -> Result<Slot, SolveError> {
-        self.find_node(reference).map(|n| self.graph[n].value.clone())
-    }
-
-    /// Every variable of every instance with its value: globals first, then instances in the
-    /// order they were added, each in declaration order.
-    pub fn values(&self) -> Vec<(VarRef, Slot)> {
-        self.instances
-            .iter()
-            .flatten()
-            .flat_map(|inst| inst.nodes.iter())
-            .map(|&n| (self.var_ref(n), self.graph[n].value.clone()))
-            .collect()
-    }
-
-    /// Like [`Sheet::values`], with each variable's format.
-    pub fn typed_values(&self) -> Vec<(VarRef, Format, Slot)> {
-        self.instances
-            .iter()
-            .flatten()
-            .flat_map(|inst| inst.nodes.iter())
-            .map(|&n| {
-                let node = &self.graph[n];
-                (self.var_ref(n), self.rules.var(node.def).format.clone(), node.value.clone())
-            })
-            .collect()
-    }
-
-    /// One variable by reference (see [`Sheet::find`]), with its format and value.
-    pub fn typed_value(&self, reference: &str) -> Result<(VarRef, Format, Slot), SolveError> {
-        let n = self.find_node(reference)?;
-        let node = &self.graph[n];
-        Ok((self.var_ref(n), self.rules.var(node.def).format.clone(), node.value.clone()))
-    }
-
-    /// How many variables the sheet has.
-    pub fn variable_count(&self) -> usize {
-        self.graph.node_count()
-    }
-
-    /// The ids of every modifier on the sheet.
-    pub fn modifier_ids(&self) -> impl Iterator<Item = &str> {
-        self.mod_ids.keys().map(|k| &**k)
-    }
-
-    /// How many modifiers the sheet has.
-    pub fn modifier_count(&self) -> usize {
-        self.mod_ids.len()
     }
 
     // ---- instances ----
@@ -1071,21 +989,6 @@ impl Sheet {
             code: e.code.as_str(),
             message: format!("modifier `{}` (source {}): `{}`: {}", m.id, m.source, m.text, e.message),
             modifier: m.id.clone(),
-        })
-    }
-
-    /// How a variable got its value, computed by the same code that solves it.
-    pub fn trace(&self, reference: &str) -> Result<Trace, SolveError> {
-        let node = self.find_node(reference)?;
-        let mut steps = Vec::new();
-        let value = self.compute(node, Some(&mut steps));
-        let def = self.rules.var(self.graph[node].def);
-        Ok(Trace {
-            var: self.var_ref(node),
-            format: def.format.clone(),
-            default: self.defaults[self.graph[node].def.0 as usize].clone(),
-            steps,
-            value,
         })
     }
 }

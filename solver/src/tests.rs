@@ -39,6 +39,37 @@ fn changes(r: &Report) -> Vec<String> {
         .collect()
 }
 
+/// The graph queries: a variable's dependencies in the order its modifiers read them, its
+/// dependents, and every edge of a variable whose value is an error.
+#[test]
+fn dependencies_and_dependents_come_from_the_graph() {
+    let mut sheet = Sheet::new(globals(&["A", "B", "C", "D", "Zero"]));
+    for (id, var, kind, value) in [
+        ("c1", "C", "SET", "B+A"),
+        ("c2", "C", "ADD", "A*2"),
+        ("d", "D", "SET", "C/Zero"),
+        ("b", "B", "SET", "A"),
+    ] {
+        sheet.add_modifier(&ModifierSpec::new(id, var, kind, value, "data")).unwrap();
+    }
+    let var = |r: &str| sheet.find(r).unwrap();
+    let show =
+        |vars: Vec<Var>| vars.into_iter().map(|v| sheet.name(v).unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(show(sheet.dependencies(var("C"))), ["B", "A"], "as c1 reads them, each once");
+    assert_eq!(show(sheet.dependents(var("A"))), ["B", "C"], "B's level is below C's");
+    assert!(sheet.dependencies(var("A")).is_empty());
+    // D is an error (division by zero), and still shows both edges.
+    assert!(sheet.slot(var("D")).unwrap().is_err());
+    assert_eq!(show(sheet.dependencies(var("D"))), ["C", "Zero"]);
+    assert_eq!(show(sheet.dependents(var("Zero"))), ["D"]);
+    // Handles are copies; lookups are case-insensitive; unknown names are None or an error.
+    assert_eq!(sheet.find("c"), Some(var("C")));
+    assert_eq!(sheet.find("Nope"), None);
+    assert_eq!(sheet.lookup("Nope").unwrap_err().code, codes::UNKNOWN_VARIABLE);
+    assert_eq!(sheet.trace_of(var("C")).unwrap(), sheet.trace("C").unwrap());
+    assert_eq!(sheet.format(var("C")), Some(&Format::Number));
+}
+
 /// The proposal's walk-through: a) to f), then a SET at priority 1000 that changes nothing.
 #[test]
 fn appendages_walkthrough() {

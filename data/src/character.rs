@@ -36,6 +36,43 @@ pub enum SheetOp {
     Solver(Operation),
 }
 
+/// One line for people: `add EQUIPMENT `Plated Harness` as armor`, `set input STR.Rolled = 14`.
+impl fmt::Display for SheetOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let on = |o: &Option<String>| o.as_deref().map(|o| format!("{o}.")).unwrap_or_default();
+        match self {
+            SheetOp::AddObject { kind, key, id, parent } => {
+                write!(f, "add {kind} `{key}`")?;
+                if let Some(id) = id {
+                    write!(f, " as {id}")?;
+                }
+                if let Some(p) = parent {
+                    write!(f, " on {p}")?;
+                }
+                Ok(())
+            }
+            SheetOp::RemoveObject(id) => write!(f, "remove object {id}"),
+            SheetOp::SetInput { channel, on: o, value } => {
+                let shown = match value {
+                    Value::String(s) => format!("{s:?}"),
+                    v => v.to_string(),
+                };
+                write!(f, "set input {}{channel} = {shown}", on(o))
+            }
+            SheetOp::Solver(Operation::AddModifier(m)) => {
+                let o = m.on.as_deref().map(|o| format!("{o}.")).unwrap_or_default();
+                write!(f, "add modifier {}: {} {o}{} {}", m.id, m.kind, m.var, m.value.text())
+            }
+            SheetOp::Solver(Operation::RemoveModifier(id)) => write!(f, "remove modifier {id}"),
+            SheetOp::Solver(Operation::RemoveSource(s)) => write!(f, "remove source {s}"),
+            SheetOp::Solver(Operation::AddInstance { key, scope, .. }) => {
+                write!(f, "add instance {key} of {scope}")
+            }
+            SheetOp::Solver(Operation::RemoveInstance(k)) => write!(f, "remove instance {k}"),
+        }
+    }
+}
+
 /// Why a batch was rejected; the character is unchanged.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SheetError {

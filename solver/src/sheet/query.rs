@@ -1,0 +1,200 @@
+//! Reading a sheet: finding variables, their values and formats, how each got its value
+//! ([`Trace`]), and the dependency graph around a variable ([`Sheet::dependencies`],
+//! [`Sheet::dependents`]). Nothing here changes the sheet.
+
+use super::{GLOBAL, Sheet, Slot, Trace, VarRef};
+use crate::error::{SolveError, codes};
+use formula::Format;
+use petgraph::Direction;
+use petgraph::stable_graph::NodeIndex;
+
+/// A variable of a sheet: a copyable handle, found once by [`Sheet::find`] (strings are parsed
+/// once, at the edge) and then used for every question about the variable.
+///
+/// A handle is valid until the instance that owns the variable is removed (a global's handle,
+/// for the sheet's life). After that, queries answer `None` (or an empty list), or, once the
+/// slot is reused by an instance added later, describe that instance's variable: find the
+/// variable again after removing instances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var(NodeIndex);
+
+impl Sheet {
+    /// The variable named by `reference`: `Hands` for a global, `<instance id>.<Name>` for a
+    /// local (`sword1.MyPlusValue`); names match case-insensitively. `None` when there is none
+    /// ([`Sheet::lookup`] says why).
+    pub fn find(&self, reference: &str) -> Option<Var> {
+        self.find_node(reference).ok().map(Var)
+    }
+
+    /// Like [`Sheet::find`], with an error naming the reference when there is no such variable.
+    pub fn lookup(&self, reference: &str) -> Result<Var, SolveError> {
+        self.find_node(reference).map(Var)
+    }
+
+    /// Whether `var` still names a variable of this sheet.
+    pub fn contains(&self, var: Var) -> bool {
+        self.graph.node_weight(var.0).is_some_and(|n| self.instances[n.owner.0 as usize].is_some())
+    }
+
+    /// How output names `var` (its instance and declared name).
+    pub fn name(&self, var: Var) -> Option<VarRef> {
+        self.contains(var).then(|| self.var_ref(var.0))
+    }
+
+    /// The value of `var`.
+    pub fn slot(&self, var: Var) -> Option<&Slot> {
+        self.contains(var).then(|| &self.graph[var.0].value)
+    }
+
+    /// The format of `var`.
+    pub fn format(&self, var: Var) -> Option<&Format> {
+        self.contains(var).then(|| &self.rules.var(self.graph[var.0].def).format)
+    }
+
+    /// The variables `var`'s modifiers read: its incoming edges in the dependency graph, in
+    /// the order its modifiers apply and read them. Every modifier counts, whether or not it
+    /// evaluated: a variable in error still shows every edge.
+    pub fn dependencies(&self, var: Var) -> Vec<Var> {
+        if !self.contains(var) {
+            return Vec::new();
+        }
+        let mut incoming: Vec<NodeIndex> =
+            self.graph.neighbors_directed(var.0, Direction::Incoming).collect();
+        let mut out = Vec::with_capacity(incoming.len());
+        // Order the edges as the modifiers read them (the order a trace shows).
+        for key in &self.graph[var.0].mods {
+            let Some(m) = self.mods[key.0 as usize].as_ref() else { continue };
+            for &(_, n) in m.reads.iter() {
+                if let Some(i) = incoming.iter().position(|&x| x == n) {
+                    out.push(Var(incoming.swap_remove(i)));
+                }
+            }
+        }
+        // Every edge comes from a modifier's reads; anything left is kept all the same.
+        incoming.sort_unstable();
+        out.extend(incoming.into_iter().map(Var));
+        out
+    }
+
+    /// The variables whose modifiers read `var`: its outgoing edges, in topological order
+    /// (then by name).
+    pub fn dependents(&self, var: Var) -> Vec<Var> {
+        if !self.contains(var) {
+            return Vec::new();
+        }
+        let mut out: Vec<(u32, String, NodeIndex)> = self
+            .graph
+            .neighbors_directed(var.0, Direction::Outgoing)
+            .map(|n| (self.graph[n].level, self.var_ref(n).to_string(), n))
+            .collect();
+        out.sort();
+        out.into_iter().map(|(_, _, n)| Var(n)).collect()
+    }
+
+    /// How `var` got its value (see [`Sheet::trace`]).
+    pub fn trace_of(&self, var: Var) -> Option<Trace> {
+        self.contains(var).then(|| self.trace_node(var.0))
+    }
+
+    /// The name of a variable found by reference: `Hands`, or `<instance id>.<name>` (`sword1.MyPlusValue`).
+    /// Names match case-insensitively.
+    pub fn find_ref(&self, reference: &str) -> Result<VarRef, SolveError> {
+        self.find_node(reference).map(|n| self.var_ref(n))
+    }
+
+    pub(super) fn find_node(&self, reference: &str) -> Result<NodeIndex, SolveError> {
+        let global_scope = self.rules.global();
+        if let Some(def) = self.rules.resolve(global_scope, reference)
+            && self.rules.var(def).scope == global_scope
+        {
+            return Ok(self.instance(GLOBAL).nodes[self.rules.var(def).index as usize]);
+        }
+        // Instance ids and names may both contain dots: try every split.
+        for (i, _) in reference.match_indices('.') {
+            let (key, name) = (&reference[..i], &reference[i + 1..]);
+            if let Some(&inst) = self.instance_keys.get(key) {
+                let scope = self.instance(inst).scope;
+                if let Some(def) = self.rules.resolve(scope, name)
+                    && self.rules.var(def).scope == scope
+                {
+                    return Ok(self.instance(inst).nodes[self.rules.var(def).index as usize]);
+                }
+            }
+        }
+        Err(SolveError::new(
+            codes::UNKNOWN_VARIABLE,
+            format!(
+                "no variable `{reference}` on this sheet (write `Name` for a global, `<instance>.<Name>` for a local)"
+            ),
+        ))
+    }
+
+    /// The value of a variable by reference.
+    pub fn value(&self, reference: &str) -> Result<Slot, SolveError> {
+        self.find_node(reference).map(|n| self.graph[n].value.clone())
+    }
+
+    /// Every variable of every instance with its value: globals first, then instances in the
+    /// order they were added, each in declaration order.
+    pub fn values(&self) -> Vec<(VarRef, Slot)> {
+        self.instances
+            .iter()
+            .flatten()
+            .flat_map(|inst| inst.nodes.iter())
+            .map(|&n| (self.var_ref(n), self.graph[n].value.clone()))
+            .collect()
+    }
+
+    /// Like [`Sheet::values`], with each variable's format.
+    pub fn typed_values(&self) -> Vec<(VarRef, Format, Slot)> {
+        self.instances
+            .iter()
+            .flatten()
+            .flat_map(|inst| inst.nodes.iter())
+            .map(|&n| {
+                let node = &self.graph[n];
+                (self.var_ref(n), self.rules.var(node.def).format.clone(), node.value.clone())
+            })
+            .collect()
+    }
+
+    /// One variable by reference (see [`Sheet::find`]), with its format and value.
+    pub fn typed_value(&self, reference: &str) -> Result<(VarRef, Format, Slot), SolveError> {
+        let n = self.find_node(reference)?;
+        let node = &self.graph[n];
+        Ok((self.var_ref(n), self.rules.var(node.def).format.clone(), node.value.clone()))
+    }
+
+    /// How many variables the sheet has.
+    pub fn variable_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    /// The ids of every modifier on the sheet.
+    pub fn modifier_ids(&self) -> impl Iterator<Item = &str> {
+        self.mod_ids.keys().map(|k| &**k)
+    }
+
+    /// How many modifiers the sheet has.
+    pub fn modifier_count(&self) -> usize {
+        self.mod_ids.len()
+    }
+
+    /// How a variable got its value, computed by the same code that solves it.
+    pub fn trace(&self, reference: &str) -> Result<Trace, SolveError> {
+        Ok(self.trace_node(self.find_node(reference)?))
+    }
+
+    fn trace_node(&self, node: NodeIndex) -> Trace {
+        let mut steps = Vec::new();
+        let value = self.compute(node, Some(&mut steps));
+        let def = self.rules.var(self.graph[node].def);
+        Trace {
+            var: self.var_ref(node),
+            format: def.format.clone(),
+            default: self.defaults[self.graph[node].def.0 as usize].clone(),
+            steps,
+            value,
+        }
+    }
+}
