@@ -12,7 +12,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     let bytes = fds.encode_to_vec();
     std::fs::write(out.join("sheetd_descriptor.bin"), &bytes)?;
-    tonic_prost_build::configure().compile_fds(fds)?;
+    // Malformed requests are INVALID_ARGUMENT: the generated code uses sheetd's codec.
+    tonic_prost_build::configure().codec_path("crate::grpc::codec::SheetdCodec").compile_fds(fds)?;
     // serde (the canonical protobuf JSON mapping) for `--json` output.
     pbjson_build::Builder::new().register_descriptors(&bytes)?.build(&[".sheetd.v1"])?;
     Ok(())

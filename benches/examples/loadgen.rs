@@ -14,8 +14,8 @@
 //!    prints sheets per second, with the same sheets solved in-process on all cores (no
 //!    gRPC) as the baseline.
 
-use sheetd::proto as pb;
-use sheetd::server::config::ServeArgs;
+use sheetd::grpc::config::ServeArgs;
+use sheetd::grpc::proto as pb;
 use sheetd_benches::load::{arg, percentile};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ fn micros(d: Duration) -> String {
 fn example() -> Vec<pb::Operation> {
     let file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    sheetd::client::operations(&sheetd::client::Steps { steps: vec![], file: Some(file) })
+    sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps: vec![], file: Some(file) })
         .expect("example sheet")
 }
 
@@ -45,7 +45,7 @@ fn main() {
     .expect("config");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.spawn(async move {
-        if let Err(e) = sheetd::server::serve(config).await {
+        if let Err(e) = sheetd::grpc::serve(config).await {
             eprintln!("server: {e}");
             std::process::exit(1);
         }
@@ -53,7 +53,7 @@ fn main() {
     runtime.block_on(async move {
         let url = format!("http://127.0.0.1:{port}");
         let mut client = loop {
-            match sheetd::client::connect(&url, None, None).await {
+            match sheetd::cli::client::connect(&url, None, None).await {
                 Ok(c) => break c,
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             }
@@ -64,14 +64,14 @@ fn main() {
             .expect("create")
             .into_inner();
         let id = created.sheet.expect("info").id;
-        let armor_on = sheetd::client::operations(&sheetd::client::Steps {
+        let armor_on = sheetd::cli::client::operations(&sheetd::cli::client::Steps {
             steps: vec![
                 r#"{"add_object": {"kind": "EQUIPMENT", "key": "Ring Hauberk", "id": "armor"}}"#.into(),
             ],
             file: None,
         })
         .expect("step");
-        let armor_off = sheetd::client::operations(&sheetd::client::Steps {
+        let armor_off = sheetd::cli::client::operations(&sheetd::cli::client::Steps {
             steps: vec![r#"{"remove_object": "armor"}"#.into()],
             file: None,
         })
@@ -129,7 +129,6 @@ fn main() {
         assert_eq!(n, batch);
         // Baseline: the same sheets solved in-process on all cores, no gRPC.
         let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
-        let limits = sheetd::server::engine::Limits::default().ops;
         let t = Instant::now();
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         std::thread::scope(|s| {
@@ -137,8 +136,10 @@ fn main() {
                 let ruleset = ruleset.clone();
                 s.spawn(move || {
                     for item in chunk {
-                        sheetd::server::engine::solve_spec(ruleset.clone(), &item.operations, &[], &limits)
-                            .expect("solves");
+                        let ops = sheetd::grpc::convert::operations(&item.operations).expect("operations");
+                        let mut c = data::Character::new(ruleset.clone()).expect("sheet");
+                        c.apply(&ops).expect("solves");
+                        std::hint::black_box(data::record::values(&c));
                     }
                 });
             }

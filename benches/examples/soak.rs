@@ -19,7 +19,7 @@
 //! history checkpoints — take to fill under this load): its first sample, its largest, its last,
 //! and the spread (largest / smallest − 1). Exits 1 on any error.
 
-use sheetd::proto as pb;
+use sheetd::grpc::proto as pb;
 use sheetd_benches::generator::Rng;
 use sheetd_benches::load::{arg, percentile};
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ fn arg_str(name: &str) -> Option<String> {
 }
 
 fn steps(json: &[&str]) -> Vec<pb::Operation> {
-    sheetd::client::operations(&sheetd::client::Steps {
+    sheetd::cli::client::operations(&sheetd::cli::client::Steps {
         steps: json.iter().map(|s| s.to_string()).collect(),
         file: None,
     })
@@ -42,7 +42,8 @@ fn steps(json: &[&str]) -> Vec<pb::Operation> {
 fn example() -> Vec<pb::Operation> {
     let file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    sheetd::client::operations(&sheetd::client::Steps { steps: vec![], file: Some(file) }).expect("example")
+    sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps: vec![], file: Some(file) })
+        .expect("example")
 }
 
 fn rss_bytes(pid: u32) -> u64 {
@@ -76,7 +77,7 @@ async fn client_loop(
     until: Instant,
     tally: Arc<Mutex<Tally>>,
 ) {
-    let mut c = sheetd::client::connect(&url, None, None).await.expect("connect");
+    let mut c = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
     let mut rng = Rng::new(seed);
     let on = steps(&[r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "harness"}}"#]);
     let off = steps(&[r#"{"remove_object": "harness"}"#]);
@@ -196,7 +197,7 @@ fn main() {
     let duration = Duration::from_secs(minutes * 60);
     let warmup = Duration::from_secs(arg::<u64>("--warmup-secs", 120)).min(duration);
     let samples = runtime.block_on(async {
-        let mut c = sheetd::client::connect(&url, None, None).await.expect("connect");
+        let mut c = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
         let mut owned: Vec<Vec<Owned>> = (0..n_clients).map(|_| Vec::new()).collect();
         for i in 0..n_sheets {
             let created = c

@@ -174,13 +174,14 @@ pub fn why_changed(
     to: u64,
     checkpoint: &mut dyn FnMut(u64, u64, &Character),
 ) -> Result<WhyChanged, HistoryError> {
-    let (first, mut version, mut character) = match start {
-        Some(c) if c.revision <= from => (c.revision + 1, c.version, c.character),
+    let (revisions, mut version, mut character) = match start {
+        Some(c) if c.revision <= from => (history.revisions(c.revision + 1, to)?, c.version, c.character),
         _ => {
-            let version = history.revisions(0, 0)?.first().map_or(0, |r| r.ruleset_version);
+            let revisions = history.revisions(0, to)?;
+            let version = revisions.first().map_or(0, |r| r.ruleset_version);
             let character = Character::new(history.ruleset(version)?)
                 .map_err(|error| HistoryError::Replay { revision: 0, error })?;
-            (0, version, character)
+            (revisions, version, character)
         }
     };
     character.record_evaluations(true);
@@ -194,7 +195,7 @@ pub fn why_changed(
         causes: Vec::new(),
         diff: Vec::new(),
     };
-    for revision in history.revisions(first, to)? {
+    for revision in revisions {
         if revision.ruleset_version != version {
             let moved = move_to(history, &revision)?;
             if revision.number > from

@@ -30,6 +30,7 @@ pub mod formats;
 pub mod history;
 pub mod native;
 pub mod pcgen;
+pub mod record;
 mod ruleset;
 pub mod source;
 

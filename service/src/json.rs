@@ -6,7 +6,14 @@
 //! - STRING: a JSON string.
 //! - `ARRAY[x]`: a JSON array of encoded elements.
 //! - custom formats (ORDEREDPAIR, DICE, …): their literal text as a string (`"5,5"`).
+//! - a value in error: `{"error": {"code", "message", "modifier"}}`.
+//!
+//! Diagnosed problems ([`problem`]) use the field names of the API's `Diagnostic` in the
+//! protobuf JSON mapping (`code`, `message`, `operation`, `location`, `formula`, `span`, `help`,
+//! `cycle`, `cycleModifiers`), so a program reads every sheetd error the same way.
 
+use crate::engine::Problem;
+use data::record;
 use formula::{Format, FormatRegistry, Value, canonical_decimal, parse_decimal};
 use rust_decimal::Decimal;
 use serde_json::{Value as Json, json};
@@ -21,6 +28,47 @@ pub fn encode(value: &Value) -> Json {
         Value::Array(items) => Json::Array(items.iter().map(encode).collect()),
         Value::Custom(c) => Json::String(c.data.literal()),
     }
+}
+
+/// Encodes a recorded value (as reported by the daemon and the offline tools).
+pub fn record(v: &record::Value) -> Json {
+    match &v.kind {
+        record::Kind::Number(n) => Json::String(n.clone()),
+        record::Kind::Boolean(b) => Json::Bool(*b),
+        record::Kind::Text(t) => Json::String(t.clone()),
+        record::Kind::List(items) => Json::Array(items.iter().map(record).collect()),
+        record::Kind::Error { code, message, modifier } => {
+            json!({"error": {"code": code, "message": message, "modifier": modifier}})
+        }
+    }
+}
+
+/// Encodes a diagnosed problem; absent fields are left out.
+pub fn problem(p: &Problem) -> Json {
+    let mut o = serde_json::Map::new();
+    o.insert("code".into(), json!(p.code));
+    o.insert("message".into(), json!(p.message));
+    if let Some(i) = p.operation {
+        o.insert("operation".into(), json!(i));
+    }
+    if let Some(l) = &p.location {
+        o.insert(
+            "location".into(),
+            json!({"file": l.file, "line": l.line, "col": l.col, "lineText": l.line_text}),
+        );
+    }
+    if let Some(f) = &p.formula {
+        o.insert("formula".into(), json!(f.text));
+        o.insert("span".into(), json!({"start": f.start, "end": f.end}));
+    }
+    if let Some(h) = &p.help {
+        o.insert("help".into(), json!(h));
+    }
+    if !p.cycle.is_empty() {
+        o.insert("cycle".into(), json!(p.cycle));
+        o.insert("cycleModifiers".into(), json!(p.cycle_modifiers));
+    }
+    Json::Object(o)
 }
 
 /// Encodes a value with its format: `{"format": "NUMBER", "value": "2.5"}`.

@@ -66,7 +66,7 @@ fn same(got: &Json, expected: &Json, tolerance: Option<f64>) -> bool {
 /// Runs one case; `Ok` if it passes, `Err(reason)` otherwise.
 fn run_case(case: &Json) -> Result<(), String> {
     let line = serde_json::to_string(&case["case"]).map_err(|e| e.to_string())?;
-    let got = sheetd::eval::eval_request(&line);
+    let got = sheetd::cli::eval::eval_request(&line);
     let tolerance = case["tolerance"].as_f64();
     if let Some(stage) = case.get("expect_error") {
         return match got.get("error") {

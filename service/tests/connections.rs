@@ -6,7 +6,7 @@
 mod server;
 
 use server::Server;
-use sheetd::proto as pb;
+use sheetd::grpc::proto as pb;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -71,7 +71,7 @@ async fn the_connection_limit_holds_and_idle_http2_connections_free_their_slots(
         idle.push(c);
     }
     // A fourth is refused while they hold every slot.
-    let refused = match sheetd::client::connect(&server.url, None, None).await {
+    let refused = match sheetd::cli::client::connect(&server.url, None, None).await {
         Err(_) => true,
         Ok(mut c) => c.ping(pb::PingRequest {}).await.is_err(),
     };

@@ -5,8 +5,8 @@
 mod server;
 
 use server::{Server, apply, example_character, ops, shown, value_of, values};
-use sheetd::proto as pb;
-use sheetd::server::convert::status_diagnostics;
+use sheetd::grpc::proto as pb;
+use sheetd::grpc::status::diagnostics as status_diagnostics;
 use tonic::Code;
 
 const REMOVE_ARMOR: &str = r#"{"remove_object": "armor"}"#;
@@ -408,10 +408,12 @@ async fn serve_needs_no_flags_and_reads_the_environment() {
     }
     let store = dir.path().join("sheetd").join("sheetd.redb");
     assert_eq!(line.trim(), format!("sheetd serving on http://127.0.0.1:50051 (store {})", store.display()));
-    let mut anonymous = sheetd::client::connect("http://127.0.0.1:50051", None, None).await.expect("connect");
+    let mut anonymous =
+        sheetd::cli::client::connect("http://127.0.0.1:50051", None, None).await.expect("connect");
     assert_eq!(anonymous.ping(pb::PingRequest {}).await.expect_err("token").code(), Code::Unauthenticated);
-    let mut c =
-        sheetd::client::connect("http://127.0.0.1:50051", Some("from-env"), None).await.expect("connect");
+    let mut c = sheetd::cli::client::connect("http://127.0.0.1:50051", Some("from-env"), None)
+        .await
+        .expect("connect");
     let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
     assert_eq!(created.sheet.expect("info").ruleset_id, "starter");
     assert_eq!(value_of(&created.values, "AC"), "5");

@@ -6,8 +6,8 @@
 mod server;
 
 use server::{Server, apply, ops, shown, value_of, values};
-use sheetd::client::Client;
-use sheetd::proto as pb;
+use sheetd::cli::client::Client;
+use sheetd::grpc::proto as pb;
 use std::io::{Read, Write};
 use std::process::Command;
 use tonic::Code;
@@ -24,7 +24,7 @@ async fn services(url: &str, token: Option<&str>) -> Result<Vec<String>, tonic::
         .connect()
         .await
         .expect("connect");
-    let token = sheetd::client::Token::new(token).expect("token");
+    let token = sheetd::cli::client::Token::new(token).expect("token");
     let mut client = ServerReflectionClient::with_interceptor(channel, token);
     let req = ServerReflectionRequest {
         host: String::new(),
@@ -67,10 +67,10 @@ async fn bearer_tokens_guard_every_call_but_health() {
     assert_eq!(e.code(), Code::Unauthenticated);
     let e = anonymous.create_sheet(pb::CreateSheetRequest::default()).await.expect_err("needs a token");
     assert_eq!(e.code(), Code::Unauthenticated);
-    let mut wrong = sheetd::client::connect(&server.url, Some("guess"), None).await.expect("connect");
+    let mut wrong = sheetd::cli::client::connect(&server.url, Some("guess"), None).await.expect("connect");
     assert_eq!(wrong.ping(pb::PingRequest {}).await.expect_err("bad token").code(), Code::Unauthenticated);
     for token in ["s3cret", "second"] {
-        let mut c = sheetd::client::connect(&server.url, Some(token), None).await.expect("connect");
+        let mut c = sheetd::cli::client::connect(&server.url, Some(token), None).await.expect("connect");
         c.create_sheet(pb::CreateSheetRequest::default()).await.expect("authorized");
     }
     // Health needs no token; reflection does.
@@ -96,14 +96,15 @@ async fn tls_serves_https_only() {
         &["--tls-cert", cert_file.to_str().expect("utf-8"), "--tls-key", key_file.to_str().expect("utf-8")],
     );
     assert!(server.url.starts_with("https://"), "{}", server.url);
-    let mut c =
-        sheetd::client::connect(&server.url, None, Some(cert_pem.as_bytes())).await.expect("TLS connect");
+    let mut c = sheetd::cli::client::connect(&server.url, None, Some(cert_pem.as_bytes()))
+        .await
+        .expect("TLS connect");
     let created =
         c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create over TLS").into_inner();
     assert_eq!(created.sheet.expect("info").revision, 0);
     // Plain text to the TLS port fails.
     let plain = format!("http://{}", server.addr);
-    match sheetd::client::connect(&plain, None, None).await {
+    match sheetd::cli::client::connect(&plain, None, None).await {
         Err(_) => {}
         Ok(mut c) => assert!(c.ping(pb::PingRequest {}).await.is_err(), "plain text must not be served"),
     }
@@ -267,7 +268,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
         .await
         .expect_err("syntax error");
     assert_eq!(e.code(), Code::InvalidArgument);
-    let d = sheetd::server::convert::status_diagnostics(&e);
+    let d = sheetd::grpc::status::diagnostics(&e);
     assert_eq!(d[0].location.as_ref().map(|l| l.line), Some(1), "{d:?}");
     let inline = pb::LoadRulesetRequest { id: "inline".into(), paths: vec![], inline_text: RULES_V1.into() };
     assert!(c.load_ruleset(inline.clone()).await.expect("inline").into_inner().ok);
@@ -358,10 +359,11 @@ async fn grpc_web_with_cors_and_malformed_requests() {
     assert!(reply.contains("grpc-status:0"), "{reply}");
     assert!(reply.to_ascii_lowercase().contains("access-control-allow-origin: https://builder.example"));
 
-    // Malformed: bytes that are not a CreateSheetRequest. A clear status, and the server lives on.
+    // Malformed: bytes that are not a CreateSheetRequest. INVALID_ARGUMENT (the client's fault),
+    // and the server lives on.
     let garbage = [0u8, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff];
     let reply = grpc_web("/sheetd.v1.Sheetd/CreateSheet", &garbage);
-    assert!(reply.contains("grpc-status:13") || reply.contains("grpc-status: 13"), "{reply}");
+    assert!(reply.contains("grpc-status:3\r") || reply.contains("grpc-status: 3\r"), "{reply}");
     assert!(reply.to_ascii_lowercase().contains("decode"), "{reply}");
     let reply = grpc_web("/sheetd.v1.Sheetd/NoSuchMethod", &[0, 0, 0, 0, 0]);
     assert!(reply.contains("grpc-status: 12") || reply.contains("grpc-status:12"), "{reply}");

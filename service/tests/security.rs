@@ -7,7 +7,7 @@
 mod server;
 
 use server::Server;
-use sheetd::proto::{self as pb, sheetd_client::SheetdClient};
+use sheetd::grpc::proto::{self as pb, sheetd_client::SheetdClient};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tonic::Code;
@@ -33,7 +33,7 @@ fn load(id: &str, path: &str) -> pb::LoadRulesetRequest {
 
 /// Everything a status carries, as text: its message and its details' diagnostics.
 fn everything_in(s: &tonic::Status) -> String {
-    format!("{} {:?}", s.message(), sheetd::server::convert::status_diagnostics(s))
+    format!("{} {:?}", s.message(), sheetd::grpc::status::diagnostics(s))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,7 +200,7 @@ async fn roles_read_write_admin() {
         &dir.path().join("data"),
         &["--token", "read=r-token", "--token", "write=w-token", "--token", "a-token"],
     );
-    let connect = |t: &'static str| sheetd::client::connect(&server.url, Some(t), None);
+    let connect = |t: &'static str| sheetd::cli::client::connect(&server.url, Some(t), None);
     let (mut r, mut w, mut a) = (
         connect("r-token").await.expect("c"),
         connect("w-token").await.expect("c"),
@@ -254,7 +254,7 @@ async fn rejections_fit_stock_clients_and_ids_cannot_forge_log_lines() {
         e.message().len(),
         e.details().len()
     );
-    let d = &sheetd::server::convert::status_diagnostics(&e)[0];
+    let d = &sheetd::grpc::status::diagnostics(&e)[0];
     let span = d.span.expect("span");
     let (start, offset) = (span.start as usize, d.formula_offset as usize);
     let end = span.end as usize;
@@ -302,7 +302,7 @@ async fn the_sheet_limit_holds_under_concurrent_creates() {
 }
 
 /// A sheet with `n` revisions, each toggling the example armor (16-odd changes each).
-async fn long_sheet(c: &mut sheetd::client::Client, n: u64) -> String {
+async fn long_sheet(c: &mut sheetd::cli::client::Client, n: u64) -> String {
     let created = c
         .create_sheet(pb::CreateSheetRequest {
             operations: server::example_character(),
@@ -520,7 +520,7 @@ async fn page_damage_is_an_error_not_a_crash() {
     if let Some(url) =
         line.trim().strip_prefix("sheetd serving on ").and_then(|r| r.split_whitespace().next())
     {
-        let mut c = sheetd::client::connect(url, None, None).await.expect("connect");
+        let mut c = sheetd::cli::client::connect(url, None, None).await.expect("connect");
         let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
         for s in list.sheets {
             let _ = c.values(server::values(&s.id, &[], Some(1))).await;
@@ -537,7 +537,7 @@ const TINY: &str = "[ruleset]\nname = \"tiny\"\nglobal = \"PC\"\n[defaults]\nNUM
                     Base = \"NUMBER\"\nTotal = \"NUMBER\"\n[global]\nmodify = [\n  { var = \"Base\", set = \"10\" },\n  \
                     { var = \"Total\", set = \"Base + 1\" },\n]\n";
 
-async fn total_at(c: &mut sheetd::client::Client, id: &str, revision: Option<u64>) -> String {
+async fn total_at(c: &mut sheetd::cli::client::Client, id: &str, revision: Option<u64>) -> String {
     let v = c.values(server::values(id, &["Total"], revision)).await.expect("values").into_inner();
     server::value_of(&v.values, "Total")
 }

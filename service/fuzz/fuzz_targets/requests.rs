@@ -1,8 +1,8 @@
 //! Fuzz target: arbitrary requests through the daemon's request path — protobuf decoding (raw
-//! bytes, and structured requests encoded then decoded), then the engine (create, apply, load
-//! and reload rulesets, values, explain, why-changed, watch replays, batch, delete) and the
-//! status policy (clipping). Nothing may panic; every rejection must be a status that fits a
-//! stock client's limits.
+//! bytes, and structured requests encoded then decoded), then the gRPC service (conversion to
+//! the domain, the engine: create, apply, load and reload rulesets, values, explain,
+//! why-changed, watch replays, batch, delete; errors as standard statuses, clipped). Nothing
+//! may panic; every rejection must be a status that fits a stock client's limits.
 //!
 //! Run from `service/fuzz/` (see docs/ARCHITECTURE.md, "Testing"):
 //! `RUSTC_BOOTSTRAP=1 cargo fuzz run requests -s none -- -max_total_time=1800`
@@ -12,35 +12,47 @@
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use sheetd::proto as pb;
-use sheetd::server::engine::{Engine, EngineConfig};
-use sheetd::server::policy::{self, Limits, MAX_STATUS_DETAILS, MAX_STATUS_MESSAGE};
+use sheetd::engine::policy::{MAX_STATUS_DETAILS, MAX_STATUS_MESSAGE};
+use sheetd::engine::{Engine, EngineConfig, Limits};
+use sheetd::grpc::api::Api;
+use sheetd::grpc::proto::{self as pb, sheetd_server::Sheetd};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+use tonic::Request;
 
-/// One engine for the whole run, its store on tmpfs when there is one (fsync is then cheap).
-fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<(Engine, PathBuf)> = OnceLock::new();
-    &ENGINE
-        .get_or_init(|| {
-            let base = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-            let dir = PathBuf::from(base).join(format!("sheetd-fuzz-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            let root = dir.join("rulesets");
-            std::fs::create_dir_all(&root).expect("ruleset root");
-            std::fs::write(root.join("tiny.toml"), TINY).expect("ruleset file");
-            std::fs::write(root.join("broken.toml"), "[ruleset\nname = ").expect("ruleset file");
-            let mut limits = Limits::default();
-            limits.max_sheets = 64;
-            let config = EngineConfig {
-                data_dir: dir.join("data"),
-                limits,
-                ruleset_roots: vec![root],
-                ..Default::default()
-            };
-            (Engine::open(config).expect("engine"), dir)
-        })
-        .0
+/// One service for the whole run (its store on tmpfs when there is one: fsync is then cheap),
+/// with a runtime to drive its calls.
+type Service = (Api, Arc<Engine>, tokio::runtime::Runtime, PathBuf);
+
+fn service() -> &'static Service {
+    static SERVICE: OnceLock<Service> = OnceLock::new();
+    SERVICE.get_or_init(|| {
+        let base = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        let dir = PathBuf::from(base).join(format!("sheetd-fuzz-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let root = dir.join("rulesets");
+        std::fs::create_dir_all(&root).expect("ruleset root");
+        std::fs::write(root.join("tiny.toml"), TINY).expect("ruleset file");
+        std::fs::write(root.join("broken.toml"), "[ruleset\nname = ").expect("ruleset file");
+        let mut limits = Limits::default();
+        limits.max_sheets = 64;
+        let config = EngineConfig {
+            data_dir: dir.join("data"),
+            limits,
+            ruleset_roots: vec![root],
+            ..Default::default()
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let engine = Arc::new(Engine::open(config).expect("engine"));
+        // The sender is leaked: the service never shuts down during the run.
+        let (tx, shutdown) = tokio::sync::watch::channel(false);
+        std::mem::forget(tx);
+        (Api::new(engine.clone(), shutdown), engine, runtime, dir)
+    })
 }
 
 const TINY: &str = "[ruleset]\nname = \"tiny\"\nglobal = \"PC\"\n[defaults]\nNUMBER = 0\n[variables.PC]\n\
@@ -136,103 +148,128 @@ fn wire<M: Message + Default>(m: &M) -> M {
     M::decode(m.encode_to_vec().as_slice()).expect("a message decodes from its own encoding")
 }
 
-/// A rejection as it would leave the server must fit stock clients' limits.
-fn check(r: Result<impl Sized, tonic::Status>) {
+/// A rejection as it leaves the server must fit stock clients' limits, and its details must be
+/// a `google.rpc.Status` with the same code.
+fn check<T>(r: Result<T, tonic::Status>) {
     if let Err(s) = r {
-        let s = policy::clip_status(s);
         assert!(s.message().len() <= MAX_STATUS_MESSAGE + 4, "message of {} bytes", s.message().len());
         assert!(s.details().len() <= MAX_STATUS_DETAILS, "details of {} bytes", s.details().len());
+        if !s.details().is_empty() {
+            let rich = tonic_types::pb::Status::decode(s.details()).expect("details are a google.rpc.Status");
+            assert_eq!(rich.code, s.code() as i32);
+        }
     }
 }
 
 fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
-    let e = engine();
+    let (api, engine, runtime, _) = service();
+    let call = |f: std::pin::Pin<Box<dyn Future<Output = Result<(), tonic::Status>> + Send + '_>>| {
+        check(runtime.block_on(f))
+    };
+    macro_rules! rpc {
+        ($method:ident, $req:expr) => {{
+            let req = $req;
+            call(Box::pin(async move { api.$method(Request::new(req)).await.map(|_| ()) }))
+        }};
+    }
     match u.int_in_range(0..=11)? {
         // Raw bytes as each request type: decoding must fail cleanly or yield a request the
-        // engine handles.
+        // service handles.
         0 => {
             let bytes: Vec<u8> = Vec::arbitrary(u)?;
             if let Ok(r) = pb::ApplyRequest::decode(bytes.as_slice()) {
-                check(e.apply(&r));
+                rpc!(apply, r);
             }
             if let Ok(r) = pb::CreateSheetRequest::decode(bytes.as_slice()) {
-                check(e.create_sheet(&r));
+                rpc!(create_sheet, r);
             }
             if let Ok(r) = pb::LoadRulesetRequest::decode(bytes.as_slice()) {
-                check(e.load_ruleset(&r));
+                rpc!(load_ruleset, r);
             }
         }
-        1 | 2 => {
-            let r = wire(&pb::CreateSheetRequest {
+        1 | 2 => rpc!(
+            create_sheet,
+            wire(&pb::CreateSheetRequest {
                 ruleset_id: pick(u, &["", "starter", "tiny", "nope"])?,
                 id: pick(u, SHEETS)?,
                 operations: operations(u)?,
-            });
-            check(e.create_sheet(&r));
-        }
-        3 | 4 => {
-            let r = wire(&pb::ApplyRequest {
+            })
+        ),
+        3 | 4 => rpc!(
+            apply,
+            wire(&pb::ApplyRequest {
                 sheet_id: pick(u, SHEETS)?,
                 expected_revision: revision(u)?,
                 operations: operations(u)?,
-            });
-            check(e.apply(&r));
-        }
+            })
+        ),
         5 => {
             let inline = if bool::arbitrary(u)? { String::arbitrary(u)? } else { String::new() };
             let paths = if inline.is_empty() || bool::arbitrary(u)? { vec![pick(u, PATHS)?] } else { vec![] };
-            let r = wire(&pb::LoadRulesetRequest {
-                id: pick(u, &["tiny", "t2", "x.y", ""])?,
-                paths,
-                inline_text: inline,
-            });
-            check(e.load_ruleset(&r));
+            rpc!(
+                load_ruleset,
+                wire(&pb::LoadRulesetRequest {
+                    id: pick(u, &["tiny", "t2", "x.y", ""])?,
+                    paths,
+                    inline_text: inline
+                })
+            )
         }
-        6 => {
-            let r = wire(&pb::ReloadRulesetRequest {
+        6 => rpc!(
+            reload_ruleset,
+            wire(&pb::ReloadRulesetRequest {
                 id: pick(u, &["tiny", "t2", "starter", "nope"])?,
                 inline_text: if bool::arbitrary(u)? { String::arbitrary(u)? } else { String::new() },
-            });
-            check(e.reload_ruleset(&r));
-        }
+            })
+        ),
         7 => {
             let variables = (0..u.int_in_range(0..=3)?).map(|_| pick(u, VARS)).collect::<Result<_, _>>()?;
-            let r =
-                wire(&pb::ValuesRequest { sheet_id: pick(u, SHEETS)?, variables, revision: revision(u)? });
-            check(e.values(&r));
+            rpc!(
+                values,
+                wire(&pb::ValuesRequest { sheet_id: pick(u, SHEETS)?, variables, revision: revision(u)? })
+            )
         }
         8 => {
-            let r = wire(&pb::ExplainRequest { sheet_id: pick(u, SHEETS)?, variable: pick(u, VARS)? });
-            check(e.explain(&r));
+            rpc!(explain, wire(&pb::ExplainRequest { sheet_id: pick(u, SHEETS)?, variable: pick(u, VARS)? }))
         }
-        9 => {
-            let r = wire(&pb::WhyChangedRequest {
+        9 => rpc!(
+            why_changed,
+            wire(&pb::WhyChangedRequest {
                 sheet_id: pick(u, SHEETS)?,
                 variable: pick(u, VARS)?,
                 from_revision: u.int_in_range(0..=40)?,
                 to_revision: revision(u)?,
-            });
-            check(e.why_changed(&r));
-        }
+            })
+        ),
         10 => {
-            let id = pick(u, SHEETS)?;
-            match e.watch(&id, revision(u)?) {
-                Ok(sub) => check(e.replay_chunk(&id, *sub.replay.start(), *sub.replay.end(), 8)),
-                Err(s) => check(Err::<(), _>(s)),
-            }
-            let item = wire(&pb::BatchItem {
-                id: String::arbitrary(u)?,
-                ruleset_id: pick(u, &["", "tiny", "nope"])?,
-                operations: operations(u)?,
+            // A watch from a revision: its replayed events, read without waiting for live ones.
+            let req = pb::WatchRequest {
+                sheet_id: pick(u, SHEETS)?,
                 variables: vec![],
-            });
-            let _ = e.solve_one(&item);
+                from_revision: revision(u)?,
+            };
+            call(Box::pin(async move {
+                use futures_util::StreamExt;
+                let mut stream = api.watch(Request::new(req)).await?.into_inner();
+                while let Ok(Some(ev)) =
+                    tokio::time::timeout(std::time::Duration::from_millis(1), stream.next()).await
+                {
+                    ev?;
+                }
+                Ok(())
+            }));
+            // One SolveBatch item, as the stream handles each.
+            if let Ok(ops) = sheetd::grpc::convert::operations(
+                &wire(&pb::BatchItem { operations: operations(u)?, ..Default::default() }).operations,
+            ) {
+                let _ = engine.solve(&pick(u, &["", "tiny", "nope"])?, &ops, &[]);
+            }
         }
         _ => {
             if u.ratio(1, 4)? {
-                check(e.delete_sheet(&pick(u, SHEETS)?));
+                rpc!(delete_sheet, pb::DeleteSheetRequest { sheet_id: pick(u, SHEETS)? });
             } else {
-                check(e.upgrade(&pick(u, SHEETS)?));
+                rpc!(upgrade, pb::UpgradeRequest { sheet_id: pick(u, SHEETS)? });
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Starting the real `sheetd serve` binary on an ephemeral loopback port, for end-to-end tests.
 
-use sheetd::client::{Client, Steps};
-use sheetd::proto as pb;
+use sheetd::cli::client::{Client, Steps};
+use sheetd::grpc::proto as pb;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -134,7 +134,7 @@ impl Server {
     }
 
     pub async fn client(&self) -> Client {
-        sheetd::client::connect(&self.url, None, None).await.expect("connect")
+        sheetd::cli::client::connect(&self.url, None, None).await.expect("connect")
     }
 
     /// Kills the server with SIGKILL: no graceful anything.
@@ -177,21 +177,24 @@ impl Drop for Server {
 
 /// Operations from JSON steps, as `sheetd client --step` takes them.
 pub fn ops(steps: &[&str]) -> Vec<pb::Operation> {
-    sheetd::client::operations(&Steps { steps: steps.iter().map(|s| s.to_string()).collect(), file: None })
-        .expect("valid steps")
+    sheetd::cli::client::operations(&Steps {
+        steps: steps.iter().map(|s| s.to_string()).collect(),
+        file: None,
+    })
+    .expect("valid steps")
 }
 
 /// The example character's operations.
 #[allow(dead_code, reason = "not every test file uses it")]
 pub fn example_character() -> Vec<pb::Operation> {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    sheetd::client::operations(&Steps { steps: vec![], file: Some(file) }).expect("example sheet")
+    sheetd::cli::client::operations(&Steps { steps: vec![], file: Some(file) }).expect("example sheet")
 }
 
 /// A value as people read it.
 #[allow(dead_code, reason = "not every test file uses it")]
 pub fn shown(v: &Option<pb::Value>) -> String {
-    v.as_ref().map_or("(none)".to_owned(), sheetd::server::convert::show)
+    v.as_ref().map_or("(none)".to_owned(), sheetd::grpc::convert::show)
 }
 
 /// The value of `r` among `values`.

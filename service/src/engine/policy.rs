@@ -1,15 +1,17 @@
 //! The daemon's limits and policies, in one place: what one request, one connection and the
 //! whole server may use ([`Limits`], every default documented in `docs/api.md#security`), which
-//! ids are valid ([`check_id`]), how much of a client's input a status may echo
-//! ([`clip_status`]), and how untrusted text is made safe for a log line ([`LogSafe`]).
+//! ids are valid ([`check_id`]), what a batch of operations may hold ([`check_operations`]),
+//! how much of a client's text a reply may echo ([`clip`]), and how untrusted text is made safe
+//! for a log line ([`LogSafe`]).
 //!
-//! Who may call what is [`super::auth`]; where ruleset files may be read from is
+//! Who may call what is `grpc/auth.rs`; where ruleset files may be read from is
 //! [`data::Files`], configured here by [`Limits::read`] and the ruleset roots.
 
-use crate::server::convert::OpLimits;
+use super::error::{EngineError, FormulaSpan, Problem};
+use data::SheetOp;
+use solver::Operation;
 use std::fmt;
 use std::time::Duration;
-use tonic::Status;
 
 /// Every limit the daemon enforces.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +45,13 @@ pub struct Limits {
     pub store_cache_bytes: usize,
     /// After SIGTERM, how long calls in flight may take before the process exits anyway.
     pub shutdown_grace: Duration,
+}
+
+/// Size limits on operations, checked before anything is applied.
+#[derive(Clone, Copy, Debug)]
+pub struct OpLimits {
+    pub max_operations: usize,
+    pub formula: formula::Limits,
 }
 
 /// Longest sheet or ruleset id, in bytes.
@@ -79,17 +88,64 @@ impl Default for Limits {
 /// Checks a sheet or ruleset id: 1 to [`MAX_ID_BYTES`] ASCII letters, digits, `-`, `_` or `#`.
 /// No `.`, which separates an instance id from a variable name in references, and nothing a
 /// terminal or a log reader would interpret.
-pub fn check_id(what: &str, id: &str) -> Result<(), Status> {
+pub fn check_id(what: &str, id: &str) -> Result<(), EngineError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_ID_BYTES
         && id.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'#'));
     if ok {
         Ok(())
     } else {
-        Err(Status::invalid_argument(format!(
+        Err(EngineError::invalid(format!(
             "{what} id `{}` must be 1 to {MAX_ID_BYTES} letters, digits, '-', '_' or '#'",
             LogSafe(&clip(id, 64))
         )))
+    }
+}
+
+/// Checks a batch against the limits: how many operations, and each formula's length and (when
+/// it parses) nesting. Other formula errors are left to the solver, which reports them with
+/// more context.
+pub fn check_operations(ops: &[SheetOp], limits: &OpLimits) -> Result<(), EngineError> {
+    if ops.len() > limits.max_operations {
+        return Err(EngineError::invalid(format!(
+            "the batch has {} operations; the limit is {} (--max-operations)",
+            ops.len(),
+            limits.max_operations
+        )));
+    }
+    for (i, op) in ops.iter().enumerate() {
+        let SheetOp::Solver(Operation::AddModifier(m)) = op else { continue };
+        let formulas = [(m.value.text(), "add_modifier.value")]
+            .into_iter()
+            .chain(m.condition.as_ref().map(|c| (c.text(), "add_modifier.condition")));
+        for (text, field) in formulas {
+            if let Err(p) = check_formula(text, &limits.formula) {
+                return Err(EngineError::problems(vec![(*p).at_operation(i, Some(field))]));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_formula(text: &str, limits: &formula::Limits) -> Result<(), Box<Problem>> {
+    if text.len() > limits.max_len {
+        return Err(Box::new(Problem::new(
+            "request.formula_too_long",
+            format!(
+                "formula is {} bytes long; the limit is {} (--max-formula-length)",
+                text.len(),
+                limits.max_len
+            ),
+        )));
+    }
+    match formula::parse(text, limits) {
+        Err(e) if e.code == formula::ErrorCode::TooComplex => {
+            let mut p = Problem::new("request.formula_too_deep", e.message.clone());
+            p.formula =
+                Some(Box::new(FormulaSpan { text: text.to_owned(), start: e.span.start, end: e.span.end }));
+            Err(Box::new(p))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -103,22 +159,6 @@ pub fn clip(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
-}
-
-/// A status as it may leave the server: its message at most [`MAX_STATUS_MESSAGE`] bytes and
-/// its details at most [`MAX_STATUS_DETAILS`], so that every rejection fits in the header limits
-/// of stock clients (8–16 KiB) and arrives intact. Details over the limit are shrunk by
-/// [`shrink_details`], which keeps their structure.
-pub fn clip_status(s: Status) -> Status {
-    let message_ok = s.message().len() <= MAX_STATUS_MESSAGE;
-    let details_ok = s.details().len() <= MAX_STATUS_DETAILS;
-    if message_ok && details_ok {
-        return s;
-    }
-    let message = clip(s.message(), MAX_STATUS_MESSAGE);
-    let details =
-        if details_ok { s.details().to_vec() } else { crate::server::convert::shrink_details(s.details()) };
-    Status::with_details(s.code(), message, details.into())
 }
 
 /// Untrusted text for a log line: control characters (newlines, escapes) are written as
@@ -148,8 +188,8 @@ mod tests {
             assert!(check_id("sheet", ok).is_ok(), "{ok}");
         }
         for bad in ["", "a.b", "a\nb", "a b", "é", &"a".repeat(MAX_ID_BYTES + 1), "a\u{1b}[31m"] {
-            let e = check_id("sheet", bad).expect_err(bad);
-            assert!(!e.message().contains('\n') && e.message().len() < 200, "{}", e.message());
+            let e = check_id("sheet", bad).expect_err(bad).to_string();
+            assert!(!e.contains('\n') && e.len() < 200, "{e}");
         }
     }
 
@@ -163,7 +203,5 @@ mod tests {
     fn clipping_keeps_character_boundaries() {
         assert_eq!(clip("ééé", 3), "é…");
         assert_eq!(clip("abc", 3), "abc");
-        let s = clip_status(Status::invalid_argument("x".repeat(20_000)));
-        assert!(s.message().len() <= MAX_STATUS_MESSAGE + 3);
     }
 }

@@ -3,8 +3,9 @@
 //! Operations are JSON steps, as in sheet files (`docs/ruleset-format.md`), turned into API
 //! operations; results print for people, or as the canonical protobuf JSON with `--json`.
 
-use crate::proto::{self as pb, sheetd_client::SheetdClient};
-use crate::server::convert::{self, show};
+use crate::grpc::convert::{self, show};
+use crate::grpc::proto::{self as pb, sheetd_client::SheetdClient};
+use crate::grpc::status;
 use clap::{Args, Subcommand};
 use serde_json::Value as Json;
 use std::path::PathBuf;
@@ -160,7 +161,7 @@ pub fn operations(steps: &Steps) -> Result<Vec<pb::Operation>, String> {
     if let Some(path) = &steps.file {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let file: crate::sheet::SheetFile = serde_json::from_str(&text)
+        let file: super::sheet::SheetFile = serde_json::from_str(&text)
             .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
         all.extend(file.steps);
     }
@@ -169,9 +170,9 @@ pub fn operations(steps: &Steps) -> Result<Vec<pb::Operation>, String> {
     }
     all.iter()
         .map(|s| {
-            crate::sheet::parse_step(s)
+            super::sheet::parse_step(s)
                 .map(|op| convert::operation_message(&op))
-                .map_err(|e| format!("step {}: {}", crate::solve::describe(s), e.message))
+                .map_err(|e| format!("step {}: {}", super::solve::describe(s), e.message))
         })
         .collect()
 }
@@ -197,7 +198,7 @@ pub fn run(args: ClientArgs) -> ExitCode {
 /// A failed call for people: the status, then each diagnostic.
 pub fn status_text(s: &Status) -> String {
     let mut out = format!("error: {:?}: {}", s.code(), s.message());
-    for d in convert::status_diagnostics(s) {
+    for d in status::diagnostics(s) {
         if !d.formula.is_empty()
             && let Some(span) = &d.span
         {

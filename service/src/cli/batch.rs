@@ -6,8 +6,8 @@
 //! `{"id": "...", "values": {"AC": "17", ...}}` or `{"id": "...", "error": [diagnostics]}`.
 //! Values are encoded as everywhere in sheetd's JSON (numbers as canonical decimal strings).
 
-use crate::proto as pb;
-use crate::server::{convert, engine};
+use crate::engine::Problem;
+use crate::json;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -52,58 +52,41 @@ struct Spec {
 /// How many lines are solved together (then written in order).
 const CHUNK: usize = 4096;
 
-/// A value in sheetd's JSON encoding.
-pub fn value_json(v: &pb::Value) -> Json {
-    use pb::value::Kind;
-    match &v.kind {
-        Some(Kind::Number(n)) => Json::String(n.clone()),
-        Some(Kind::Boolean(b)) => Json::Bool(*b),
-        Some(Kind::Text(t)) => Json::String(t.clone()),
-        Some(Kind::List(l)) => Json::Array(l.items.iter().map(value_json).collect()),
-        Some(Kind::Error(e)) => {
-            json!({"error": {"code": e.code, "message": e.message, "modifier": e.modifier}})
-        }
-        None => Json::Null,
-    }
-}
-
-fn error_line(id: Json, diagnostics: &[pb::Diagnostic]) -> Json {
-    let list: Vec<Json> = diagnostics.iter().map(|d| serde_json::to_value(d).unwrap_or(Json::Null)).collect();
-    json!({"id": id, "error": list})
+fn error_line(id: Json, problems: &[Problem]) -> Json {
+    json!({"id": id, "error": problems.iter().map(json::problem).collect::<Vec<_>>()})
 }
 
 /// Solves one input line into one output line; `Err` marks a failed sheet.
 fn solve_line(ruleset: &Arc<data::Ruleset>, line: &str, number: usize) -> Result<Json, Json> {
-    let bad = |message: String| {
-        let d = pb::Diagnostic { code: "batch.bad_line".into(), message, ..Default::default() };
-        error_line(Json::Null, &[d])
-    };
+    let bad = |message: String| error_line(Json::Null, &[Problem::new("batch.bad_line", message)]);
     let spec: Spec = serde_json::from_str(line).map_err(|e| bad(format!("line {number}: {e}")))?;
     let mut ops = Vec::with_capacity(spec.steps.len());
     for (i, s) in spec.steps.iter().enumerate() {
-        let op = crate::sheet::parse_step(s).map_err(|e| {
-            let d = pb::Diagnostic {
-                code: e.code.to_owned(),
-                message: format!("line {number}, step {i}: {}", e.message),
-                operation: Some(i as u32),
-                ..Default::default()
-            };
-            error_line(spec.id.clone(), &[d])
+        let op = super::sheet::parse_step(s).map_err(|e| {
+            let p =
+                Problem::new(e.code, format!("line {number}, step {i}: {}", e.message)).at_operation(i, None);
+            error_line(spec.id.clone(), &[p])
         })?;
-        ops.push(convert::operation_message(&op));
+        ops.push(op);
     }
-    let limits = engine::Limits::default().ops;
-    let limits = convert::OpLimits { max_operations: usize::MAX, ..limits };
-    match engine::solve_spec(ruleset.clone(), &ops, &spec.variables, &limits) {
-        Ok(values) => {
-            let map: Map<String, Json> = values
-                .iter()
-                .map(|v| (v.r#ref.clone(), v.value.as_ref().map_or(Json::Null, value_json)))
-                .collect();
-            Ok(json!({"id": spec.id, "values": map}))
+    let failed = |e: &data::SheetError| error_line(spec.id.clone(), &[Problem::of_sheet_error(e)]);
+    let mut c = data::Character::new(ruleset.clone()).map_err(|e| failed(&e))?;
+    c.apply(&ops).map_err(|e| failed(&e))?;
+    let mut values = Map::new();
+    if spec.variables.is_empty() {
+        for v in data::record::values(&c) {
+            values.insert(v.var, json::record(&v.value));
         }
-        Err(d) => Err(error_line(spec.id, &d)),
+    } else {
+        for r in &spec.variables {
+            let (var, format, slot) = c
+                .sheet()
+                .typed_value(r)
+                .map_err(|e| error_line(spec.id.clone(), &[Problem::new(e.code, e.message)]))?;
+            values.insert(var.to_string(), json::record(&data::record::Value::of(&format, &slot)));
+        }
     }
+    Ok(json!({"id": spec.id, "values": values}))
 }
 
 /// Runs `sheetd batch`.

@@ -10,7 +10,7 @@
 //!   its response body ends (so a Watch stream counts for as long as it streams).
 //! - HTTP/2 keepalive pings (set on the server builder) find peers that have gone away.
 //!
-//! [`Limits::max_connections`]: crate::server::policy::Limits::max_connections
+//! [`Limits::max_connections`]: crate::engine::Limits::max_connections
 
 use futures_util::task::AtomicWaker;
 use std::future::Future;

@@ -2,9 +2,10 @@
 //! (method, sheet, operations, revision, variables recomputed, duration, status); Watch and
 //! SolveBatch are streams that end when the server shuts down.
 
-use crate::proto::{self as pb, sheetd_server::Sheetd};
-use crate::server::engine::{Engine, Filter};
-use crate::server::policy::{self, LogSafe};
+use super::proto::{self as pb, sheetd_server::Sheetd};
+use super::{convert, status};
+use crate::engine::policy::{self, LogSafe};
+use crate::engine::{Engine, EngineError, Event, EventKind, Filter, LiveSheet, NewRuleset};
 use futures_util::{Stream, StreamExt};
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -119,7 +120,7 @@ impl Api {
                 limit.as_secs()
             ))),
         }
-        .map_err(policy::clip_status)
+        .map_err(status::clip_status)
     }
 
     /// A future that completes when the server shuts down.
@@ -165,14 +166,31 @@ impl Sheetd for Api {
         req: Request<pb::LoadRulesetRequest>,
     ) -> Result<Response<pb::RulesetReply>, Status> {
         let req = req.into_inner();
-        self.call(span("LoadRuleset", "", 0), move |e, _| e.load_ruleset(&req)).await
+        self.call(span("LoadRuleset", "", 0), move |e, _| {
+            let new = match (req.paths.is_empty(), req.inline_text.is_empty()) {
+                (false, true) => NewRuleset::Paths(req.paths),
+                (true, false) => NewRuleset::Inline(req.inline_text),
+                _ => {
+                    return Err(to_status(EngineError::invalid(
+                        "give either `paths` or `inline_text`, not both or neither",
+                    )));
+                }
+            };
+            e.load_ruleset(&req.id, new).map(convert::ruleset_reply).map_err(to_status)
+        })
+        .await
     }
 
     async fn list_rulesets(
         &self,
         _: Request<pb::ListRulesetsRequest>,
     ) -> Result<Response<pb::ListRulesetsResponse>, Status> {
-        self.call(span("ListRulesets", "", 0), |e, _| Ok(e.list_rulesets())).await
+        self.call(span("ListRulesets", "", 0), |e, _| {
+            Ok(pb::ListRulesetsResponse {
+                rulesets: e.rulesets().into_iter().map(convert::ruleset_info).collect(),
+            })
+        })
+        .await
     }
 
     async fn reload_ruleset(
@@ -180,7 +198,11 @@ impl Sheetd for Api {
         req: Request<pb::ReloadRulesetRequest>,
     ) -> Result<Response<pb::RulesetReply>, Status> {
         let req = req.into_inner();
-        self.call(span("ReloadRuleset", "", 0), move |e, _| e.reload_ruleset(&req)).await
+        self.call(span("ReloadRuleset", "", 0), move |e, _| {
+            let inline = (!req.inline_text.is_empty()).then_some(req.inline_text);
+            e.reload_ruleset(&req.id, inline).map(convert::ruleset_reply).map_err(to_status)
+        })
+        .await
     }
 
     async fn create_sheet(
@@ -189,26 +211,35 @@ impl Sheetd for Api {
     ) -> Result<Response<pb::CreateSheetResponse>, Status> {
         let req = req.into_inner();
         self.call(span("CreateSheet", &req.id, req.operations.len()), move |e, span| {
-            let r = e.create_sheet(&req)?;
-            if let Some(s) = &r.sheet {
-                span.record("sheet", s.id.as_str());
-                span.record("revision", s.revision);
-            }
-            Ok(r)
+            let ops = convert::operations(&req.operations).map_err(to_status)?;
+            let id = (!req.id.is_empty()).then_some(req.id.as_str());
+            let (sheet, values) = e.create_sheet(&req.ruleset_id, id, ops).map_err(to_status)?;
+            span.record("sheet", sheet.id.as_str());
+            span.record("revision", sheet.revision);
+            Ok(pb::CreateSheetResponse {
+                sheet: Some(convert::sheet_info(sheet)),
+                values: convert::variables(&values),
+            })
         })
         .await
     }
 
     async fn get_sheet(&self, req: Request<pb::GetSheetRequest>) -> Result<Response<pb::SheetInfo>, Status> {
         let req = req.into_inner();
-        self.call(span("GetSheet", &req.sheet_id, 0), move |e, _| e.get_sheet(&req.sheet_id)).await
+        self.call(span("GetSheet", &req.sheet_id, 0), move |e, _| {
+            e.sheet_info(&req.sheet_id).map(convert::sheet_info).map_err(to_status)
+        })
+        .await
     }
 
     async fn list_sheets(
         &self,
         _: Request<pb::ListSheetsRequest>,
     ) -> Result<Response<pb::ListSheetsResponse>, Status> {
-        self.call(span("ListSheets", "", 0), |e, _| Ok(e.list_sheets())).await
+        self.call(span("ListSheets", "", 0), |e, _| {
+            Ok(pb::ListSheetsResponse { sheets: e.sheets().into_iter().map(convert::sheet_info).collect() })
+        })
+        .await
     }
 
     async fn delete_sheet(
@@ -217,7 +248,7 @@ impl Sheetd for Api {
     ) -> Result<Response<pb::DeleteSheetResponse>, Status> {
         let req = req.into_inner();
         self.call(span("DeleteSheet", &req.sheet_id, 0), move |e, _| {
-            e.delete_sheet(&req.sheet_id).map(|()| pb::DeleteSheetResponse {})
+            e.delete_sheet(&req.sheet_id).map(|()| pb::DeleteSheetResponse {}).map_err(to_status)
         })
         .await
     }
@@ -225,10 +256,11 @@ impl Sheetd for Api {
     async fn apply(&self, req: Request<pb::ApplyRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
         let req = req.into_inner();
         self.call(span("Apply", &req.sheet_id, req.operations.len()), move |e, span| {
-            let r = e.apply(&req)?;
+            let ops = convert::operations(&req.operations).map_err(to_status)?;
+            let r = e.apply(&req.sheet_id, req.expected_revision, ops).map_err(to_status)?;
             span.record("revision", r.revision);
             span.record("recomputed", r.recomputed);
-            Ok(r)
+            Ok(convert::applied(r))
         })
         .await
     }
@@ -236,10 +268,10 @@ impl Sheetd for Api {
     async fn upgrade(&self, req: Request<pb::UpgradeRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
         let req = req.into_inner();
         self.call(span("Upgrade", &req.sheet_id, 0), move |e, span| {
-            let r = e.upgrade(&req.sheet_id)?;
+            let r = e.upgrade(&req.sheet_id).map_err(to_status)?;
             span.record("revision", r.revision);
             span.record("recomputed", r.recomputed);
-            Ok(r)
+            Ok(convert::applied(r))
         })
         .await
     }
@@ -247,9 +279,10 @@ impl Sheetd for Api {
     async fn values(&self, req: Request<pb::ValuesRequest>) -> Result<Response<pb::ValuesResponse>, Status> {
         let req = req.into_inner();
         self.call(span("Values", &req.sheet_id, 0), move |e, span| {
-            let r = e.values(&req)?;
-            span.record("revision", r.revision);
-            Ok(r)
+            let (revision, values) =
+                e.values(&req.sheet_id, &req.variables, req.revision).map_err(to_status)?;
+            span.record("revision", revision);
+            Ok(pb::ValuesResponse { revision, values: convert::variables(&values) })
         })
         .await
     }
@@ -260,9 +293,9 @@ impl Sheetd for Api {
     ) -> Result<Response<pb::ExplainResponse>, Status> {
         let req = req.into_inner();
         self.call(span("Explain", &req.sheet_id, 0), move |e, span| {
-            let r = e.explain(&req)?;
+            let r = e.explain(&req.sheet_id, &req.variable).map_err(to_status)?;
             span.record("revision", r.revision);
-            Ok(r)
+            Ok(convert::explanation(r))
         })
         .await
     }
@@ -273,9 +306,11 @@ impl Sheetd for Api {
     ) -> Result<Response<pb::WhyChangedResponse>, Status> {
         let req = req.into_inner();
         self.call_costing(Cost::Expensive, span("WhyChanged", &req.sheet_id, 0), move |e, span| {
-            let r = e.why_changed(&req)?;
-            span.record("revision", r.to_revision);
-            Ok(r)
+            let r = e
+                .why_changed(&req.sheet_id, &req.variable, req.from_revision, req.to_revision)
+                .map_err(to_status)?;
+            span.record("revision", r.to);
+            Ok(convert::why_changed(r))
         })
         .await
     }
@@ -287,16 +322,16 @@ impl Sheetd for Api {
         let (id, from) = (req.sheet_id.clone(), req.from_revision);
         let sub = self
             .call(span("Watch", &req.sheet_id, 0), move |e, span| {
-                let sub = e.watch(&id, from)?;
+                let sub = e.watch(&id, from).map_err(to_status)?;
                 span.record("revision", sub.current);
                 Ok(sub)
             })
             .await?
             .into_inner();
-        let crate::server::engine::Subscription { entry, rx, replay, current } = sub;
+        let crate::engine::Subscription { sheet, rx, replay, current } = sub;
         let state = WatchState {
             api: self.clone(),
-            entry,
+            sheet,
             rx,
             backlog: VecDeque::new(),
             replay,
@@ -339,7 +374,7 @@ impl Sheetd for Api {
                 let (api, span) = (api.clone(), span.clone());
                 async move {
                     let item = item?;
-                    api.run_blocking(Cost::Normal, move |e| Ok(span.in_scope(|| e.solve_one(&item)))).await
+                    api.run_blocking(Cost::Normal, move |e| Ok(span.in_scope(|| solve_one(e, &item)))).await
                 }
             })
             .buffer_unordered(jobs)
@@ -351,10 +386,10 @@ impl Sheetd for Api {
 /// A Watch stream's state between events.
 struct WatchState {
     api: Api,
-    entry: Arc<crate::server::engine::SheetEntry>,
-    rx: broadcast::Receiver<Arc<pb::WatchEvent>>,
+    sheet: Arc<LiveSheet>,
+    rx: broadcast::Receiver<Arc<Event>>,
     /// Replayed events read from the store and still to send (at most one chunk).
-    backlog: VecDeque<pb::WatchEvent>,
+    backlog: VecDeque<Event>,
     /// Logged revisions still to read from the store.
     replay: std::ops::RangeInclusive<u64>,
     /// The last revision the client has seen (events up to it are skipped).
@@ -368,21 +403,23 @@ struct WatchState {
 /// one chunk at most), then live events. A watcher that fell behind the bounded live buffer gets a
 /// resync (its filtered values now) instead of what it missed.
 async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchEvent, Status>, WatchState)> {
-    use pb::watch_event::Event;
     if st.done {
         return None;
     }
     loop {
         if let Some(ev) = st.backlog.pop_front() {
-            return Some((Ok(ev), st));
+            return Some((Ok(convert::event(&ev)), st));
         }
         if st.replay.is_empty() {
             break;
         }
         let (from, to) = (*st.replay.start(), *st.replay.end());
         let max = st.api.engine.limits().watch_buffer;
-        let id = st.entry.id.clone();
-        let chunk = st.api.run_blocking(Cost::Normal, move |e| e.replay_chunk(&id, from, to, max)).await;
+        let id = st.sheet.id.clone();
+        let chunk = st
+            .api
+            .run_blocking(Cost::Normal, move |e| e.replay_chunk(&id, from, to, max).map_err(to_status))
+            .await;
         match chunk {
             Err(e) => {
                 st.done = true;
@@ -397,15 +434,15 @@ async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchEvent, Status
     }
     loop {
         match st.rx.recv().await {
-            Ok(ev) => match &ev.event {
-                Some(Event::Deleted(_)) => {
+            Ok(ev) => match &ev.kind {
+                EventKind::Deleted => {
                     st.done = true;
-                    return Some((Ok((*ev).clone()), st));
+                    return Some((Ok(convert::event(&ev)), st));
                 }
-                Some(Event::Changes(_)) if ev.revision > st.last => {
+                EventKind::Changes(_) if ev.revision > st.last => {
                     st.last = ev.revision;
                     if let Some(out) = st.filter.changes_event(&ev) {
-                        return Some((Ok(out), st));
+                        return Some((Ok(convert::event(&out)), st));
                     }
                 }
                 _ => {}
@@ -415,19 +452,41 @@ async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchEvent, Status
                 // values: any event published after this is newer than, or included in, them.
                 st.rx = st.rx.resubscribe();
                 let reason = format!("the client fell {n} events behind");
-                let ev = st.api.engine.resync(&st.entry, &st.filter, &reason);
+                let ev = st.api.engine.resync(&st.sheet, &st.filter, &reason);
                 st.last = ev.revision;
-                return Some((Ok(ev), st));
+                return Some((Ok(convert::event(&ev)), st));
             }
             Err(broadcast::error::RecvError::Closed) => return None,
         }
     }
 }
 
+/// An engine error as a status.
+fn to_status(e: EngineError) -> Status {
+    status::status(&e)
+}
+
+/// One SolveBatch item: its values, or its problems as diagnostics.
+fn solve_one(e: &Engine, item: &pb::BatchItem) -> pb::BatchResult {
+    use pb::batch_result::Result as R;
+    let result = convert::operations(&item.operations)
+        .map_err(|e| e.diagnosed().to_vec())
+        .and_then(|ops| e.solve(&item.ruleset_id, &ops, &item.variables));
+    pb::BatchResult {
+        id: item.id.clone(),
+        result: Some(match result {
+            Ok(values) => R::Values(pb::BatchValues { values: convert::variables(&values) }),
+            Err(problems) => {
+                R::Error(pb::ErrorInfo { diagnostics: problems.iter().map(convert::diagnostic).collect() })
+            }
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::engine::EngineConfig;
+    use crate::engine::EngineConfig;
 
     fn add_object(kind: &str, key: &str, id: &str) -> pb::Operation {
         pb::Operation {
@@ -448,8 +507,8 @@ mod tests {
         let mut config = EngineConfig { data_dir: dir.path().to_owned(), ..Default::default() };
         config.limits.watch_buffer = 4;
         let engine = Arc::new(Engine::open(config).expect("engine"));
-        let created = engine.create_sheet(&pb::CreateSheetRequest::default()).expect("create");
-        let id = created.sheet.expect("sheet").id;
+        let (created, _) = engine.create_sheet("", None, vec![]).expect("create");
+        let id = created.id;
         let (_tx, shutdown) = watch::channel(false);
         let api = Api::new(engine.clone(), shutdown);
         let req =
@@ -462,9 +521,7 @@ mod tests {
             } else {
                 pb::Operation { op: Some(pb::operation::Op::RemoveObject("armor".into())) }
             };
-            let req =
-                pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: vec![op] };
-            engine.apply(&req).expect("apply");
+            engine.apply(&id, None, convert::operations(&[op]).expect("ops")).expect("apply");
         }
         let first = stream.next().await.expect("an event").expect("ok");
         let Some(pb::watch_event::Event::Resync(r)) = first.event else {
@@ -474,12 +531,8 @@ mod tests {
         assert!(r.reason.contains("behind"), "{}", r.reason);
         assert_eq!(r.values.iter().map(|v| v.r#ref.as_str()).collect::<Vec<_>>(), ["AC"]);
         // Live again after the resync.
-        let req = pb::ApplyRequest {
-            sheet_id: id.clone(),
-            expected_revision: Some(10),
-            operations: vec![add_object("EQUIPMENT", "Ring Hauberk", "armor")],
-        };
-        engine.apply(&req).expect("apply");
+        let ops = convert::operations(&[add_object("EQUIPMENT", "Ring Hauberk", "armor")]).expect("ops");
+        engine.apply(&id, Some(10), ops).expect("apply");
         let next = stream.next().await.expect("an event").expect("ok");
         assert_eq!(next.revision, 11);
         assert!(matches!(next.event, Some(pb::watch_event::Event::Changes(_))), "{next:?}");

@@ -1,24 +1,28 @@
-//! The daemon, `sheetd serve`: a gRPC server (with grpc-web, health and reflection) over the
-//! [`engine::Engine`], which holds rulesets, live sheets and the store.
+//! The wire edge: `sheetd serve`'s gRPC server (with grpc-web, health and reflection) over the
+//! [`crate::engine::Engine`]. This folder is the only part of the crate (with the CLI's client)
+//! that names tonic, prost or the generated types: each call converts its request to the domain
+//! once, calls the engine, and converts the answer (or the [`crate::engine::EngineError`]) once.
 //!
 //! Read in this order: [`config`] (what can be set and how: flags, environment, TOML file),
 //! [`serve`] below (listening, TLS, auth, CORS, graceful shutdown), [`api`] (one method per
-//! call, tracing spans, the Watch and SolveBatch streams), [`engine`] (the state and every
-//! operation on it), [`store`] (the embedded redb store), [`convert`] (messages ↔ library types).
+//! call, tracing spans, the Watch and SolveBatch streams), [`convert`] (messages ↔ domain),
+//! [`status`] (errors as standard `google.rpc.Status` details), [`auth`] (tokens and roles),
+//! [`conn`] (connection limits and timeouts), [`codec`] (malformed messages), [`proto`] (the
+//! generated API).
 
 pub mod api;
 pub mod auth;
+pub mod codec;
 pub mod config;
 pub mod conn;
 pub mod convert;
-pub mod engine;
-pub mod policy;
-pub mod store;
+pub mod proto;
+pub mod status;
 
-use crate::proto::{FILE_DESCRIPTOR_SET, sheetd_server::SheetdServer};
+use crate::engine::{Engine, EngineConfig};
 use config::ServeConfig;
-use engine::{Engine, EngineConfig};
 use http::{HeaderName, HeaderValue, Method};
+use proto::{FILE_DESCRIPTOR_SET, sheetd_server::SheetdServer};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -91,14 +95,14 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
 
     tracing::info!(
         %addr,
-        store = %engine.store_path().display(),
+        store = %engine.store_location(),
         tls = config.tls.is_some(),
         auth = auth.enabled(),
         tokens = config.tokens.len(),
         "serving"
     );
     // One line on stdout for people and scripts (tests read the port from it).
-    println!("sheetd serving on {scheme}://{addr} (store {})", engine.store_path().display());
+    println!("sheetd serving on {scheme}://{addr} (store {})", engine.store_location());
 
     // No Nagle delay: a reply's headers, message and trailers go out in separate writes, and
     // waiting for the peer's delayed ACK would add ~40 ms to a call.

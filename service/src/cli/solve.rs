@@ -419,7 +419,7 @@ pub fn describe(step: &Json) -> String {
 pub fn run(args: SolveArgs) -> ExitCode {
     match (&args.scenario, &args.sheet) {
         (Some(scenario), _) => run_scenario(scenario, &args),
-        (None, Some(sheet)) => crate::sheet::run(&args.ruleset, sheet, &args.traces, args.json),
+        (None, Some(sheet)) => super::sheet::run(&args.ruleset, sheet, &args.traces, args.json),
         // clap requires one of the two.
         (None, None) => ExitCode::from(2),
     }

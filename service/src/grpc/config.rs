@@ -44,10 +44,10 @@
 //! origins = ["https://builder.example"]
 //! ```
 
-use crate::server::auth::TokenSpec;
-use crate::server::convert::OpLimits;
-use crate::server::engine::STARTER;
-use crate::server::policy::Limits;
+use super::auth::TokenSpec;
+use crate::engine::Limits;
+use crate::engine::OpLimits;
+use crate::engine::STARTER;
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -11,7 +11,7 @@
 //! {"set_input": {"channel": "StatScore", "on": "STR", "value": 14}}
 //! ```
 
-use crate::solve::{describe, parse_operation, print_results, step_error};
+use super::solve::{describe, parse_operation, print_results, step_error};
 use data::{Character, SheetError, SheetOp};
 use formula::Value;
 use serde::Deserialize;

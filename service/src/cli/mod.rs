@@ -1,4 +1,16 @@
-//! The command-line grammar and dispatch.
+//! The command line: the grammar ([`Cli`]) and dispatch, with one file per subcommand. Each
+//! subcommand parses its input, calls the library crates (or, for `client`, a server), and
+//! renders results for people or as JSON; `eval`, `solve`, `check` and `batch` work offline,
+//! on the libraries directly.
+
+pub mod batch;
+pub mod check;
+pub mod client;
+pub mod eval;
+pub mod serve;
+pub mod sheet;
+pub mod solve;
+pub mod store;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,8 +33,8 @@ pub enum Command {
     /// The formula language is PCGen's (see docs/formula-language.md): numbers are exact decimals,
     /// `floor((Score-10)/2)` with `--var Score=14` prints 2. Errors are printed with the offending
     /// text underlined, and the exit status is 1.
-    #[command(after_long_help = crate::eval::AFTER_HELP)]
-    Eval(crate::eval::EvalArgs),
+    #[command(after_long_help = eval::AFTER_HELP)]
+    Eval(eval::EvalArgs),
 
     /// Run a scenario, or a character sheet over a ruleset; report every change.
     ///
@@ -33,7 +45,7 @@ pub enum Command {
     /// evaluations it took are printed, then every variable's final value, then a trace for
     /// each --trace. A rejected step (unknown name, locked variable, cycle, bad formula) has no
     /// effect and later steps still run. See docs/solver.md for the scenario format.
-    Solve(crate::solve::SolveArgs),
+    Solve(solve::SolveArgs),
 
     /// Load rulesets and report what they hold, or every problem in them.
     ///
@@ -42,7 +54,7 @@ pub enum Command {
     /// rulesets load on top of each other in order (Pact Worlds after the core rulebook). On
     /// success prints counts of scopes, variables, functions, objects, modifiers and skipped
     /// tokens and exits 0; otherwise prints every error with file:line:col and exits 1.
-    Check(crate::check::CheckArgs),
+    Check(check::CheckArgs),
 
     /// Run the daemon: the gRPC API (also grpc-web), with health checks and reflection.
     ///
@@ -52,14 +64,14 @@ pub enum Command {
     /// (docs/api.md#security). Stop it with Ctrl-C or SIGTERM: calls in flight get
     /// --shutdown-grace (10 s) to finish, streams end, the store is closed. Logs go to stderr
     /// (RUST_LOG sets levels). See docs/api.md.
-    Serve(Box<crate::server::config::ServeArgs>),
+    Serve(Box<crate::grpc::config::ServeArgs>),
 
     /// Call a running server: create sheets, apply changes, read values and explanations.
     ///
     /// Operations are given as JSON steps, the same as in sheet files
     /// (docs/ruleset-format.md): `--step '{"add_object": {"kind": "RACE", "key": "Stoneborn"}}'`.
     /// Output is for people, or JSON with --json.
-    Client(crate::client::ClientArgs),
+    Client(client::ClientArgs),
 
     /// Solve many sheets offline, in parallel: JSON lines in, JSON lines out.
     ///
@@ -67,7 +79,7 @@ pub enum Command {
     /// optional: all when absent); each output line, in input order, is
     /// `{"id": "...", "values": {...}}` or `{"id": "...", "error": [...]}`. Shows a progress bar
     /// when stderr is a terminal.
-    Batch(crate::batch::BatchArgs),
+    Batch(batch::BatchArgs),
 
     /// Inspect a daemon's store (the data directory of `sheetd serve`).
     #[command(subcommand)]
@@ -96,33 +108,13 @@ pub fn run() -> ExitCode {
         die_quietly_on_closed_stdout();
     }
     match cli.command {
-        Command::Eval(args) => crate::eval::run(args),
-        Command::Solve(args) => crate::solve::run(args),
-        Command::Check(args) => crate::check::run(args),
-        Command::Serve(args) => serve(*args),
-        Command::Client(args) => crate::client::run(args),
-        Command::Batch(args) => crate::batch::run(args),
-        Command::Store(StoreCommand::Verify { dir }) => verify_store(&dir),
-    }
-}
-
-fn verify_store(dir: &std::path::Path) -> ExitCode {
-    match crate::server::store::verify(dir) {
-        Ok(damage) if damage.is_empty() => {
-            println!("ok: no damaged records in {}", dir.display());
-            ExitCode::SUCCESS
-        }
-        Ok(damage) => {
-            for d in &damage {
-                println!("{}: {}", d.record, d.why);
-            }
-            eprintln!("error: {} damaged records in {}", damage.len(), dir.display());
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
+        Command::Eval(args) => eval::run(args),
+        Command::Solve(args) => solve::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Serve(args) => serve::run(*args),
+        Command::Client(args) => client::run(args),
+        Command::Batch(args) => batch::run(args),
+        Command::Store(StoreCommand::Verify { dir }) => store::verify(&dir),
     }
 }
 
@@ -136,64 +128,6 @@ fn die_quietly_on_closed_stdout() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-}
-
-fn serve(args: crate::server::config::ServeArgs) -> ExitCode {
-    let config = match args.resolve() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    init_logging(config.log_format);
-    limit_malloc_arenas();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let result = runtime.block_on(crate::server::serve(config));
-    // Blocking work still running past the grace period (a call stuck in a slow disk, say) must
-    // not keep the process alive: every accepted change is already durable.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-/// glibc gives each thread that allocates its own malloc arena; with dozens of blocking threads
-/// each keeping freed memory, the daemon's resident memory crept up for as long as it ran (from
-/// 50 to 135 MiB in two minutes of the soak, with the live heap flat at 30 MiB). Two arenas keep
-/// it flat; the threads mostly wait on the store, so contention costs nothing measurable.
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator tunable; called before the runtime starts threads.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
-}
-
-/// Logs to stderr, as text or JSON lines; `RUST_LOG` sets levels (default `info`).
-fn init_logging(format: crate::server::config::LogFormat) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    let _ = match format {
-        crate::server::config::LogFormat::Text => builder.try_init(),
-        crate::server::config::LogFormat::Json => {
-            builder.json().flatten_event(true).with_current_span(true).try_init()
-        }
-    };
 }
 
 #[cfg(test)]

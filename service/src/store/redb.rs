@@ -1,19 +1,14 @@
-//! The embedded store: one redb file (`sheetd.redb`) in the data directory.
+//! The embedded store, [`RedbStore`]: one redb file (`sheetd.redb`) in the data directory.
 //!
-//! Tables (keys → protobuf-encoded records):
+//! Tables (keys → the store's protobuf records, [`super::records`]):
 //! - `meta`: counters (`next_sheet` for generated sheet ids).
 //! - `rulesets`: ruleset id → [`RulesetRecord`] (where it loads from, its version).
 //! - `sheets`: sheet id → [`SheetRecord`].
-//! - `log`: (sheet id, revision) → [`LogEntry`]: the operations that made the revision, the
-//!   ruleset version it was computed with, and the changes it made (old → new).
-//! - `snapshots`: (sheet id, revision) → [`Snapshot`]: every value at that revision, written at
-//!   revision 0 and every [`SNAPSHOT_EVERY`] revisions.
-//! - `ruleset_versions`: (ruleset id, version) → [`RulesetVersion`]: the exact text each version
-//!   was compiled from, so past revisions replay against the rules they were made with.
+//! - `log`: (sheet id, revision) → [`LogRecord`].
+//! - `snapshots`: (sheet id, revision) → [`SnapshotRecord`].
+//! - `ruleset_versions`: (ruleset id, version) → [`RulesetVersion`].
 //!
-//! The operation log is the truth: a sheet's state is its log replayed. Snapshots plus the
-//! changes in the log answer Values-at-revision without replaying. Every write is one redb
-//! transaction committed with immediate durability (fsync) before the caller replies.
+//! Every write is one redb transaction committed with immediate durability (fsync).
 //!
 //! Integrity: every record is sealed as `0xFF 'S'`, a CRC-32 of its key and payload, then the
 //! payload. A record whose checksum or decoding fails is reported as [`StoreError::Damaged`]
@@ -22,7 +17,8 @@
 //! checksums existed are sealed when the store is opened. A panic inside redb (some page damage
 //! does that) becomes an error, never a crash.
 
-use crate::proto as pb;
+use super::records::{LogRecord, RulesetRecord, RulesetVersion, SheetRecord, SnapshotRecord};
+use super::{Logged, Record, Snapshot, Store, StoreError};
 use prost::Message;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use std::path::{Path, PathBuf};
@@ -33,110 +29,6 @@ const SHEETS: TableDefinition<&str, &[u8]> = TableDefinition::new("sheets");
 const LOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("log");
 const SNAPSHOTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("snapshots");
 const RULESET_VERSIONS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("ruleset_versions");
-
-/// A full snapshot of values is stored every this many revisions.
-pub const SNAPSHOT_EVERY: u64 = 32;
-
-/// Where a ruleset loads from.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct RulesetRecord {
-    #[prost(string, tag = "1")]
-    pub id: String,
-    #[prost(string, repeated, tag = "2")]
-    pub paths: Vec<String>,
-    #[prost(string, tag = "3")]
-    pub inline_text: String,
-    #[prost(uint64, tag = "4")]
-    pub version: u64,
-    /// Paths a client named (they must lie under the ruleset roots when read again).
-    #[prost(bool, tag = "5")]
-    pub confined: bool,
-    /// The SHA-256 of the current version's content (empty in stores from before versions kept
-    /// their content).
-    #[prost(bytes = "vec", tag = "6")]
-    pub content_hash: Vec<u8>,
-}
-
-/// The content one version of a ruleset was compiled from.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct RulesetVersion {
-    #[prost(uint64, tag = "1")]
-    pub version: u64,
-    #[prost(bytes = "vec", tag = "2")]
-    pub content_hash: Vec<u8>,
-    /// What was loaded: paths (or, for the built-in starter, nothing).
-    #[prost(string, repeated, tag = "3")]
-    pub paths: Vec<String>,
-    /// Every file read: path (or built-in name) and text.
-    #[prost(message, repeated, tag = "4")]
-    pub files: Vec<FileRecord>,
-    #[prost(string, tag = "5")]
-    pub inline_text: String,
-    #[prost(bool, tag = "6")]
-    pub builtin: bool,
-    /// Files the load checked for without reading them.
-    #[prost(string, repeated, tag = "7")]
-    pub present: Vec<String>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct FileRecord {
-    #[prost(string, tag = "1")]
-    pub path: String,
-    #[prost(string, tag = "2")]
-    pub text: String,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct SheetRecord {
-    #[prost(string, tag = "1")]
-    pub id: String,
-    #[prost(string, tag = "2")]
-    pub ruleset_id: String,
-}
-
-/// One revision of a sheet.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct LogEntry {
-    #[prost(uint64, tag = "1")]
-    pub revision: u64,
-    #[prost(uint64, tag = "2")]
-    pub ruleset_version: u64,
-    #[prost(message, repeated, tag = "3")]
-    pub operations: Vec<pb::Operation>,
-    /// What the revision changed, in order: a move to a new ruleset version first, then the
-    /// operations' changes.
-    #[prost(message, repeated, tag = "4")]
-    pub changes: Vec<pb::Change>,
-    /// Set when this revision moved the sheet to another ruleset version.
-    #[prost(uint64, optional, tag = "5")]
-    pub moved_from_version: Option<u64>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Snapshot {
-    #[prost(uint64, tag = "1")]
-    pub revision: u64,
-    #[prost(message, repeated, tag = "2")]
-    pub values: Vec<pb::VariableValue>,
-}
-
-/// A store failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreError {
-    /// The store could not be read or written (I/O, a full disk), with what was being done.
-    Failed(String),
-    /// A record is damaged: its checksum or its decoding fails.
-    Damaged(String),
-}
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreError::Failed(m) | StoreError::Damaged(m) => f.write_str(m),
-        }
-    }
-}
 
 fn err(what: &str) -> impl Fn(redb::Error) -> StoreError + '_ {
     move |e| StoreError::Failed(format!("store: {what}: {e}"))
@@ -153,9 +45,6 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T
         Err(StoreError::Damaged(format!("store: {what}: the store file is damaged ({why})")))
     })
 }
-
-/// A record read from a table keyed by id: decoded, or its id and why it could not be.
-pub type Record<M> = Result<M, (String, StoreError)>;
 
 /// The start of every sealed record: 0xFF is never the first byte of a protobuf message.
 const SEAL: [u8; 2] = [0xFF, b'S'];
@@ -202,16 +91,17 @@ fn rev_key(table: &str, sheet: &str, revision: u64) -> String {
     format!("{table} {sheet}@{revision}")
 }
 
-/// The store. Cheap to share: redb serializes writers and lets readers run concurrently.
-pub struct Store {
+/// The embedded store. Cheap to share: redb serializes writers and lets readers run
+/// concurrently.
+pub struct RedbStore {
     db: Database,
     path: PathBuf,
 }
 
-impl Store {
+impl RedbStore {
     /// Opens (creating when needed) `sheetd.redb` in `dir`, creating the directory too, with a
     /// page cache of `cache_bytes`.
-    pub fn open(dir: &Path, cache_bytes: usize) -> Result<Store, StoreError> {
+    pub fn open(dir: &Path, cache_bytes: usize) -> Result<RedbStore, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Failed(format!("cannot create data directory {}: {e}", dir.display()))
         })?;
@@ -222,7 +112,7 @@ impl Store {
                 .create(&path)
                 .map_err(|e| StoreError::Failed(format!("cannot open store {}: {e}", path.display())))
         })?;
-        let store = Store { db, path };
+        let store = RedbStore { db, path };
         store.write("create tables", |tx| {
             tx.open_table(META)?;
             tx.open_table(RULESETS)?;
@@ -320,14 +210,27 @@ impl Store {
         Ok(raw.into_iter().map(|(k, b)| decode(&id_key(name, &k), &b).map_err(|e| (k, e))).collect())
     }
 
-    /// Every ruleset record; a damaged one comes as its id and the damage.
-    pub fn rulesets(&self) -> Result<Vec<Record<RulesetRecord>>, StoreError> {
+    /// Decodes a stored log or snapshot record and converts it to its domain type.
+    fn domain<R: Message + Default, T>(
+        key: &str,
+        raw: &[u8],
+        into: impl FnOnce(R) -> Result<T, String>,
+    ) -> Result<T, StoreError> {
+        into(decode(key, raw)?)
+            .map_err(|e| StoreError::Damaged(format!("store: record {key} is damaged: {e}")))
+    }
+}
+
+impl Store for RedbStore {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn rulesets(&self) -> Result<Vec<Record<RulesetRecord>>, StoreError> {
         self.all(RULESETS, "read rulesets")
     }
 
-    /// Saves a ruleset's record, and the content of its current version when given, in one
-    /// transaction.
-    pub fn put_ruleset(&self, r: &RulesetRecord, content: Option<&RulesetVersion>) -> Result<(), StoreError> {
+    fn put_ruleset(&self, r: &RulesetRecord, content: Option<&RulesetVersion>) -> Result<(), StoreError> {
         let bytes = seal(&id_key("rulesets", &r.id), &r.encode_to_vec());
         let version = content
             .map(|v| (v.version, seal(&rev_key("ruleset_versions", &r.id, v.version), &v.encode_to_vec())));
@@ -340,26 +243,22 @@ impl Store {
         })
     }
 
-    /// The content of one version of a ruleset, if it was kept.
-    pub fn ruleset_version(&self, id: &str, version: u64) -> Result<Option<RulesetVersion>, StoreError> {
+    fn ruleset_version(&self, id: &str, version: u64) -> Result<Option<RulesetVersion>, StoreError> {
         let raw = self.read("read ruleset version", |tx| {
             Ok(tx.open_table(RULESET_VERSIONS)?.get((id, version))?.map(|v| v.value().to_vec()))
         })?;
         raw.map(|b| decode(&rev_key("ruleset_versions", id, version), &b)).transpose()
     }
 
-    /// Every sheet record; a damaged one comes as its id and the damage.
-    pub fn sheets(&self) -> Result<Vec<Record<SheetRecord>>, StoreError> {
+    fn sheets(&self) -> Result<Vec<Record<SheetRecord>>, StoreError> {
         self.all(SHEETS, "read sheets")
     }
 
-    /// Whether a sheet record exists (loaded or not).
-    pub fn has_sheet(&self, id: &str) -> Result<bool, StoreError> {
+    fn has_sheet(&self, id: &str) -> Result<bool, StoreError> {
         self.read("find sheet", |tx| Ok(tx.open_table(SHEETS)?.get(id)?.is_some()))
     }
 
-    /// Takes the next number for a generated sheet id.
-    pub fn next_sheet_number(&self) -> Result<u64, StoreError> {
+    fn next_sheet_number(&self) -> Result<u64, StoreError> {
         self.write("count sheets", |tx| {
             let mut t = tx.open_table(META)?;
             let n = t.get("next_sheet")?.map_or(1, |v| v.value());
@@ -368,56 +267,61 @@ impl Store {
         })
     }
 
-    /// Records a new sheet with its revision 0, in one transaction.
-    pub fn create_sheet(
+    fn create_sheet(
         &self,
         sheet: &SheetRecord,
-        first: &LogEntry,
+        first: &Logged,
         snapshot: &Snapshot,
     ) -> Result<(), StoreError> {
         let id = sheet.id.as_str();
         let s = seal(&id_key("sheets", id), &sheet.encode_to_vec());
-        let l = seal(&rev_key("log", id, 0), &first.encode_to_vec());
-        let n = seal(&rev_key("snapshots", id, 0), &snapshot.encode_to_vec());
-        self.write("create sheet", |tx| {
-            tx.open_table(SHEETS)?.insert(sheet.id.as_str(), s.as_slice())?;
-            tx.open_table(LOG)?.insert((sheet.id.as_str(), 0), l.as_slice())?;
-            tx.open_table(SNAPSHOTS)?.insert((sheet.id.as_str(), 0), n.as_slice())?;
-            Ok(())
-        })
-    }
-
-    /// Appends a revision (and a snapshot, when given), durably.
-    pub fn append(
-        &self,
-        sheet: &str,
-        entry: &LogEntry,
-        snapshot: Option<&Snapshot>,
-    ) -> Result<(), StoreError> {
-        let l = seal(&rev_key("log", sheet, entry.revision), &entry.encode_to_vec());
-        let n = snapshot.map(|s| seal(&rev_key("snapshots", sheet, s.revision), &s.encode_to_vec()));
-        self.write("save revision", |tx| {
-            tx.open_table(LOG)?.insert((sheet, entry.revision), l.as_slice())?;
-            if let (Some(s), Some(bytes)) = (snapshot, &n) {
-                tx.open_table(SNAPSHOTS)?.insert((sheet, s.revision), bytes.as_slice())?;
+        let l = seal(&rev_key("log", id, 0), &LogRecord::of(first).encode_to_vec());
+        let n = seal(&rev_key("snapshots", id, 0), &SnapshotRecord::of(snapshot).encode_to_vec());
+        let created = self.write("create sheet", |tx| {
+            let mut sheets = tx.open_table(SHEETS)?;
+            if sheets.get(id)?.is_some() {
+                return Ok(false);
             }
-            Ok(())
-        })
+            sheets.insert(id, s.as_slice())?;
+            tx.open_table(LOG)?.insert((id, 0), l.as_slice())?;
+            tx.open_table(SNAPSHOTS)?.insert((id, 0), n.as_slice())?;
+            Ok(true)
+        })?;
+        if created { Ok(()) } else { Err(StoreError::Conflict(format!("sheet `{id}` already exists"))) }
     }
 
-    /// Log entries `from..=to` of a sheet, in order.
-    pub fn log(&self, sheet: &str, from: u64, to: u64) -> Result<Vec<LogEntry>, StoreError> {
-        self.log_limited(sheet, from, to, usize::MAX)
+    fn append(&self, sheet: &str, entry: &Logged, snapshot: Option<&Snapshot>) -> Result<(), StoreError> {
+        let revision = entry.revision.number;
+        let l = seal(&rev_key("log", sheet, revision), &LogRecord::of(entry).encode_to_vec());
+        let n = snapshot.map(|s| {
+            (
+                s.revision,
+                seal(&rev_key("snapshots", sheet, s.revision), &SnapshotRecord::of(s).encode_to_vec()),
+            )
+        });
+        let (written, last) = self.write("save revision", |tx| {
+            let mut log = tx.open_table(LOG)?;
+            let last =
+                log.range((sheet, 0)..=(sheet, u64::MAX))?.next_back().transpose()?.map(|(k, _)| k.value().1);
+            if revision == 0 || last != Some(revision - 1) {
+                return Ok((false, last));
+            }
+            log.insert((sheet, revision), l.as_slice())?;
+            if let Some((r, bytes)) = &n {
+                tx.open_table(SNAPSHOTS)?.insert((sheet, *r), bytes.as_slice())?;
+            }
+            Ok((true, last))
+        })?;
+        if written {
+            return Ok(());
+        }
+        Err(StoreError::Conflict(match last {
+            Some(l) => format!("sheet `{sheet}` is at revision {l}, not {}", revision.saturating_sub(1)),
+            None => format!("sheet `{sheet}` has no log"),
+        }))
     }
 
-    /// The first `max` log entries in `from..=to` of a sheet, in order.
-    pub fn log_limited(
-        &self,
-        sheet: &str,
-        from: u64,
-        to: u64,
-        max: usize,
-    ) -> Result<Vec<LogEntry>, StoreError> {
+    fn log(&self, sheet: &str, from: u64, to: u64, max: usize) -> Result<Vec<Logged>, StoreError> {
         if from > to {
             return Ok(Vec::new());
         }
@@ -430,11 +334,12 @@ impl Store {
             }
             Ok(out)
         })?;
-        raw.iter().map(|(rev, b)| decode(&rev_key("log", sheet, *rev), b)).collect()
+        raw.iter()
+            .map(|(rev, b)| Self::domain(&rev_key("log", sheet, *rev), b, LogRecord::into_domain))
+            .collect()
     }
 
-    /// The latest snapshot at or before `revision`.
-    pub fn snapshot_at_or_before(&self, sheet: &str, revision: u64) -> Result<Option<Snapshot>, StoreError> {
+    fn snapshot_at_or_before(&self, sheet: &str, revision: u64) -> Result<Option<Snapshot>, StoreError> {
         let raw = self.read("read snapshot", |tx| {
             let t = tx.open_table(SNAPSHOTS)?;
             let last = t.range((sheet, 0)..=(sheet, revision))?.next_back();
@@ -446,11 +351,11 @@ impl Store {
                 None => None,
             })
         })?;
-        raw.map(|(rev, b)| decode(&rev_key("snapshots", sheet, rev), &b)).transpose()
+        raw.map(|(rev, b)| Self::domain(&rev_key("snapshots", sheet, rev), &b, SnapshotRecord::into_domain))
+            .transpose()
     }
 
-    /// Removes a sheet with its log and snapshots.
-    pub fn delete_sheet(&self, sheet: &str) -> Result<(), StoreError> {
+    fn delete_sheet(&self, sheet: &str) -> Result<(), StoreError> {
         self.write("delete sheet", |tx| {
             tx.open_table(SHEETS)?.remove(sheet)?;
             tx.open_table(LOG)?.retain_in((sheet, 0)..=(sheet, u64::MAX), |_, _| false)?;
@@ -490,7 +395,7 @@ pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
         }
         Err(e) => damage.push(Damage { record: "(pages)".into(), why: e.to_string() }),
     }
-    let store = Store { db, path };
+    let store = RedbStore { db, path };
     let ids = |r: Vec<Result<(), (String, StoreError)>>, table: &str, damage: &mut Vec<Damage>| {
         for e in r.into_iter().filter_map(Result::err) {
             damage.push(Damage { record: id_key(table, &e.0), why: e.1.to_string() });
@@ -514,8 +419,8 @@ pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
         for (sheet, rev, bytes) in raw {
             let key = rev_key(table, &sheet, rev);
             let result = match table {
-                "log" => decode::<LogEntry>(&key, &bytes).map(|_| ()),
-                "snapshots" => decode::<Snapshot>(&key, &bytes).map(|_| ()),
+                "log" => RedbStore::domain(&key, &bytes, LogRecord::into_domain).map(|_| ()),
+                "snapshots" => RedbStore::domain(&key, &bytes, SnapshotRecord::into_domain).map(|_| ()),
                 _ => decode::<RulesetVersion>(&key, &bytes).map(|_| ()),
             };
             if let Err(e) = result {
@@ -529,16 +434,25 @@ pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::SNAPSHOT_EVERY;
+    use data::history::Revision;
 
-    fn entry(revision: u64) -> LogEntry {
-        LogEntry { revision, ruleset_version: 1, ..Default::default() }
+    fn entry(revision: u64) -> Logged {
+        Logged {
+            revision: Revision { number: revision, ruleset_version: 1, operations: vec![], moved_from: None },
+            changes: vec![],
+        }
+    }
+
+    fn revisions(log: &[Logged]) -> Vec<u64> {
+        log.iter().map(|e| e.revision.number).collect()
     }
 
     #[test]
     fn sheets_logs_and_snapshots_round_trip_and_survive_reopening() {
         let dir = tempfile::tempdir().expect("temp dir");
         {
-            let store = Store::open(dir.path(), 1 << 20).expect("open");
+            let store = RedbStore::open(dir.path(), 1 << 20).expect("open");
             assert_eq!(store.next_sheet_number().expect("n"), 1);
             assert_eq!(store.next_sheet_number().expect("n"), 2);
             for id in ["a", "ab", "b"] {
@@ -551,22 +465,40 @@ mod tests {
                 }
             }
         }
-        let store = Store::open(dir.path(), 1 << 20).expect("reopen");
+        let store = RedbStore::open(dir.path(), 1 << 20).expect("reopen");
         assert_eq!(store.next_sheet_number().expect("n"), 3);
         assert_eq!(store.sheets().expect("sheets").len(), 3);
-        let log = store.log("a", 5, 9).expect("log");
-        assert_eq!(log.iter().map(|e| e.revision).collect::<Vec<_>>(), vec![5, 6, 7, 8, 9]);
+        assert_eq!(revisions(&store.log("a", 5, 9, usize::MAX).expect("log")), vec![5, 6, 7, 8, 9]);
+        assert_eq!(revisions(&store.log("a", 5, 9, 2).expect("log")), vec![5, 6]);
         // "a" and "ab" share a prefix; ranges never mix them.
-        assert_eq!(store.log("a", 0, u64::MAX).expect("log").len(), 41);
+        assert_eq!(store.log("a", 0, u64::MAX, usize::MAX).expect("log").len(), 41);
         assert_eq!(store.snapshot_at_or_before("a", 31).expect("s").map(|s| s.revision), Some(0));
         assert_eq!(store.snapshot_at_or_before("a", 40).expect("s").map(|s| s.revision), Some(32));
         store.delete_sheet("a").expect("delete");
-        assert!(store.log("a", 0, u64::MAX).expect("log").is_empty());
+        assert!(store.log("a", 0, u64::MAX, usize::MAX).expect("log").is_empty());
         assert!(store.snapshot_at_or_before("a", 40).expect("s").is_none());
-        assert_eq!(store.log("ab", 0, u64::MAX).expect("log").len(), 41);
+        assert_eq!(store.log("ab", 0, u64::MAX, usize::MAX).expect("log").len(), 41);
         assert_eq!(store.sheets().expect("sheets").len(), 2);
         drop(store);
         assert_eq!(verify(dir.path()).expect("verify"), vec![]);
+    }
+
+    /// Appends check the expected revision and creates the id, in the write's transaction.
+    #[test]
+    fn writes_that_find_the_store_changed_are_conflicts() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = RedbStore::open(dir.path(), 1 << 20).expect("open");
+        let rec = SheetRecord { id: "a".into(), ruleset_id: "starter".into() };
+        store.create_sheet(&rec, &entry(0), &Snapshot::default()).expect("create");
+        let again = store.create_sheet(&rec, &entry(0), &Snapshot::default()).expect_err("taken");
+        assert!(matches!(again, StoreError::Conflict(_)), "{again:?}");
+        store.append("a", &entry(1), None).expect("1 follows 0");
+        for stale in [1, 3, 0] {
+            let e = store.append("a", &entry(stale), None).expect_err("not next");
+            assert!(matches!(e, StoreError::Conflict(_)), "{stale}: {e:?}");
+        }
+        assert!(matches!(store.append("nope", &entry(1), None), Err(StoreError::Conflict(_))));
+        assert_eq!(revisions(&store.log("a", 0, 9, usize::MAX).expect("log")), [0, 1]);
     }
 
     /// A changed byte in a record, or a record moved to another key, is found by its checksum;
@@ -575,12 +507,12 @@ mod tests {
     fn damaged_records_are_reported_with_their_key() {
         let dir = tempfile::tempdir().expect("temp dir");
         {
-            let store = Store::open(dir.path(), 1 << 20).expect("open");
+            let store = RedbStore::open(dir.path(), 1 << 20).expect("open");
             let rec = SheetRecord { id: "a".into(), ruleset_id: "starter".into() };
             store.create_sheet(&rec, &entry(0), &Snapshot { revision: 0, values: vec![] }).expect("create");
-            store
-                .append("a", &LogEntry { revision: 1, ruleset_version: 7, ..Default::default() }, None)
-                .expect("a");
+            let mut first = entry(1);
+            first.revision.ruleset_version = 7;
+            store.append("a", &first, None).expect("a");
             // A legacy record: no seal.
             store
                 .write("legacy", |tx| {
@@ -592,7 +524,7 @@ mod tests {
                 .expect("legacy");
         }
         {
-            let store = Store::open(dir.path(), 1 << 20).expect("reopen seals the legacy record");
+            let store = RedbStore::open(dir.path(), 1 << 20).expect("reopen seals the legacy record");
             assert!(store.sheets().expect("sheets").iter().all(Result::is_ok));
             // Change one byte of revision 1's payload (the ruleset version 7 → 6).
             store
@@ -605,12 +537,12 @@ mod tests {
                     Ok(())
                 })
                 .expect("damage");
-            let e = store.log("a", 0, 5).expect_err("damaged");
+            let e = store.log("a", 0, 5, usize::MAX).expect_err("damaged");
             assert_eq!(
                 e,
                 StoreError::Damaged("store: record log a@1 is damaged: its checksum does not match".into())
             );
-            assert_eq!(store.log("a", 0, 0).expect("revision 0 is fine").len(), 1);
+            assert_eq!(store.log("a", 0, 0, usize::MAX).expect("revision 0 is fine").len(), 1);
         }
         let damage = verify(dir.path()).expect("verify");
         assert_eq!(damage.iter().map(|d| d.record.as_str()).collect::<Vec<_>>(), ["log a@1"]);

@@ -1,0 +1,62 @@
+//! `sheetd serve`: resolves the configuration, sets up logging and the runtime, and runs the
+//! gRPC server (`crate::grpc`) until a signal stops it.
+
+use crate::grpc::config::{LogFormat, ServeArgs};
+use std::process::ExitCode;
+
+/// Runs the daemon; exit 2 for a bad configuration, 1 when it cannot start or fails.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let config = match args.resolve() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(config.log_format);
+    limit_malloc_arenas();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(crate::grpc::serve(config));
+    // Blocking work still running past the grace period (a call stuck in a slow disk, say) must
+    // not keep the process alive: every accepted change is already durable.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// glibc gives each thread that allocates its own malloc arena; with dozens of blocking threads
+/// each keeping freed memory, the daemon's resident memory crept up for as long as it ran (from
+/// 50 to 135 MiB in two minutes of the soak, with the live heap flat at 30 MiB). Two arenas keep
+/// it flat; the threads mostly wait on the store, so contention costs nothing measurable.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator tunable; called before the runtime starts threads.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// Logs to stderr, as text or JSON lines; `RUST_LOG` sets levels (default `info`).
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
+    };
+}

@@ -1,0 +1,274 @@
+//! How the engine says no: [`EngineError`], one variant per kind of answer a caller must tell
+//! apart, and [`Problem`], one diagnosed problem (with its operation, field, formula span, file
+//! position or cycle) as the formula, solver and data layers report it.
+//!
+//! The gRPC edge maps each variant to a status code and standard error details
+//! (`grpc/status.rs`); the CLI renders problems with the one diagnostic renderer.
+
+use crate::store::StoreError;
+use data::{Diagnostic, SheetError};
+use solver::SolveError;
+use std::fmt;
+
+/// What a request was about, for NOT_FOUND and ALREADY_EXISTS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    Sheet,
+    Ruleset,
+    Variable,
+}
+
+impl Resource {
+    pub fn name(self) -> &'static str {
+        match self {
+            Resource::Sheet => "sheet",
+            Resource::Ruleset => "ruleset",
+            Resource::Variable => "variable",
+        }
+    }
+}
+
+/// Why the engine refused or failed a request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EngineError {
+    /// No such sheet, ruleset or variable; `message` says where it was looked for.
+    NotFound { what: Resource, name: String, message: String },
+    /// The id is taken.
+    AlreadyExists { what: Resource, name: String, message: String },
+    /// The sheet is not at the revision the request expected.
+    Conflict { sheet: String, expected: u64, actual: u64 },
+    /// A revision outside the sheet's history.
+    OutOfRange(String),
+    /// The request is wrong: each problem names what and where.
+    Invalid { message: String, problems: Vec<Problem> },
+    /// The request is well formed but the sheet's state refuses it (a cycle, a history that no
+    /// longer replays): each problem names why.
+    Precondition { message: String, problems: Vec<Problem> },
+    /// A server limit is reached (`--max-sheets`).
+    Exhausted(String),
+    /// The store cannot be reached, or the sheet's ruleset is not loaded: try again later.
+    Unavailable(String),
+    /// A stored record is damaged.
+    DataLoss(String),
+}
+
+impl EngineError {
+    pub fn not_found(what: Resource, name: &str) -> EngineError {
+        let message = format!("no {} `{name}`", what.name());
+        EngineError::NotFound { what, name: name.to_owned(), message }
+    }
+
+    pub fn already_exists(what: Resource, name: &str, message: String) -> EngineError {
+        EngineError::AlreadyExists { what, name: name.to_owned(), message }
+    }
+
+    /// INVALID_ARGUMENT with a message and no diagnosed problem.
+    pub fn invalid(message: impl Into<String>) -> EngineError {
+        EngineError::Invalid { message: message.into(), problems: Vec::new() }
+    }
+
+    /// INVALID_ARGUMENT (FAILED_PRECONDITION for a cycle) for problems, with a message that
+    /// sums them up.
+    pub fn problems(problems: Vec<Problem>) -> EngineError {
+        let message = summary(&problems);
+        if problems.iter().any(|p| !p.cycle.is_empty()) {
+            EngineError::Precondition { message, problems }
+        } else {
+            EngineError::Invalid { message, problems }
+        }
+    }
+
+    /// A rejected batch.
+    pub fn sheet(e: &SheetError) -> EngineError {
+        EngineError::problems(vec![Problem::of_sheet_error(e)])
+    }
+
+    pub fn precondition(message: impl Into<String>) -> EngineError {
+        EngineError::Precondition { message: message.into(), problems: Vec::new() }
+    }
+
+    /// The stable reason sent with the error (`ErrorInfo.reason`): the first problem's code, or
+    /// one per variant.
+    pub fn reason(&self) -> String {
+        let first = |p: &[Problem], or: &str| p.first().map_or(or.to_owned(), |p| p.code.clone());
+        match self {
+            EngineError::NotFound { what, .. } => format!("{}.not_found", what.name()),
+            EngineError::AlreadyExists { what, .. } => format!("{}.already_exists", what.name()),
+            EngineError::Conflict { .. } => "sheet.revision_conflict".to_owned(),
+            EngineError::OutOfRange(_) => "request.revision_out_of_range".to_owned(),
+            EngineError::Invalid { problems, .. } => first(problems, "request.invalid"),
+            EngineError::Precondition { problems, .. } => first(problems, "sheet.failed_precondition"),
+            EngineError::Exhausted(_) => "server.limit_reached".to_owned(),
+            EngineError::Unavailable(_) => "server.unavailable".to_owned(),
+            EngineError::DataLoss(_) => "store.damaged".to_owned(),
+        }
+    }
+
+    /// The problems diagnosed, if any.
+    pub fn diagnosed(&self) -> &[Problem] {
+        match self {
+            EngineError::Invalid { problems, .. } | EngineError::Precondition { problems, .. } => problems,
+            _ => &[],
+        }
+    }
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::NotFound { message, .. } | EngineError::AlreadyExists { message, .. } => {
+                f.write_str(message)
+            }
+            EngineError::Conflict { sheet, expected, actual } => {
+                write!(f, "sheet `{sheet}` is at revision {actual}, not the expected {expected}")
+            }
+            EngineError::Invalid { message, .. } | EngineError::Precondition { message, .. } => {
+                f.write_str(message)
+            }
+            EngineError::OutOfRange(m)
+            | EngineError::Exhausted(m)
+            | EngineError::Unavailable(m)
+            | EngineError::DataLoss(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+impl From<StoreError> for EngineError {
+    /// DATA_LOSS for a damaged record, UNAVAILABLE when the store cannot be reached; a conflict
+    /// means another writer got there first (another server over the same store).
+    fn from(e: StoreError) -> EngineError {
+        tracing::error!(error = %e, "store failure");
+        match e {
+            StoreError::Damaged(m) => EngineError::DataLoss(m),
+            StoreError::Failed(m) => EngineError::Unavailable(m),
+            StoreError::Conflict(m) => EngineError::precondition(format!("the store changed meanwhile: {m}")),
+        }
+    }
+}
+
+/// A position in a ruleset file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+    pub line_text: String,
+}
+
+/// A formula and the byte span of the problem in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormulaSpan {
+    pub text: String,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// One diagnosed problem.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Problem {
+    /// A stable code: `data.*`, `sheet.*`, `solver.*`, `request.*`, or a solver code with the
+    /// formula's code after a colon (`solver.formula:semantics.unknown_variable`).
+    pub code: String,
+    pub message: String,
+    /// The offending operation's index in its batch.
+    pub operation: Option<usize>,
+    /// The offending field of the operation (`add_modifier.value`), when one is to blame.
+    pub field: Option<&'static str>,
+    pub location: Option<Box<Location>>,
+    pub formula: Option<Box<FormulaSpan>>,
+    pub help: Option<String>,
+    /// For cycles: the variables around it (first repeated last) and the modifiers making it.
+    pub cycle: Vec<String>,
+    pub cycle_modifiers: Vec<String>,
+}
+
+impl Problem {
+    pub fn new(code: &str, message: impl Into<String>) -> Problem {
+        Problem { code: code.to_owned(), message: message.into(), ..Default::default() }
+    }
+
+    pub fn at_operation(mut self, index: usize, field: Option<&'static str>) -> Problem {
+        self.operation = Some(index);
+        self.field = field.or(self.field);
+        self
+    }
+
+    /// A ruleset diagnostic.
+    pub fn of_diagnostic(d: &Diagnostic) -> Problem {
+        Problem {
+            code: d.code.to_owned(),
+            message: d.message.clone(),
+            location: d.at.as_ref().map(|o| {
+                Box::new(Location {
+                    file: o.file().to_owned(),
+                    line: o.line(),
+                    col: o.col(),
+                    line_text: o.line_text().to_owned(),
+                })
+            }),
+            help: d.help.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// A solver error.
+    pub fn of_solve_error(e: &SolveError) -> Problem {
+        let mut p = Problem {
+            code: e.code.to_owned(),
+            message: e.message.clone(),
+            cycle: e.cycle.clone(),
+            cycle_modifiers: e.cycle_modifiers.clone(),
+            ..Default::default()
+        };
+        if let Some(f) = &e.formula {
+            let (err, text) = &**f;
+            p.formula =
+                Some(Box::new(FormulaSpan { text: text.clone(), start: err.span.start, end: err.span.end }));
+            p.help = err.help.clone();
+            p.code = format!("{}:{}", e.code, err.code.as_str());
+        }
+        p
+    }
+
+    /// A rejected batch: the solver's error when the solver rejected it, with the operation.
+    pub fn of_sheet_error(e: &SheetError) -> Problem {
+        let p = match &e.solve {
+            Some(s) => Problem::of_solve_error(s),
+            None => Problem::new(e.code, e.message.clone()),
+        };
+        let field = p.formula.as_ref().map(|_| "add_modifier.value");
+        p.at_operation(e.index, field)
+    }
+}
+
+/// One line for several problems: `operation 1: sheet.unknown_object: …; …`.
+pub fn summary(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|d| {
+            let at = d.operation.map(|i| format!("operation {i}: ")).unwrap_or_default();
+            let cycle = if d.cycle.is_empty() {
+                String::new()
+            } else {
+                format!(" (cycle: {})", d.cycle.join(" → "))
+            };
+            format!("{at}{}: {}{cycle}", d.code, d.message)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A ruleset that failed to compile: `ruleset `x` has N errors; first: …`.
+pub fn ruleset_failed(id: &str, diagnostics: &[Diagnostic]) -> EngineError {
+    EngineError::Invalid {
+        message: ruleset_summary(id, diagnostics),
+        problems: diagnostics.iter().map(Problem::of_diagnostic).collect(),
+    }
+}
+
+pub fn ruleset_summary(id: &str, diagnostics: &[Diagnostic]) -> String {
+    let first = diagnostics.first().map(|d| d.to_string()).unwrap_or_default();
+    format!("ruleset `{id}` has {} errors; first: {first}", diagnostics.len())
+}

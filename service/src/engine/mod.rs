@@ -1,0 +1,266 @@
+//! The engine: rulesets (hot-swappable), live sheets, their history and change events, over a
+//! [`Store`]. It speaks the domain — operations are [`data::SheetOp`]s, values are
+//! [`data::record`]s, errors are [`EngineError`]s — and knows nothing of gRPC, protobuf or JSON;
+//! it prints nothing (it logs through `tracing`).
+//!
+//! Every method is synchronous and may block (solving, the store's durable writes); the gRPC
+//! layer calls it from blocking threads.
+//!
+//! Read in this order: [`rulesets`] (load, reload, versions), [`sheets`] (create, apply, upgrade,
+//! delete: `migrate` then `apply_and_log`), [`history`] (values now and past, explain,
+//! why-changed), [`watch`] (change events), [`batch`] (independent sheets), [`checkpoints`],
+//! [`policy`] (limits and ids), [`error`].
+//!
+//! Concurrency:
+//! - A ruleset is an `ArcSwap` of its current compiled version. A request loads the `Arc` once
+//!   and finishes on that version even if a reload swaps in another meanwhile.
+//! - Each sheet has one writer at a time: its state sits behind a mutex, held for the whole of a
+//!   change, including the durable write, so revisions are written in order.
+//! - Change events go out on a bounded broadcast channel per sheet.
+
+pub mod batch;
+mod checkpoints;
+pub mod error;
+pub mod history;
+pub mod policy;
+pub mod rulesets;
+pub mod sheets;
+pub mod watch;
+
+pub use error::{EngineError, Problem, Resource};
+pub use history::{Explanation, Node};
+pub use policy::{Limits, OpLimits};
+pub use rulesets::{NewRuleset, RulesetInfo, RulesetOutcome, STARTER};
+pub use sheets::{Applied, LiveSheet, Moved, SheetInfo};
+pub use watch::{Event, EventKind, Filter, Subscription};
+
+use crate::store::{RedbStore, RulesetRecord, SheetRecord, Store, StoreError, log_all};
+use checkpoints::Checkpoints;
+use rulesets::Source;
+use sheets::SheetState;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+
+/// A checkpoint of a sheet's state is kept every this many revisions.
+pub const CHECKPOINT_EVERY: u64 = 128;
+
+/// What the engine starts with.
+#[derive(Clone, Debug, Default)]
+pub struct EngineConfig {
+    pub data_dir: PathBuf,
+    /// Rulesets to load at start (id → paths), besides the starter and those in the store.
+    pub preload: Vec<(String, Vec<PathBuf>)>,
+    /// The ruleset used when a request names none.
+    pub default_ruleset: String,
+    pub limits: Limits,
+    /// Where paths named by clients may lead (preloaded paths are the operator's own).
+    pub ruleset_roots: Vec<PathBuf>,
+}
+
+/// The engine.
+pub struct Engine {
+    store: Box<dyn Store>,
+    rulesets: RwLock<BTreeMap<String, Arc<rulesets::RulesetEntry>>>,
+    sheets: RwLock<BTreeMap<String, Arc<LiveSheet>>>,
+    /// Stored sheets that cannot be served, with the answer calls on them get: DATA_LOSS for a
+    /// damaged record, UNAVAILABLE while their ruleset is not loaded. Their ids stay taken.
+    unservable: RwLock<BTreeMap<String, EngineError>>,
+    /// Ids of sheets being created (reserved while their first revision is written).
+    creating: Mutex<HashSet<String>>,
+    /// Sheet states at past revisions, where replays of history start.
+    checkpoints: Checkpoints,
+    /// Revisions replayed by WhyChanged since start (observability, and tests of its cost).
+    replayed: std::sync::atomic::AtomicU64,
+    default_ruleset: String,
+    limits: Limits,
+    ruleset_roots: Vec<PathBuf>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks (no input can make the engine panic), and even
+    // then the guarded data is consistent between statements: keep serving.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Engine {
+    /// Opens the embedded store in the data directory, then as [`Engine::with_store`].
+    pub fn open(config: EngineConfig) -> Result<Engine, String> {
+        let store =
+            RedbStore::open(&config.data_dir, config.limits.store_cache_bytes).map_err(|e| e.to_string())?;
+        // The default ruleset root, ready for the operator's files.
+        let _ = std::fs::create_dir_all(config.data_dir.join("rulesets"));
+        Engine::with_store(config, Box::new(store))
+    }
+
+    /// Loads the starter, configured and stored rulesets, and replays every stored sheet. A
+    /// stored sheet or ruleset that cannot be loaded is logged and skipped (its records stay in
+    /// the store); its calls get the reason.
+    pub fn with_store(config: EngineConfig, store: Box<dyn Store>) -> Result<Engine, String> {
+        let default_ruleset = if config.default_ruleset.is_empty() {
+            STARTER.to_owned()
+        } else {
+            config.default_ruleset.clone()
+        };
+        let engine = Engine {
+            store,
+            rulesets: RwLock::default(),
+            sheets: RwLock::default(),
+            unservable: RwLock::default(),
+            creating: Mutex::default(),
+            checkpoints: Checkpoints::default(),
+            replayed: Default::default(),
+            default_ruleset,
+            limits: config.limits,
+            ruleset_roots: config.ruleset_roots.clone(),
+        };
+        engine.load_at_start(&config)?;
+        if !engine.read_rulesets().contains_key(&engine.default_ruleset) {
+            return Err(format!("the default ruleset `{}` is not loaded", engine.default_ruleset));
+        }
+        engine.restore_sheets()?;
+        Ok(engine)
+    }
+
+    /// Loads the starter, the preloaded rulesets and the stored ones. A stored ruleset whose
+    /// content changed since it was stored comes back as a new version.
+    fn load_at_start(&self, config: &EngineConfig) -> Result<(), String> {
+        let mut stored: HashMap<String, RulesetRecord> = HashMap::new();
+        for r in self.store.rulesets().map_err(|e| e.to_string())? {
+            match r {
+                Ok(r) => {
+                    stored.insert(r.id.clone(), r);
+                }
+                Err((id, e)) => {
+                    tracing::error!(ruleset = %id, error = %e, "stored ruleset record damaged; not loaded")
+                }
+            }
+        }
+        let mut sources: Vec<(String, Source)> = vec![(STARTER.to_owned(), Source::Builtin)];
+        for (id, paths) in &config.preload {
+            sources.push((id.clone(), Source::Paths { paths: paths.clone(), confined: false }));
+        }
+        let mut rest: Vec<&RulesetRecord> = stored.values().collect();
+        rest.sort_by(|a, b| a.id.cmp(&b.id));
+        rest.retain(|r| !sources.iter().any(|(id, _)| *id == r.id));
+        for r in rest {
+            let source = if !r.inline_text.is_empty() {
+                Source::Inline(r.inline_text.clone())
+            } else {
+                Source::Paths { paths: r.paths.iter().map(PathBuf::from).collect(), confined: true }
+            };
+            sources.push((r.id.clone(), source));
+        }
+        for (id, source) in sources {
+            let compiled = match self.compile(&id, &source) {
+                Ok(c) => c,
+                Err(diags) => {
+                    let message = error::ruleset_summary(&id, &diags);
+                    if matches!(source, Source::Builtin) || config.preload.iter().any(|(p, _)| *p == id) {
+                        return Err(message);
+                    }
+                    tracing::error!(ruleset = %id, "{message}; its sheets are not served");
+                    continue;
+                }
+            };
+            // A ruleset whose content changed since it was stored is a new version; sheets stay
+            // on the version their revisions were made with until they move.
+            let version = match stored.get(&id) {
+                None => 1,
+                Some(r) if r.content_hash.is_empty() || r.content_hash == compiled.content.content_hash => {
+                    r.version.max(1)
+                }
+                Some(r) => {
+                    tracing::info!(ruleset = %id, version = r.version + 1, "ruleset changed since it was stored: a new version");
+                    r.version + 1
+                }
+            };
+            tracing::info!(ruleset = %id, version, "ruleset loaded");
+            self.insert_ruleset(&id, source, version, compiled).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Restores every stored sheet; those that cannot be are kept as unservable, with why.
+    fn restore_sheets(&self) -> Result<(), String> {
+        for rec in self.store.sheets().map_err(|e| e.to_string())? {
+            let (id, failure) = match rec {
+                Ok(rec) => match self.restore_sheet(&rec) {
+                    Ok(()) => continue,
+                    Err(f) => (rec.id, f),
+                },
+                Err((id, e)) => (id, EngineError::DataLoss(e.to_string())),
+            };
+            tracing::error!(sheet = %policy::LogSafe(&id), error = %failure, "sheet not restored");
+            let message = format!("sheet `{id}` cannot be served: {failure}");
+            let answer = match failure {
+                EngineError::DataLoss(_) => EngineError::DataLoss(message),
+                EngineError::Unavailable(_) => EngineError::Unavailable(message),
+                _ => EngineError::precondition(message),
+            };
+            self.write_unservable().insert(id, answer);
+        }
+        Ok(())
+    }
+
+    /// Restores a stored sheet by replaying its log, on the version its last revision was made
+    /// with.
+    fn restore_sheet(&self, rec: &SheetRecord) -> Result<(), EngineError> {
+        let entry = self.ruleset_entry(&rec.ruleset_id).map_err(|_| {
+            EngineError::Unavailable(format!("its ruleset `{}` is not loaded", rec.ruleset_id))
+        })?;
+        let log = log_all(&*self.store, &rec.id, 0, u64::MAX).map_err(|e| match e {
+            StoreError::Damaged(m) => EngineError::DataLoss(m),
+            e => EngineError::Unavailable(e.to_string()),
+        })?;
+        let last = log.last().ok_or_else(|| EngineError::DataLoss("it has no revisions".to_owned()))?;
+        let (revision, version) = (last.revision.number, last.revision.ruleset_version);
+        let ruleset = self.ruleset_at(&entry, version)?;
+        let character =
+            self.replay_checkpointed(&rec.id, ruleset, version, &log).map_err(EngineError::precondition)?;
+        let state = SheetState { character, version, revision, deleted: false };
+        let sheet = LiveSheet::new(&rec.id, entry, state, self.limits.watch_buffer);
+        self.write_sheets().insert(rec.id.clone(), sheet);
+        Ok(())
+    }
+
+    /// A served sheet by id; a stored sheet that cannot be served answers why.
+    pub fn sheet(&self, id: &str) -> Result<Arc<LiveSheet>, EngineError> {
+        if let Some(s) = self.read_sheets().get(id) {
+            return Ok(s.clone());
+        }
+        let unservable = self.unservable.read().unwrap_or_else(PoisonError::into_inner);
+        Err(match unservable.get(id) {
+            Some(e) => e.clone(),
+            None => EngineError::not_found(Resource::Sheet, id),
+        })
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Where the store is.
+    pub fn store_location(&self) -> String {
+        self.store.location()
+    }
+
+    fn read_rulesets(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<rulesets::RulesetEntry>>> {
+        self.rulesets.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn read_sheets(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<LiveSheet>>> {
+        self.sheets.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_sheets(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<LiveSheet>>> {
+        self.sheets.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_unservable(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, EngineError>> {
+        self.unservable.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,356 @@
+//! Live sheets: create, apply, upgrade, delete.
+//!
+//! Each sheet has one writer at a time: its state sits behind a mutex, held for the whole of a
+//! change, including the durable write, so revisions are written in order. A change is
+//! [`Engine::migrate`] (move to the ruleset's current version, if it moved on) then
+//! [`Engine::apply_and_log`] (apply the operations, write the revision, publish the event).
+
+use super::error::{EngineError, Resource};
+use super::rulesets::RulesetEntry;
+use super::watch::{Event, EventKind};
+use super::{CHECKPOINT_EVERY, Engine, lock, policy};
+use crate::store::{Logged, SNAPSHOT_EVERY, SheetRecord, Snapshot, StoreError};
+use data::history::Revision;
+use data::record::{self, Change, Variable};
+use data::{Character, SheetOp};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::broadcast;
+
+/// A sheet the daemon serves.
+pub struct LiveSheet {
+    pub id: String,
+    pub ruleset: Arc<RulesetEntry>,
+    state: Mutex<SheetState>,
+    /// Every accepted revision's changes (unfiltered), and a final `deleted` event.
+    pub events: broadcast::Sender<Arc<Event>>,
+}
+
+/// What one writer at a time may change.
+pub(super) struct SheetState {
+    pub character: Character,
+    /// The ruleset version `character` uses.
+    pub version: u64,
+    pub revision: u64,
+    pub deleted: bool,
+}
+
+/// What a sheet is, for listings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SheetInfo {
+    pub id: String,
+    pub ruleset_id: String,
+    /// The ruleset version the sheet's values are computed with.
+    pub ruleset_version: u64,
+    pub revision: u64,
+    /// Instance ids of the objects the sheet has, sorted.
+    pub objects: Vec<String>,
+}
+
+/// A move to another version of the sheet's ruleset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Moved {
+    pub from_version: u64,
+    pub to_version: u64,
+    /// What moving changed, before the request's operations.
+    pub changes: Vec<Change>,
+}
+
+/// What an accepted change did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Applied {
+    pub revision: u64,
+    /// Changed variables, old → new, in topological order.
+    pub changes: Vec<Change>,
+    /// How many variables were recomputed.
+    pub recomputed: usize,
+    pub moved: Option<Moved>,
+}
+
+/// An id reserved by a create in progress; released when dropped (created or failed).
+struct Reservation<'e> {
+    engine: &'e Engine,
+    id: String,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        lock(&self.engine.creating).remove(&self.id);
+    }
+}
+
+impl LiveSheet {
+    pub(super) fn new(
+        id: &str,
+        ruleset: Arc<RulesetEntry>,
+        state: SheetState,
+        watch_buffer: usize,
+    ) -> Arc<LiveSheet> {
+        let (events, _) = broadcast::channel(watch_buffer.max(1));
+        Arc::new(LiveSheet { id: id.to_owned(), ruleset, state: Mutex::new(state), events })
+    }
+
+    pub(super) fn state(&self) -> MutexGuard<'_, SheetState> {
+        lock(&self.state)
+    }
+
+    /// The state, unless the sheet was deleted meanwhile.
+    fn live_state(&self) -> Result<MutexGuard<'_, SheetState>, EngineError> {
+        let st = self.state();
+        if st.deleted {
+            return Err(EngineError::not_found(Resource::Sheet, &self.id));
+        }
+        Ok(st)
+    }
+
+    /// What the sheet is now.
+    pub fn info(&self) -> SheetInfo {
+        let st = self.state();
+        let mut objects: Vec<String> = st.character.object_ids().iter().map(|o| o.to_string()).collect();
+        objects.sort();
+        SheetInfo {
+            id: self.id.clone(),
+            ruleset_id: self.ruleset.id.clone(),
+            ruleset_version: st.version,
+            revision: st.revision,
+            objects,
+        }
+    }
+}
+
+impl Engine {
+    /// Creates a sheet on a ruleset (the default one for an empty id), applying `ops` as its
+    /// revision 0; the id is generated when not given. Returns the sheet and every value.
+    pub fn create_sheet(
+        &self,
+        ruleset_id: &str,
+        id: Option<&str>,
+        ops: Vec<SheetOp>,
+    ) -> Result<(SheetInfo, Vec<Variable>), EngineError> {
+        let ruleset = self.ruleset_entry(ruleset_id)?;
+        policy::check_operations(&ops, &self.limits.ops)?;
+        self.check_room(self.read_sheets().len())?;
+        let id = match id {
+            Some(id) => {
+                policy::check_id("sheet", id)?;
+                id.to_owned()
+            }
+            None => self.generated_id()?,
+        };
+        let loaded = ruleset.current.load_full();
+        let mut character = Character::new(loaded.ruleset.clone()).map_err(|e| EngineError::sheet(&e))?;
+        let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e))?;
+        let values = record::values(&character);
+        let reservation = self.reserve(&id)?;
+        let first = Logged {
+            revision: Revision {
+                number: 0,
+                ruleset_version: loaded.version,
+                operations: ops,
+                moved_from: None,
+            },
+            changes: report.changed.iter().map(Change::of).collect(),
+        };
+        let record = SheetRecord { id: id.clone(), ruleset_id: ruleset.id.clone() };
+        let snapshot = Snapshot { revision: 0, values: values.clone() };
+        self.store.create_sheet(&record, &first, &snapshot).map_err(|e| match e {
+            StoreError::Conflict(m) => EngineError::already_exists(Resource::Sheet, &id, m),
+            e => e.into(),
+        })?;
+        let state = SheetState { character, version: loaded.version, revision: 0, deleted: false };
+        let sheet = LiveSheet::new(&id, ruleset, state, self.limits.watch_buffer);
+        let info = sheet.info();
+        self.write_sheets().insert(id, sheet);
+        drop(reservation);
+        Ok((info, values))
+    }
+
+    /// A generated id (`sheet-N`), skipping numbers a client already took as explicit ids.
+    fn generated_id(&self) -> Result<String, EngineError> {
+        loop {
+            let id = format!("sheet-{}", self.store.next_sheet_number()?);
+            if !self.read_sheets().contains_key(&id) && !self.store.has_sheet(&id)? {
+                return Ok(id);
+            }
+        }
+    }
+
+    /// Reserves an id (and a place under --max-sheets) under the lock, so that the durable
+    /// write happens without it: readers of other sheets never wait for a create's fsync.
+    fn reserve(&self, id: &str) -> Result<Reservation<'_>, EngineError> {
+        let sheets = self.write_sheets();
+        let mut creating = lock(&self.creating);
+        // Checked again under the lock: concurrent creates cannot pass the limit together.
+        self.check_room(sheets.len() + creating.len())?;
+        // A stored sheet that cannot be served is not in memory, but its id is taken.
+        if sheets.contains_key(id) || creating.contains(id) || self.store.has_sheet(id)? {
+            return Err(EngineError::already_exists(
+                Resource::Sheet,
+                id,
+                format!("sheet `{id}` already exists"),
+            ));
+        }
+        creating.insert(id.to_owned());
+        Ok(Reservation { engine: self, id: id.to_owned() })
+    }
+
+    /// Whether one more sheet fits under `--max-sheets`, given how many there are.
+    fn check_room(&self, held: usize) -> Result<(), EngineError> {
+        if held >= self.limits.max_sheets {
+            return Err(EngineError::Exhausted(format!(
+                "the server holds its limit of {} sheets (--max-sheets)",
+                self.limits.max_sheets
+            )));
+        }
+        Ok(())
+    }
+
+    /// What a sheet is now.
+    pub fn sheet_info(&self, id: &str) -> Result<SheetInfo, EngineError> {
+        Ok(self.sheet(id)?.info())
+    }
+
+    /// Every served sheet, by id.
+    pub fn sheets(&self) -> Vec<SheetInfo> {
+        let all: Vec<Arc<LiveSheet>> = self.read_sheets().values().cloned().collect();
+        all.iter().map(|s| s.info()).collect()
+    }
+
+    /// Deletes a sheet with its history; watchers get a final `deleted` event.
+    pub fn delete_sheet(&self, id: &str) -> Result<(), EngineError> {
+        self.checkpoints.forget(id);
+        // A sheet that cannot be served (damaged, or its ruleset missing) can still be deleted.
+        if self.write_unservable().remove(id).is_some() {
+            return Ok(self.store.delete_sheet(id)?);
+        }
+        let sheet =
+            self.write_sheets().remove(id).ok_or_else(|| EngineError::not_found(Resource::Sheet, id))?;
+        let mut st = sheet.state();
+        st.deleted = true;
+        self.store.delete_sheet(id)?;
+        let _ = sheet.events.send(Arc::new(Event { revision: st.revision, kind: EventKind::Deleted }));
+        Ok(())
+    }
+
+    /// Applies an atomic batch: if the sheet is at `expected` (when given), moved to its
+    /// ruleset's current version first when that changed.
+    pub fn apply(&self, id: &str, expected: Option<u64>, ops: Vec<SheetOp>) -> Result<Applied, EngineError> {
+        let sheet = self.sheet(id)?;
+        policy::check_operations(&ops, &self.limits.ops)?;
+        let mut st = sheet.live_state()?;
+        if let Some(expected) = expected
+            && expected != st.revision
+        {
+            return Err(EngineError::Conflict { sheet: id.to_owned(), expected, actual: st.revision });
+        }
+        let migrated = self.migrate(&sheet, &st)?;
+        self.apply_and_log(&sheet, &mut st, migrated, ops)
+    }
+
+    /// Moves a sheet to its ruleset's current version: a new revision when any value moved.
+    pub fn upgrade(&self, id: &str) -> Result<Applied, EngineError> {
+        let sheet = self.sheet(id)?;
+        let mut st = sheet.live_state()?;
+        let Some(migrated) = self.migrate(&sheet, &st)? else {
+            return Ok(Applied { revision: st.revision, ..Default::default() });
+        };
+        if migrated.moved.changes.is_empty() {
+            // Nothing observable moved: adopt the new version without a revision.
+            st.version = migrated.moved.to_version;
+            st.character = migrated.character;
+            return Ok(Applied { revision: st.revision, moved: Some(migrated.moved), ..Default::default() });
+        }
+        self.apply_and_log(&sheet, &mut st, Some(migrated), Vec::new())
+    }
+
+    /// The sheet replayed against its ruleset's current version, when that is not the one it
+    /// uses; `None` when it is.
+    fn migrate(&self, sheet: &LiveSheet, st: &SheetState) -> Result<Option<Migrated>, EngineError> {
+        let current = sheet.ruleset.current.load_full();
+        if current.version == st.version {
+            return Ok(None);
+        }
+        let log = crate::store::log_all(&*self.store, &sheet.id, 0, st.revision)?;
+        let character = super::history::replay(current.ruleset.clone(), &log).map_err(|e| {
+            EngineError::precondition(format!(
+                "sheet `{}` cannot move to version {} of ruleset `{}`: {e}",
+                sheet.id, current.version, sheet.ruleset.id
+            ))
+        })?;
+        let changes = record::diff(&record::values(&st.character), &record::values(&character));
+        let moved = Moved { from_version: st.version, to_version: current.version, changes };
+        Ok(Some(Migrated { character, moved }))
+    }
+
+    /// Applies `ops` (to the migrated character when given), writes the revision durably, then
+    /// publishes it. Nothing changes unless the write succeeds.
+    fn apply_and_log(
+        &self,
+        sheet: &LiveSheet,
+        st: &mut SheetState,
+        migrated: Option<Migrated>,
+        ops: Vec<SheetOp>,
+    ) -> Result<Applied, EngineError> {
+        // The batch applies to a copy when the sheet moves (the move is only real once logged)
+        // and in place otherwise (a rejected batch changes nothing; a failed write is undone).
+        let (mut moved_to, moved) = match migrated {
+            Some(m) => (Some(m.character), Some(m.moved)),
+            None => (None, None),
+        };
+        let character = moved_to.as_mut().unwrap_or(&mut st.character);
+        let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e))?;
+        let changes: Vec<Change> = report.changed.iter().map(Change::of).collect();
+        let revision = st.revision + 1;
+        let mut all_changes = moved.as_ref().map(|m| m.changes.clone()).unwrap_or_default();
+        all_changes.extend(changes.iter().cloned());
+        let version = moved.as_ref().map_or(st.version, |m| m.to_version);
+        let entry = Logged {
+            revision: Revision {
+                number: revision,
+                ruleset_version: version,
+                operations: ops,
+                moved_from: moved.as_ref().map(|m| m.from_version),
+            },
+            changes: all_changes.clone(),
+        };
+        let snapshot = revision
+            .is_multiple_of(SNAPSHOT_EVERY)
+            .then(|| Snapshot { revision, values: record::values(character) });
+        if let Err(e) = self.store.append(&sheet.id, &entry, snapshot.as_ref()) {
+            // Not durable, so not accepted: put the sheet back as the log has it.
+            if moved_to.is_none() {
+                self.restore_from_log(sheet, st);
+            }
+            return Err(e.into());
+        }
+        if let Some(c) = moved_to {
+            st.character = c;
+        }
+        st.version = version;
+        st.revision = revision;
+        if revision.is_multiple_of(CHECKPOINT_EVERY) {
+            self.checkpoints.put(&sheet.id, revision, st.version, &st.character);
+        }
+        let event = Event { revision, kind: EventKind::Changes(all_changes) };
+        let _ = sheet.events.send(Arc::new(event));
+        Ok(Applied { revision, changes, recomputed: report.recomputed, moved })
+    }
+
+    /// After a failed write: the sheet as its log has it.
+    fn restore_from_log(&self, sheet: &LiveSheet, st: &mut SheetState) {
+        let restored = crate::store::log_all(&*self.store, &sheet.id, 0, st.revision)
+            .map_err(|e| e.to_string())
+            .and_then(|log| super::history::replay(st.character.ruleset().clone(), &log));
+        match restored {
+            Ok(c) => st.character = c,
+            Err(e) => {
+                tracing::error!(sheet = %sheet.id, error = %e, "cannot restore the sheet after a store failure")
+            }
+        }
+    }
+}
+
+/// A sheet replayed against a newer ruleset version, and what the move changed.
+struct Migrated {
+    character: Character,
+    moved: Moved,
+}

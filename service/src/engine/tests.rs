@@ -1,0 +1,136 @@
+//! The engine's behaviour through its domain API, without a server.
+
+use super::*;
+use data::SheetOp;
+use data::record::Variable;
+use solver::{ModifierSpec, Operation};
+
+const RULES: &str = "[ruleset]\nname = \"t\"\nglobal = \"PC\"\n[defaults]\nNUMBER = 0\n\
+                     [variables.PC]\nBase = \"NUMBER\"\n[global]\nmodify = [{ var = \"Base\", set = \"10\" }]\n";
+
+fn open(dir: &std::path::Path) -> Engine {
+    Engine::open(EngineConfig { data_dir: dir.to_owned(), ..Default::default() }).expect("open")
+}
+
+fn base(values: &[Variable]) -> String {
+    values.iter().find(|v| v.var == "Base").map(|v| v.value.to_string()).unwrap_or_default()
+}
+
+fn armor(on: bool) -> SheetOp {
+    if on {
+        SheetOp::AddObject {
+            kind: "EQUIPMENT".into(),
+            key: "Ring Hauberk".into(),
+            id: Some("armor".into()),
+            parent: None,
+        }
+    } else {
+        SheetOp::RemoveObject("armor".into())
+    }
+}
+
+/// A request holds the version it loaded; a reload meanwhile changes what later requests get,
+/// not what the one in flight computes.
+#[test]
+fn requests_in_flight_finish_on_the_version_they_started_with() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = open(dir.path());
+    assert!(engine.load_ruleset("t", NewRuleset::Inline(RULES.into())).expect("load").ok);
+    let in_flight = engine.ruleset_entry("t").expect("entry").current.load_full();
+    assert!(engine.reload_ruleset("t", Some(RULES.replace("10", "20"))).expect("reload").ok);
+    let old = data::Character::new(in_flight.ruleset.clone()).expect("sheet");
+    assert_eq!((in_flight.version, base(&data::record::values(&old))), (1, "10".to_owned()));
+    assert_eq!(base(&engine.solve("t", &[], &[]).expect("values")), "20");
+    // A failed reload swaps nothing.
+    let r = engine.reload_ruleset("t", Some(RULES.replace("\"10\"", "\"Nope\""))).expect("answers");
+    assert!(!r.ok && !r.diagnostics.is_empty());
+    assert_eq!(engine.ruleset_entry("t").expect("entry").current.load().version, 2);
+}
+
+#[test]
+fn generated_sheet_ids_skip_ids_clients_chose() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = open(dir.path());
+    engine.create_sheet("", Some("sheet-1"), vec![]).expect("explicit id");
+    let (generated, _) = engine.create_sheet("", None, vec![]).expect("generated id");
+    assert_eq!(generated.id, "sheet-2");
+    let e = engine.create_sheet("", Some("sheet-1"), vec![]).expect_err("taken");
+    assert!(matches!(e, EngineError::AlreadyExists { what: Resource::Sheet, .. }), "{e:?}");
+    let e = engine.create_sheet("", Some("no spaces"), vec![]).expect_err("invalid");
+    assert!(matches!(e, EngineError::Invalid { .. }), "{e:?}");
+}
+
+/// Errors are domain values: a stale revision is a conflict naming both revisions, a cycle is a
+/// precondition with its path, an unknown object names the operation.
+#[test]
+fn rejections_say_what_and_where() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = open(dir.path());
+    let (sheet, _) = engine.create_sheet("", None, vec![]).expect("create");
+    engine.apply(&sheet.id, Some(0), vec![armor(true)]).expect("apply");
+    let e = engine.apply(&sheet.id, Some(0), vec![armor(false)]).expect_err("stale");
+    assert_eq!(e, EngineError::Conflict { sheet: sheet.id.clone(), expected: 0, actual: 1 });
+    let cycle =
+        SheetOp::Solver(Operation::AddModifier(ModifierSpec::new("loop", "ArmorBonus", "ADD", "AC", "t")));
+    let e = engine.apply(&sheet.id, None, vec![armor(false), cycle]).expect_err("cycle");
+    let EngineError::Precondition { problems, .. } = &e else { panic!("{e:?}") };
+    assert_eq!((problems[0].operation, problems[0].code.as_str()), (Some(1), "solver.cycle"));
+    assert!(problems[0].cycle.contains(&"AC".to_owned()), "{e:?}");
+    let unknown =
+        SheetOp::AddObject { kind: "EQUIPMENT".into(), key: "Moon Boots".into(), id: None, parent: None };
+    let e = engine.apply(&sheet.id, None, vec![unknown]).expect_err("unknown");
+    assert_eq!(e.reason(), "sheet.unknown_object");
+    assert_eq!(engine.sheet_info(&sheet.id).expect("info").revision, 1, "nothing applied");
+    let e = engine.values(&sheet.id, &[], Some(9)).expect_err("future");
+    assert!(matches!(e, EngineError::OutOfRange(_)), "{e:?}");
+}
+
+/// Explain reads the dependency graph: a variable in error still shows every edge.
+#[test]
+fn explain_shows_every_edge_of_a_variable_in_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = open(dir.path());
+    let broken =
+        SheetOp::Solver(Operation::AddModifier(ModifierSpec::new("zero", "AC", "DIVIDE", "ArmorBonus", "t")));
+    let (sheet, _) = engine.create_sheet("", None, vec![broken]).expect("create");
+    let x = engine.explain(&sheet.id, "ac").expect("explain");
+    assert!(x.trace.value.is_err(), "AC divides by ArmorBonus, which is 0");
+    let ac = &x.nodes[0];
+    assert_eq!(ac.var.to_string(), "AC");
+    let reads: Vec<String> = ac.reads.iter().map(|r| r.to_string()).collect();
+    assert!(reads.contains(&"ArmorBonus".to_owned()), "the edge of the failing modifier: {reads:?}");
+    assert!(ac.value.to_string().starts_with("error:"), "{}", ac.value);
+}
+
+/// WhyChanged over the last few revisions of a long history replays from the nearest
+/// checkpoint, not from revision 0: its cost follows the range asked.
+#[test]
+fn why_changed_starts_from_the_nearest_checkpoint() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = open(dir.path());
+    let (sheet, _) = engine.create_sheet("", None, vec![]).expect("create");
+    let id = sheet.id;
+    let n = 2 * CHECKPOINT_EVERY + 40;
+    for r in 0..n {
+        engine.apply(&id, Some(r), vec![armor(r % 2 == 0)]).expect("apply");
+    }
+    let before = engine.replayed_revisions();
+    let near_end = engine.why_changed(&id, "AC", n - 10, None).expect("why");
+    let replayed = engine.replayed_revisions() - before;
+    assert_eq!(near_end.causes.len(), 10, "every revision toggled the armor");
+    assert_eq!(
+        replayed,
+        n - 2 * CHECKPOINT_EVERY,
+        "replayed from the checkpoint at {}",
+        2 * CHECKPOINT_EVERY
+    );
+    // The same answer as a replay from the start (a fresh engine: no Apply checkpoints, and a
+    // restore's checkpoints are states it replayed itself).
+    drop(engine);
+    let fresh = open(dir.path());
+    fresh.checkpoints.forget(&id);
+    let full = fresh.why_changed(&id, "AC", n - 10, None).expect("why");
+    assert_eq!(fresh.replayed_revisions(), n + 1, "no checkpoint: from revision 0");
+    assert_eq!(format!("{:?}", full.causes), format!("{:?}", near_end.causes));
+    assert_eq!(format!("{:?}", full.to_trace), format!("{:?}", near_end.to_trace));
+}

@@ -1,0 +1,374 @@
+//! Conversions between the API's messages ([`super::proto`]) and the engine's domain types,
+//! once on the way in ([`operations`]) and once on the way out (everything else).
+
+use super::proto as pb;
+use crate::engine::EngineError;
+use crate::engine::{
+    Applied, Event, EventKind, Explanation, Moved, Problem, RulesetInfo, RulesetOutcome, SheetInfo,
+};
+use data::SheetOp;
+use data::history::{Because, Cause, DiffKind, StepDiff, Typed, WhyChanged};
+use data::record::{self, Change, Kind, Variable};
+use formula::{Value, parse_decimal};
+use solver::{Instruction, ModifierSpec, Operation, Trace, TraceStep};
+use std::sync::Arc;
+
+// ---------------------------------------------------------------------------------------------
+// In
+
+/// A batch of operation messages as sheet operations; an error names the offending operation
+/// and field.
+pub fn operations(ops: &[pb::Operation]) -> Result<Vec<SheetOp>, EngineError> {
+    ops.iter()
+        .enumerate()
+        .map(|(i, op)| {
+            operation(op).map_err(|p| {
+                let field = p.field;
+                EngineError::problems(vec![(*p).at_operation(i, field)])
+            })
+        })
+        .collect()
+}
+
+/// One operation message as a sheet operation.
+pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
+    use pb::operation::Op;
+    let missing = || Box::new(Problem::new("request.missing_operation", "the operation is empty"));
+    Ok(match op.op.as_ref().ok_or_else(missing)? {
+        Op::AddObject(o) => SheetOp::AddObject {
+            kind: o.kind.clone(),
+            key: o.key.clone(),
+            id: o.id.clone(),
+            parent: o.parent.clone(),
+        },
+        Op::RemoveObject(id) => SheetOp::RemoveObject(id.clone()),
+        Op::SetInput(i) => SheetOp::SetInput {
+            channel: i.channel.clone(),
+            on: i.on.clone(),
+            value: i
+                .value
+                .as_ref()
+                .ok_or_else(|| "the value is missing".to_owned())
+                .and_then(input_value)
+                .map_err(|m| {
+                    let mut p = Problem::new("request.bad_value", format!("set_input `{}`: {m}", i.channel));
+                    p.field = Some("set_input.value");
+                    Box::new(p)
+                })?,
+        },
+        Op::AddModifier(m) => {
+            let source = if m.source.is_empty() { "request" } else { &m.source };
+            let mut spec = ModifierSpec::new(&m.id, &m.var, &m.kind, &m.value, source).priority(m.priority);
+            spec.on = m.on.as_deref().map(Arc::from);
+            spec.from = m.from.as_deref().map(Arc::from);
+            spec.condition = m.condition.as_deref().map(Instruction::from);
+            SheetOp::Solver(Operation::AddModifier(spec))
+        }
+        Op::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(id.clone())),
+        Op::RemoveSource(s) => SheetOp::Solver(Operation::RemoveSource(s.clone())),
+        Op::AddInstance(i) => SheetOp::Solver(Operation::AddInstance {
+            key: i.key.clone(),
+            scope: i.scope.clone(),
+            parent: i.parent.clone(),
+        }),
+        Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k.clone())),
+    })
+}
+
+/// A message value as an input value: numbers exactly, booleans, text (literals of data formats
+/// are parsed by the channel's format).
+fn input_value(v: &pb::Value) -> Result<Value, String> {
+    use pb::value::Kind;
+    match &v.kind {
+        Some(Kind::Number(n)) => parse_decimal(n).map(Value::Number),
+        Some(Kind::Boolean(b)) => Ok(Value::Boolean(*b)),
+        Some(Kind::Text(t)) => Ok(Value::String(Arc::from(t.as_str()))),
+        Some(Kind::List(_)) => Err("a list is not an input value".to_owned()),
+        Some(Kind::Error(_)) => Err("an error is not an input value".to_owned()),
+        None => Err("the value is missing".to_owned()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Out
+
+/// A sheet operation as a message (the client's direction, and causes in replies).
+pub fn operation_message(op: &SheetOp) -> pb::Operation {
+    use pb::operation::Op;
+    let op = match op {
+        SheetOp::AddObject { kind, key, id, parent } => Op::AddObject(pb::AddObject {
+            kind: kind.clone(),
+            key: key.clone(),
+            id: id.clone(),
+            parent: parent.clone(),
+        }),
+        SheetOp::RemoveObject(id) => Op::RemoveObject(id.clone()),
+        SheetOp::SetInput { channel, on, value } => Op::SetInput(pb::SetInput {
+            channel: channel.clone(),
+            on: on.clone(),
+            value: Some(self::value(&record::Value::untyped(&Ok(value.clone())))),
+        }),
+        SheetOp::Solver(Operation::AddModifier(m)) => Op::AddModifier(pb::AddModifier {
+            id: m.id.to_string(),
+            var: m.var.to_string(),
+            on: m.on.as_deref().map(str::to_owned),
+            from: m.from.as_deref().map(str::to_owned),
+            kind: m.kind.to_string(),
+            value: m.value.text().to_owned(),
+            priority: m.priority,
+            source: m.source.to_string(),
+            condition: m.condition.as_ref().map(|c| c.text().to_owned()),
+        }),
+        SheetOp::Solver(Operation::RemoveModifier(id)) => Op::RemoveModifier(id.clone()),
+        SheetOp::Solver(Operation::RemoveSource(s)) => Op::RemoveSource(s.clone()),
+        SheetOp::Solver(Operation::AddInstance { key, scope, parent }) => Op::AddInstance(pb::AddInstance {
+            key: key.clone(),
+            scope: scope.clone(),
+            parent: parent.clone(),
+        }),
+        SheetOp::Solver(Operation::RemoveInstance(k)) => Op::RemoveInstance(k.clone()),
+    };
+    pb::Operation { op: Some(op) }
+}
+
+pub fn value(v: &record::Value) -> pb::Value {
+    use pb::value::Kind as K;
+    let kind = match &v.kind {
+        Kind::Number(n) => K::Number(n.clone()),
+        Kind::Boolean(b) => K::Boolean(*b),
+        Kind::Text(t) => K::Text(t.clone()),
+        Kind::List(items) => K::List(pb::ValueList { items: items.iter().map(value).collect() }),
+        Kind::Error { code, message, modifier } => K::Error(pb::ValueError {
+            code: code.clone(),
+            message: message.clone(),
+            modifier: modifier.clone(),
+        }),
+    };
+    pb::Value { format: v.format.clone(), kind: Some(kind) }
+}
+
+/// A message value as a recorded value (the client's direction: for showing it).
+pub fn recorded(v: &pb::Value) -> record::Value {
+    use pb::value::Kind as K;
+    let kind = match &v.kind {
+        Some(K::Number(n)) => Kind::Number(n.clone()),
+        Some(K::Boolean(b)) => Kind::Boolean(*b),
+        Some(K::Text(t)) => Kind::Text(t.clone()),
+        Some(K::List(l)) => Kind::List(l.items.iter().map(recorded).collect()),
+        Some(K::Error(e)) => {
+            Kind::Error { code: e.code.clone(), message: e.message.clone(), modifier: e.modifier.clone() }
+        }
+        None => Kind::Text("(none)".to_owned()),
+    };
+    record::Value { format: v.format.clone(), kind }
+}
+
+/// A message value for people (see [`record::Value`]'s `Display`).
+pub fn show(v: &pb::Value) -> String {
+    recorded(v).to_string()
+}
+
+pub fn variable(v: &Variable) -> pb::VariableValue {
+    pb::VariableValue { r#ref: v.var.clone(), value: Some(value(&v.value)) }
+}
+
+pub fn variables(v: &[Variable]) -> Vec<pb::VariableValue> {
+    v.iter().map(variable).collect()
+}
+
+pub fn change(c: &Change) -> pb::Change {
+    pb::Change { r#ref: c.var.clone(), old: c.old.as_ref().map(value), new: c.new.as_ref().map(value) }
+}
+
+fn changes(c: &[Change]) -> Vec<pb::Change> {
+    c.iter().map(change).collect()
+}
+
+fn typed(t: &Typed) -> pb::Value {
+    value(&record::Value::of(&t.format, &t.slot))
+}
+
+pub fn trace(t: &Trace) -> pb::Trace {
+    pb::Trace {
+        r#ref: t.var.to_string(),
+        format: t.format.to_string(),
+        default: Some(value(&record::Value::of(&t.format, &Ok(t.default.clone())))),
+        steps: t.steps.iter().map(|s| trace_step(&t.format, s)).collect(),
+        value: Some(value(&record::Value::of(&t.format, &t.value))),
+    }
+}
+
+fn trace_step(format: &formula::Format, s: &TraceStep) -> pb::TraceStep {
+    pb::TraceStep {
+        modifier: s.modifier.to_string(),
+        kind: s.kind.name().to_owned(),
+        instruction: s.instruction.to_string(),
+        priority: s.priority,
+        inherent_priority: u32::from(s.inherent_priority),
+        source: s.source.to_string(),
+        condition: s.condition,
+        reads: s
+            .reads
+            .iter()
+            .map(|(r, v)| pb::VariableValue {
+                r#ref: r.to_string(),
+                value: v.as_ref().map(|v| value(&record::Value::untyped(v))),
+            })
+            .collect(),
+        after: s.after.as_ref().map(|a| value(&record::Value::of(format, a))),
+    }
+}
+
+pub fn sheet_info(s: SheetInfo) -> pb::SheetInfo {
+    pb::SheetInfo {
+        id: s.id,
+        ruleset_id: s.ruleset_id,
+        ruleset_version: s.ruleset_version,
+        revision: s.revision,
+        objects: s.objects,
+    }
+}
+
+pub fn ruleset_info(r: RulesetInfo) -> pb::RulesetInfo {
+    let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+    let s = r.summary;
+    pb::RulesetInfo {
+        id: r.id,
+        version: r.version,
+        paths: r.paths,
+        inline: r.inline,
+        summary: Some(pb::RulesetSummary {
+            files: n(s.files),
+            scopes: n(s.scopes),
+            formats: n(s.formats),
+            variables: n(s.variables),
+            channels: n(s.channels),
+            functions: n(s.functions),
+            kinds: n(s.kinds),
+            objects: n(s.objects),
+            modifiers: n(s.modifiers),
+            skipped_tokens: n(s.skipped_tokens),
+        }),
+    }
+}
+
+pub fn ruleset_reply(o: RulesetOutcome) -> pb::RulesetReply {
+    pb::RulesetReply {
+        ok: o.ok,
+        ruleset: Some(ruleset_info(o.info)),
+        diagnostics: o.diagnostics.iter().map(diagnostic).collect(),
+        warnings: o.warnings.iter().map(diagnostic).collect(),
+    }
+}
+
+pub fn applied(a: Applied) -> pb::ApplyResponse {
+    pb::ApplyResponse {
+        revision: a.revision,
+        changes: changes(&a.changes),
+        recomputed: a.recomputed as u64,
+        moved: a.moved.map(|m: Moved| pb::RulesetMove {
+            from_version: m.from_version,
+            to_version: m.to_version,
+            changes: changes(&m.changes),
+        }),
+    }
+}
+
+pub fn explanation(x: Explanation) -> pb::ExplainResponse {
+    pb::ExplainResponse {
+        revision: x.revision,
+        trace: Some(trace(&x.trace)),
+        nodes: x
+            .nodes
+            .iter()
+            .map(|n| pb::DependencyNode {
+                r#ref: n.var.to_string(),
+                value: Some(value(&n.value)),
+                reads: n.reads.iter().map(|r| r.to_string()).collect(),
+            })
+            .collect(),
+    }
+}
+
+pub fn why_changed(w: WhyChanged) -> pb::WhyChangedResponse {
+    pb::WhyChangedResponse {
+        from_revision: w.from,
+        to_revision: w.to,
+        from_value: w.from_value.as_ref().map(typed),
+        to_value: w.to_value.as_ref().map(typed),
+        from_trace: w.from_trace.as_ref().map(trace),
+        to_trace: w.to_trace.as_ref().map(trace),
+        causes: w.causes.iter().map(cause).collect(),
+        diff: w.diff.iter().map(|d| step_diff(d, w.from_trace.as_ref(), w.to_trace.as_ref())).collect(),
+    }
+}
+
+fn cause(c: &Cause) -> pb::Cause {
+    let (operation_index, operation) = match &c.because {
+        Because::Operation { index, operation } => {
+            (u32::try_from(*index).unwrap_or(u32::MAX), Some(operation_message(operation)))
+        }
+        Because::Moved { .. } => (0, None),
+    };
+    pb::Cause {
+        revision: c.revision,
+        operation_index,
+        operation,
+        description: c.description.clone(),
+        before: c.before.as_ref().map(typed),
+        after: c.after.as_ref().map(typed),
+        via: c.via.iter().map(|v| v.to_string()).collect(),
+    }
+}
+
+/// One step of the diff; each side's `after` value in its trace's format.
+fn step_diff(d: &StepDiff, from: Option<&Trace>, to: Option<&Trace>) -> pb::StepDiff {
+    use pb::step_diff::Kind as K;
+    let kind = match d.kind {
+        DiffKind::Unchanged => K::Unchanged,
+        DiffKind::Added => K::Added,
+        DiffKind::Removed => K::Removed,
+        DiffKind::Changed => K::Changed,
+    };
+    let side =
+        |s: &TraceStep, t: Option<&Trace>| trace_step(t.map_or(&formula::Format::Number, |t| &t.format), s);
+    pb::StepDiff {
+        kind: kind as i32,
+        modifier: d.modifier.to_string(),
+        from: d.from.as_ref().map(|s| side(s, from)),
+        to: d.to.as_ref().map(|s| side(s, to)),
+    }
+}
+
+pub fn event(e: &Event) -> pb::WatchEvent {
+    use pb::watch_event::Event as E;
+    let event = match &e.kind {
+        EventKind::Changes(c) => E::Changes(pb::Changes { changes: changes(c) }),
+        EventKind::Resync { reason, values } => {
+            E::Resync(pb::Resync { reason: reason.clone(), values: variables(values) })
+        }
+        EventKind::Deleted => E::Deleted(pb::Deleted {}),
+    };
+    pb::WatchEvent { revision: e.revision, event: Some(event) }
+}
+
+/// A diagnosed problem as a message.
+pub fn diagnostic(p: &Problem) -> pb::Diagnostic {
+    pb::Diagnostic {
+        code: p.code.clone(),
+        message: p.message.clone(),
+        operation: p.operation.map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
+        location: p.location.as_ref().map(|l| pb::Location {
+            file: l.file.clone(),
+            line: l.line,
+            col: l.col,
+            line_text: l.line_text.clone(),
+        }),
+        formula: p.formula.as_ref().map(|f| f.text.clone()).unwrap_or_default(),
+        span: p.formula.as_ref().map(|f| pb::Span { start: f.start, end: f.end }),
+        formula_offset: 0,
+        help: p.help.clone().unwrap_or_default(),
+        cycle: p.cycle.clone(),
+        cycle_modifiers: p.cycle_modifiers.clone(),
+    }
+}

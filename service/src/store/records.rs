@@ -1,0 +1,413 @@
+//! The store's records: protobuf messages that the store owns, separate from the API's.
+//!
+//! The field numbers are those of the messages the store wrote before it had its own records
+//! (the API's `Operation`, `Value`, `Change` and `VariableValue`), so data directories written
+//! by earlier releases still load; a test opens one. Change a record only by adding fields.
+//!
+//! Each record converts to and from its domain type here, once: [`Logged`] (a revision with its
+//! operations and changes) and [`Snapshot`] (every value at a revision).
+
+use super::{Logged, Snapshot};
+use data::SheetOp;
+use data::history::Revision;
+use data::record::{Change, Kind, Value, Variable};
+use solver::{Instruction, ModifierSpec, Operation};
+use std::sync::Arc;
+
+/// Where a ruleset loads from.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RulesetRecord {
+    #[prost(string, tag = "1")]
+    pub id: String,
+    #[prost(string, repeated, tag = "2")]
+    pub paths: Vec<String>,
+    #[prost(string, tag = "3")]
+    pub inline_text: String,
+    #[prost(uint64, tag = "4")]
+    pub version: u64,
+    /// Paths a client named (they must lie under the ruleset roots when read again).
+    #[prost(bool, tag = "5")]
+    pub confined: bool,
+    /// The SHA-256 of the current version's content (empty in stores from before versions kept
+    /// their content).
+    #[prost(bytes = "vec", tag = "6")]
+    pub content_hash: Vec<u8>,
+}
+
+/// The content one version of a ruleset was compiled from.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RulesetVersion {
+    #[prost(uint64, tag = "1")]
+    pub version: u64,
+    #[prost(bytes = "vec", tag = "2")]
+    pub content_hash: Vec<u8>,
+    /// What was loaded: paths (or, for the built-in starter, nothing).
+    #[prost(string, repeated, tag = "3")]
+    pub paths: Vec<String>,
+    /// Every file read: path (or built-in name) and text.
+    #[prost(message, repeated, tag = "4")]
+    pub files: Vec<FileRecord>,
+    #[prost(string, tag = "5")]
+    pub inline_text: String,
+    #[prost(bool, tag = "6")]
+    pub builtin: bool,
+    /// Files the load checked for without reading them.
+    #[prost(string, repeated, tag = "7")]
+    pub present: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FileRecord {
+    #[prost(string, tag = "1")]
+    pub path: String,
+    #[prost(string, tag = "2")]
+    pub text: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SheetRecord {
+    #[prost(string, tag = "1")]
+    pub id: String,
+    #[prost(string, tag = "2")]
+    pub ruleset_id: String,
+}
+
+/// One revision of a sheet.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LogRecord {
+    #[prost(uint64, tag = "1")]
+    pub revision: u64,
+    #[prost(uint64, tag = "2")]
+    pub ruleset_version: u64,
+    #[prost(message, repeated, tag = "3")]
+    pub operations: Vec<OperationRecord>,
+    /// What the revision changed, in order: a move to a new ruleset version first, then the
+    /// operations' changes.
+    #[prost(message, repeated, tag = "4")]
+    pub changes: Vec<ChangeRecord>,
+    /// Set when this revision moved the sheet to another ruleset version.
+    #[prost(uint64, optional, tag = "5")]
+    pub moved_from_version: Option<u64>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SnapshotRecord {
+    #[prost(uint64, tag = "1")]
+    pub revision: u64,
+    #[prost(message, repeated, tag = "2")]
+    pub values: Vec<VariableRecord>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct OperationRecord {
+    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8")]
+    pub op: Option<Op>,
+}
+
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum Op {
+    #[prost(message, tag = "1")]
+    AddObject(AddObjectRecord),
+    #[prost(string, tag = "2")]
+    RemoveObject(String),
+    #[prost(message, tag = "3")]
+    SetInput(SetInputRecord),
+    #[prost(message, tag = "4")]
+    AddModifier(AddModifierRecord),
+    #[prost(string, tag = "5")]
+    RemoveModifier(String),
+    #[prost(string, tag = "6")]
+    RemoveSource(String),
+    #[prost(message, tag = "7")]
+    AddInstance(AddInstanceRecord),
+    #[prost(string, tag = "8")]
+    RemoveInstance(String),
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AddObjectRecord {
+    #[prost(string, tag = "1")]
+    pub kind: String,
+    #[prost(string, tag = "2")]
+    pub key: String,
+    #[prost(string, optional, tag = "3")]
+    pub id: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub parent: Option<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SetInputRecord {
+    #[prost(string, tag = "1")]
+    pub channel: String,
+    #[prost(string, optional, tag = "2")]
+    pub on: Option<String>,
+    #[prost(message, optional, tag = "3")]
+    pub value: Option<ValueRecord>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AddModifierRecord {
+    #[prost(string, tag = "1")]
+    pub id: String,
+    #[prost(string, tag = "2")]
+    pub var: String,
+    #[prost(string, optional, tag = "3")]
+    pub on: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub from: Option<String>,
+    #[prost(string, tag = "5")]
+    pub kind: String,
+    #[prost(string, tag = "6")]
+    pub value: String,
+    #[prost(uint32, tag = "7")]
+    pub priority: u32,
+    #[prost(string, tag = "8")]
+    pub source: String,
+    #[prost(string, optional, tag = "9")]
+    pub condition: Option<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AddInstanceRecord {
+    #[prost(string, tag = "1")]
+    pub key: String,
+    #[prost(string, tag = "2")]
+    pub scope: String,
+    #[prost(string, optional, tag = "3")]
+    pub parent: Option<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ValueRecord {
+    #[prost(string, tag = "1")]
+    pub format: String,
+    #[prost(oneof = "ValueKind", tags = "2, 3, 4, 5, 6")]
+    pub kind: Option<ValueKind>,
+}
+
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum ValueKind {
+    #[prost(string, tag = "2")]
+    Number(String),
+    #[prost(bool, tag = "3")]
+    Boolean(bool),
+    #[prost(string, tag = "4")]
+    Text(String),
+    #[prost(message, tag = "5")]
+    List(ValueListRecord),
+    #[prost(message, tag = "6")]
+    Error(ValueErrorRecord),
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ValueListRecord {
+    #[prost(message, repeated, tag = "1")]
+    pub items: Vec<ValueRecord>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ValueErrorRecord {
+    #[prost(string, tag = "1")]
+    pub code: String,
+    #[prost(string, tag = "2")]
+    pub message: String,
+    #[prost(string, tag = "3")]
+    pub modifier: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VariableRecord {
+    #[prost(string, tag = "1")]
+    pub r#ref: String,
+    #[prost(message, optional, tag = "2")]
+    pub value: Option<ValueRecord>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ChangeRecord {
+    #[prost(string, tag = "1")]
+    pub r#ref: String,
+    #[prost(message, optional, tag = "2")]
+    pub old: Option<ValueRecord>,
+    #[prost(message, optional, tag = "3")]
+    pub new: Option<ValueRecord>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Domain → record
+
+impl LogRecord {
+    pub fn of(l: &Logged) -> LogRecord {
+        LogRecord {
+            revision: l.revision.number,
+            ruleset_version: l.revision.ruleset_version,
+            operations: l.revision.operations.iter().map(operation_record).collect(),
+            changes: l.changes.iter().map(change_record).collect(),
+            moved_from_version: l.revision.moved_from,
+        }
+    }
+}
+
+impl SnapshotRecord {
+    pub fn of(s: &Snapshot) -> SnapshotRecord {
+        SnapshotRecord {
+            revision: s.revision,
+            values: s
+                .values
+                .iter()
+                .map(|v| VariableRecord { r#ref: v.var.clone(), value: Some(value_record(&v.value)) })
+                .collect(),
+        }
+    }
+}
+
+fn operation_record(op: &SheetOp) -> OperationRecord {
+    let op = match op {
+        SheetOp::AddObject { kind, key, id, parent } => Op::AddObject(AddObjectRecord {
+            kind: kind.clone(),
+            key: key.clone(),
+            id: id.clone(),
+            parent: parent.clone(),
+        }),
+        SheetOp::RemoveObject(id) => Op::RemoveObject(id.clone()),
+        SheetOp::SetInput { channel, on, value } => Op::SetInput(SetInputRecord {
+            channel: channel.clone(),
+            on: on.clone(),
+            value: Some(value_record(&Value::untyped(&Ok(value.clone())))),
+        }),
+        SheetOp::Solver(Operation::AddModifier(m)) => Op::AddModifier(AddModifierRecord {
+            id: m.id.to_string(),
+            var: m.var.to_string(),
+            on: m.on.as_deref().map(str::to_owned),
+            from: m.from.as_deref().map(str::to_owned),
+            kind: m.kind.to_string(),
+            value: m.value.text().to_owned(),
+            priority: m.priority,
+            source: m.source.to_string(),
+            condition: m.condition.as_ref().map(|c| c.text().to_owned()),
+        }),
+        SheetOp::Solver(Operation::RemoveModifier(id)) => Op::RemoveModifier(id.clone()),
+        SheetOp::Solver(Operation::RemoveSource(s)) => Op::RemoveSource(s.clone()),
+        SheetOp::Solver(Operation::AddInstance { key, scope, parent }) => {
+            Op::AddInstance(AddInstanceRecord {
+                key: key.clone(),
+                scope: scope.clone(),
+                parent: parent.clone(),
+            })
+        }
+        SheetOp::Solver(Operation::RemoveInstance(k)) => Op::RemoveInstance(k.clone()),
+    };
+    OperationRecord { op: Some(op) }
+}
+
+fn value_record(v: &Value) -> ValueRecord {
+    let kind = match &v.kind {
+        Kind::Number(n) => ValueKind::Number(n.clone()),
+        Kind::Boolean(b) => ValueKind::Boolean(*b),
+        Kind::Text(t) => ValueKind::Text(t.clone()),
+        Kind::List(items) => {
+            ValueKind::List(ValueListRecord { items: items.iter().map(value_record).collect() })
+        }
+        Kind::Error { code, message, modifier } => ValueKind::Error(ValueErrorRecord {
+            code: code.clone(),
+            message: message.clone(),
+            modifier: modifier.clone(),
+        }),
+    };
+    ValueRecord { format: v.format.clone(), kind: Some(kind) }
+}
+
+fn change_record(c: &Change) -> ChangeRecord {
+    ChangeRecord {
+        r#ref: c.var.clone(),
+        old: c.old.as_ref().map(value_record),
+        new: c.new.as_ref().map(value_record),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Record → domain (what cannot be read back is damage, described by the error)
+
+impl LogRecord {
+    pub fn into_domain(self) -> Result<Logged, String> {
+        let operations = self
+            .operations
+            .into_iter()
+            .enumerate()
+            .map(|(i, op)| operation(op).map_err(|e| format!("operation {i}: {e}")))
+            .collect::<Result<_, _>>()?;
+        let changes = self.changes.into_iter().map(change).collect::<Result<_, _>>()?;
+        Ok(Logged {
+            revision: Revision {
+                number: self.revision,
+                ruleset_version: self.ruleset_version,
+                operations,
+                moved_from: self.moved_from_version,
+            },
+            changes,
+        })
+    }
+}
+
+impl SnapshotRecord {
+    pub fn into_domain(self) -> Result<Snapshot, String> {
+        let values = self
+            .values
+            .into_iter()
+            .map(|v| Ok(Variable { value: value(v.value.ok_or("a value is missing")?)?, var: v.r#ref }))
+            .collect::<Result<_, String>>()?;
+        Ok(Snapshot { revision: self.revision, values })
+    }
+}
+
+fn operation(op: OperationRecord) -> Result<SheetOp, String> {
+    Ok(match op.op.ok_or("the operation is empty")? {
+        Op::AddObject(o) => SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent },
+        Op::RemoveObject(id) => SheetOp::RemoveObject(id),
+        Op::SetInput(i) => {
+            let v = value(i.value.ok_or("set_input without a value")?)?;
+            SheetOp::SetInput { channel: i.channel, on: i.on, value: input(v)? }
+        }
+        Op::AddModifier(m) => {
+            let source = if m.source.is_empty() { "request" } else { &m.source };
+            let mut spec = ModifierSpec::new(&m.id, &m.var, &m.kind, &m.value, source).priority(m.priority);
+            spec.on = m.on.as_deref().map(Arc::from);
+            spec.from = m.from.as_deref().map(Arc::from);
+            spec.condition = m.condition.as_deref().map(Instruction::from);
+            SheetOp::Solver(Operation::AddModifier(spec))
+        }
+        Op::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(id)),
+        Op::RemoveSource(s) => SheetOp::Solver(Operation::RemoveSource(s)),
+        Op::AddInstance(i) => {
+            SheetOp::Solver(Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent })
+        }
+        Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
+    })
+}
+
+/// A recorded input value as the value the channel receives (numbers exactly; text is parsed by
+/// the channel's format when applied).
+fn input(v: Value) -> Result<formula::Value, String> {
+    match v.kind {
+        Kind::Number(n) => formula::parse_decimal(&n).map(formula::Value::Number),
+        Kind::Boolean(b) => Ok(formula::Value::Boolean(b)),
+        Kind::Text(t) => Ok(formula::Value::String(Arc::from(t))),
+        Kind::List(_) | Kind::Error { .. } => Err("an input value is a number, boolean or text".to_owned()),
+    }
+}
+
+fn value(v: ValueRecord) -> Result<Value, String> {
+    let kind = match v.kind.ok_or("a value has no kind")? {
+        ValueKind::Number(n) => Kind::Number(n),
+        ValueKind::Boolean(b) => Kind::Boolean(b),
+        ValueKind::Text(t) => Kind::Text(t),
+        ValueKind::List(l) => Kind::List(l.items.into_iter().map(value).collect::<Result<_, _>>()?),
+        ValueKind::Error(e) => Kind::Error { code: e.code, message: e.message, modifier: e.modifier },
+    };
+    Ok(Value { format: v.format, kind })
+}
+
+fn change(c: ChangeRecord) -> Result<Change, String> {
+    Ok(Change { var: c.r#ref, old: c.old.map(value).transpose()?, new: c.new.map(value).transpose()? })
+}

@@ -1,0 +1,192 @@
+//! The error model as a third-party client sees it: the `grpc-status-details-bin` header is a
+//! standard `google.rpc.Status` (same code and message) whose details are the standard types,
+//! decoded here with `tonic-types` (what a Rust client uses) and by hand from the raw header
+//! bytes (what any protobuf library can do), never with sheetd's own helpers.
+
+#[path = "common/server.rs"]
+mod server;
+
+use prost::Message;
+use server::{Server, apply, ops};
+use sheetd::grpc::proto as pb;
+use tonic::Code;
+use tonic_types::{StatusExt, pb as rpc};
+
+const HARNESS: &str = r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "armor"}}"#;
+const MOON_BOOTS: &str = r#"{"add_object": {"kind": "EQUIPMENT", "key": "Moon Boots", "id": "boots"}}"#;
+
+/// The raw header as a `google.rpc.Status`: the header value is the base64 of these bytes; tonic
+/// has already decoded the base64 into `details()`.
+fn raw(s: &tonic::Status) -> rpc::Status {
+    let status = rpc::Status::decode(s.details()).expect("the details are a google.rpc.Status");
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (s.code() as i32, s.message()),
+        "same code and message"
+    );
+    status
+}
+
+fn type_urls(s: &rpc::Status) -> Vec<&str> {
+    s.details.iter().map(|a| a.type_url.as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejections_carry_standard_details() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
+    let id = created.sheet.expect("info").id;
+
+    // An unknown object in operation 1: INVALID_ARGUMENT, BadRequest naming the operation,
+    // ErrorInfo with the stable reason, then sheetd's diagnostics.
+    let e = c.apply(apply(&id, None, ops(&[HARNESS, MOON_BOOTS]))).await.expect_err("invalid");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let details = e.check_error_details().expect("tonic-types decodes the details");
+    let info = details.error_info().expect("ErrorInfo");
+    assert_eq!((info.reason.as_str(), info.domain.as_str()), ("sheet.unknown_object", "sheetd"));
+    assert_eq!(info.metadata.get("operation").map(String::as_str), Some("1"));
+    let bad = details.bad_request().expect("BadRequest");
+    assert_eq!(bad.field_violations[0].field, "operations[1]");
+    assert!(bad.field_violations[0].description.contains("Moon Boots"), "{bad:?}");
+    let status = raw(&e);
+    assert_eq!(
+        type_urls(&status),
+        [
+            "type.googleapis.com/google.rpc.ErrorInfo",
+            "type.googleapis.com/google.rpc.BadRequest",
+            "type.googleapis.com/sheetd.v1.ErrorInfo"
+        ]
+    );
+    let ours = pb::ErrorInfo::decode(status.details[2].value.as_slice()).expect("sheetd.v1.ErrorInfo");
+    assert_eq!(
+        (ours.diagnostics[0].operation, ours.diagnostics[0].code.as_str()),
+        (Some(1), "sheet.unknown_object")
+    );
+
+    // A bad formula: the field is the modifier's value.
+    let bad_formula =
+        r#"{"add_modifier": {"id": "m1", "var": "AC", "type": "ADD", "value": "2 + NoSuchVar"}}"#;
+    let e = c.apply(apply(&id, None, ops(&[bad_formula]))).await.expect_err("bad formula");
+    let bad = e.get_details_bad_request().expect("BadRequest");
+    assert_eq!(bad.field_violations[0].field, "operations[0].add_modifier.value");
+    assert_eq!(bad.field_violations[0].reason, "solver.formula:semantics.unknown_variable");
+
+    // A cycle: FAILED_PRECONDITION with the path as a violation.
+    let cycle = r#"{"add_modifier": {"id": "loop", "var": "ArmorBonus", "type": "ADD", "value": "AC"}}"#;
+    let e = c.apply(apply(&id, None, ops(&[cycle]))).await.expect_err("cycle");
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    let failure = e.get_details_precondition_failure().expect("PreconditionFailure");
+    assert_eq!(failure.violations[0].r#type, "CYCLE");
+    assert!(
+        failure.violations[0].subject.contains("AC") && failure.violations[0].subject.contains("ArmorBonus")
+    );
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("solver.cycle".to_owned()));
+
+    // A stale revision: ABORTED with a REVISION violation and the revisions as metadata.
+    let e = c.apply(apply(&id, Some(7), ops(&[HARNESS]))).await.expect_err("stale");
+    assert_eq!(e.code(), Code::Aborted);
+    let failure = e.get_details_precondition_failure().expect("PreconditionFailure");
+    assert_eq!(
+        (failure.violations[0].r#type.as_str(), failure.violations[0].subject.as_str()),
+        ("REVISION", "sheets/sheet-1")
+    );
+    let info = e.get_details_error_info().expect("ErrorInfo");
+    assert_eq!(info.reason, "sheet.revision_conflict");
+    assert_eq!(
+        (
+            info.metadata.get("expected_revision").map(String::as_str),
+            info.metadata.get("revision").map(String::as_str)
+        ),
+        (Some("7"), Some("0"))
+    );
+
+    // NOT_FOUND: ResourceInfo naming the sheet.
+    let e = c.get_sheet(pb::GetSheetRequest { sheet_id: "nope".into() }).await.expect_err("missing");
+    assert_eq!(e.code(), Code::NotFound);
+    let resource = e.get_details_resource_info().expect("ResourceInfo");
+    assert_eq!(
+        (resource.resource_type.as_str(), resource.resource_name.as_str()),
+        ("sheetd.v1.Sheet", "nope")
+    );
+    assert_eq!(
+        type_urls(&raw(&e)),
+        ["type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.ResourceInfo"]
+    );
+
+    // A ruleset with a syntax error: BadRequest with the file position.
+    let e = c
+        .load_ruleset(pb::LoadRulesetRequest {
+            id: "bad".into(),
+            paths: vec![],
+            inline_text: "[ruleset\n".into(),
+        })
+        .await
+        .expect_err("syntax error");
+    let bad = e.get_details_bad_request().expect("BadRequest");
+    assert!(bad.field_violations[0].field.starts_with("<inline bad>:1:"), "{bad:?}");
+}
+
+/// A request body that is not valid protobuf for the method: INVALID_ARGUMENT with an
+/// ErrorInfo, over the real HTTP/2 transport (a client with a mismatched schema sends such).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_are_invalid_argument() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let channel = tonic::transport::Channel::from_shared(server.url.clone())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.expect("ready");
+    // Field 1 (sheet_id) as a varint where a string is expected, then a truncated length.
+    let garbage = bytes::Bytes::from_static(&[0x08, 0x96, 0x01, 0x12, 0x7f]);
+    let path = http::uri::PathAndQuery::from_static("/sheetd.v1.Sheetd/GetSheet");
+    let e = grpc
+        .unary::<_, pb::SheetInfo, _>(tonic::Request::new(garbage), path, RawCodec)
+        .await
+        .expect_err("malformed");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("request.malformed".to_owned()));
+    raw(&e);
+}
+
+/// Sends bytes as they are; decodes replies as `M`.
+#[derive(Clone, Copy)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = bytes::Bytes;
+    type Decode = pb::SheetInfo;
+    type Encoder = RawEncoder;
+    type Decoder = tonic_prost::ProstDecoder<pb::SheetInfo>;
+
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        tonic_prost::ProstCodec::<pb::SheetInfo, pb::SheetInfo>::raw_decoder(
+            tonic::codec::BufferSettings::default(),
+        )
+    }
+}
+
+struct RawEncoder;
+
+impl tonic::codec::Encoder for RawEncoder {
+    type Item = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn encode(
+        &mut self,
+        item: bytes::Bytes,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        use bytes::BufMut;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
