@@ -128,6 +128,55 @@ async fn rejections_carry_standard_details() {
     assert!(bad.field_violations[0].field.starts_with("<inline bad>:1:"), "{bad:?}");
 }
 
+/// The raw `grpc-status-details-bin` header of a grpc-web call over plain HTTP/1.1, as a
+/// browser client (Connect-ES, grpc-web) receives it: base64 of a `google.rpc.Status`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_raw_header_is_a_google_rpc_status() {
+    use base64::Engine as _;
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create");
+    let message = apply("sheet-1", None, ops(&[MOON_BOOTS])).encode_to_vec();
+    let mut body = vec![0u8];
+    body.extend_from_slice(&u32::try_from(message.len()).expect("small").to_be_bytes());
+    body.extend_from_slice(&message);
+    let mut request = format!(
+        "POST /sheetd.v1.Sheetd/Apply HTTP/1.1\r\nHost: {}\r\nContent-Type: application/grpc-web+proto\r\n\
+         X-Grpc-Web: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        server.addr,
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(&body);
+    let mut tcp = std::net::TcpStream::connect(&server.addr).expect("connect");
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
+    tcp.write_all(&request).expect("send");
+    let mut reply = Vec::new();
+    let _ = tcp.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply).into_owned();
+    // In the headers (a trailers-only reply) or in the trailer frame: `name: value` either way.
+    let header = |name: &str| {
+        reply
+            .split("\r\n")
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("no {name} in {reply}"))
+    };
+    assert_eq!(header("grpc-status"), "3", "{reply}");
+    let b64 = header("grpc-status-details-bin");
+    let bytes =
+        base64::engine::general_purpose::STANDARD_NO_PAD.decode(b64.trim_end_matches('=')).expect("base64");
+    let status = rpc::Status::decode(bytes.as_slice()).expect("a google.rpc.Status");
+    assert_eq!(status.code, Code::InvalidArgument as i32);
+    assert!(status.message.contains("Moon Boots"), "{}", status.message);
+    let info = rpc::ErrorInfo::decode(status.details[0].value.as_slice()).expect("ErrorInfo");
+    assert_eq!((info.reason.as_str(), info.domain.as_str()), ("sheet.unknown_object", "sheetd"));
+}
+
 /// A request body that is not valid protobuf for the method: INVALID_ARGUMENT with an
 /// ErrorInfo, over the real HTTP/2 transport (a client with a mismatched schema sends such).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -141,3 +141,28 @@ fn check_takes_several_pcgen_rulesets_and_lists_skipped_tokens() {
     assert!(stdout.contains("skipped tokens:"), "{stdout}");
     assert!(stdout.lines().any(|l| l.trim_start().starts_with("BONUS ")), "{stdout}");
 }
+
+/// `--why REF` explains the last change of a variable: the step, its value before and after,
+/// the variables the change went through; an unknown variable is an error.
+#[test]
+fn solve_why_explains_the_last_change() {
+    let (rules, sheet) = (repo("data/rulesets/starter"), repo("data/examples/starter-character.json"));
+    let out =
+        sheetd(&["solve", "--ruleset", &rules, "--sheet", &sheet, "--why", "AC", "--why", "SizeModifier"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let why = &stdout[stdout.find("why AC").expect("an explanation")..];
+    assert!(why.starts_with("why AC changed at step 10: 12 → 17"), "{why}");
+    assert!(why.contains("add EQUIPMENT `Ring Hauberk` as armor: 12 → 17 (via armor.ArmorAC"), "{why}");
+    assert!(stdout.contains("why SizeModifier: no step changed it"), "{stdout}");
+
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &sheet, "--json", "--why", "STR.Mod"]);
+    let last: Json = serde_json::from_str(text(&out.stdout).lines().last().expect("a line")).expect("json");
+    assert_eq!(last["why"]["step"], 1);
+    assert_eq!(last["why"]["causes"][0]["before"], "-5");
+    assert_eq!(last["why"]["causes"][0]["after"], "2");
+
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &sheet, "--why", "Nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no variable `Nope`"), "{}", text(&out.stderr));
+}

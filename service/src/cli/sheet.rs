@@ -12,6 +12,8 @@
 //! ```
 
 use super::solve::{describe, parse_operation, print_results, step_error};
+use data::history::{DiffKind, Log, Revision, Typed, WhyChanged, why_changed};
+use data::record;
 use data::{Character, SheetError, SheetOp};
 use formula::Value;
 use serde::Deserialize;
@@ -101,7 +103,13 @@ fn as_solve_error(e: SheetError) -> SolveError {
 }
 
 /// Runs `sheetd solve --ruleset ... --sheet ...`.
-pub fn run(rulesets: &[PathBuf], sheet_path: &Path, traces: &[String], as_json: bool) -> ExitCode {
+pub fn run(
+    rulesets: &[PathBuf],
+    sheet_path: &Path,
+    traces: &[String],
+    why: &[String],
+    as_json: bool,
+) -> ExitCode {
     let name = sheet_path.display().to_string();
     let text = match std::fs::read_to_string(sheet_path) {
         Ok(t) => t,
@@ -130,24 +138,114 @@ pub fn run(rulesets: &[PathBuf], sheet_path: &Path, traces: &[String], as_json: 
             return ExitCode::from(1);
         }
     };
-    let mut character = match Character::new(ruleset) {
+    let mut character = match Character::new(ruleset.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {}", e.message);
             return ExitCode::from(1);
         }
     };
+    // Each accepted step is one revision (revision 0: the sheet as created).
+    let mut history = vec![Revision { number: 0, ruleset_version: 1, operations: vec![], moved_from: None }];
+    let mut step_of_revision = vec![None];
     let outcomes: Vec<(String, Result<Report, SolveError>)> = file
         .steps
         .iter()
-        .map(|s| {
-            let r = parse_step(s).and_then(|op| character.apply(&[op]).map_err(as_solve_error));
+        .enumerate()
+        .map(|(i, s)| {
+            let r = parse_step(s).and_then(|op| {
+                let report = character.apply(std::slice::from_ref(&op)).map_err(as_solve_error)?;
+                let number = history.len() as u64;
+                history.push(Revision { number, ruleset_version: 1, operations: vec![op], moved_from: None });
+                step_of_revision.push(Some(i));
+                Ok(report)
+            });
             (describe(s), r)
         })
         .collect();
-    if print_results(character.sheet(), &outcomes, traces, as_json) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    let mut ok = print_results(character.sheet(), &outcomes, traces, as_json);
+    for var in why {
+        if character.sheet().find(var).is_none() {
+            eprintln!("error: --why {var}: no variable `{var}` on this sheet");
+            ok = false;
+            continue;
+        }
+        ok &= explain_last_change(&ruleset, &history, &step_of_revision, &outcomes, var, as_json);
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// Prints why `var` last changed: the last accepted step that changed it, explained by
+/// [`data::history::why_changed`] over the sheet's steps as revisions.
+fn explain_last_change(
+    ruleset: &Arc<data::Ruleset>,
+    history: &[Revision],
+    step_of_revision: &[Option<usize>],
+    outcomes: &[(String, Result<Report, SolveError>)],
+    var: &str,
+    as_json: bool,
+) -> bool {
+    let changed_var = |r: &Report| r.changed.iter().any(|c| c.var.to_string().eq_ignore_ascii_case(var));
+    let last = (1..history.len())
+        .rev()
+        .find(|&rev| step_of_revision[rev].is_some_and(|i| outcomes[i].1.as_ref().is_ok_and(changed_var)));
+    let Some(revision) = last.map(|r| r as u64) else {
+        if as_json {
+            println!("{}", serde_json::json!({"why": {"ref": var, "changed": false}}));
+        } else {
+            println!("\nwhy {var}: no step changed it");
+        }
+        return true;
+    };
+    let log = Log { revisions: history, rulesets: &|v| (v == 1).then(|| ruleset.clone()) };
+    let w = match why_changed(&log, None, var, revision - 1, revision, &mut |_, _, _| {}) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: --why {var}: {e}");
+            return false;
+        }
+    };
+    let step = step_of_revision[revision as usize].unwrap_or(0);
+    print_why(var, step, &w, as_json);
+    true
+}
+
+fn print_why(var: &str, step: usize, w: &WhyChanged, as_json: bool) {
+    use crate::json;
+    let shown = |t: &Option<Typed>| {
+        t.as_ref().map_or("(none)".to_owned(), |t| record::Value::of(&t.format, &t.slot).to_string())
+    };
+    if as_json {
+        let causes: Vec<Json> = w
+            .causes
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "description": c.description,
+                    "before": c.before.as_ref().map_or(Json::Null, |t| json::record(&record::Value::of(&t.format, &t.slot))),
+                    "after": c.after.as_ref().map_or(Json::Null, |t| json::record(&record::Value::of(&t.format, &t.slot))),
+                    "via": c.via.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"why": {"ref": var, "changed": true, "step": step, "causes": causes}})
+        );
+        return;
+    }
+    println!("\nwhy {var} changed at step {step}: {} → {}", shown(&w.from_value), shown(&w.to_value));
+    for c in &w.causes {
+        let via: Vec<String> = c.via.iter().map(|v| v.to_string()).collect();
+        let via = if via.is_empty() { String::new() } else { format!(" (via {})", via.join(", ")) };
+        println!("    {}: {} → {}{via}", c.description, shown(&c.before), shown(&c.after));
+    }
+    for d in w.diff.iter().filter(|d| d.kind != DiffKind::Unchanged) {
+        let kind = match d.kind {
+            DiffKind::Added => "added",
+            DiffKind::Removed => "removed",
+            _ => "changed",
+        };
+        println!("    modifier {} {kind}", d.modifier);
     }
 }

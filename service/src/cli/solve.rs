@@ -50,6 +50,12 @@ pub struct SolveArgs {
     /// local. Repeatable.
     #[arg(long = "trace", value_name = "REF")]
     pub traces: Vec<String>,
+
+    /// Explain the last change of a variable (with --sheet): the step that changed it, its value
+    /// before and after, the variables the change went through, and how its trace differs.
+    /// Repeatable.
+    #[arg(long = "why", value_name = "REF", requires = "sheet")]
+    pub why: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -419,7 +425,7 @@ pub fn describe(step: &Json) -> String {
 pub fn run(args: SolveArgs) -> ExitCode {
     match (&args.scenario, &args.sheet) {
         (Some(scenario), _) => run_scenario(scenario, &args),
-        (None, Some(sheet)) => super::sheet::run(&args.ruleset, sheet, &args.traces, args.json),
+        (None, Some(sheet)) => super::sheet::run(&args.ruleset, sheet, &args.traces, &args.why, args.json),
         // clap requires one of the two.
         (None, None) => ExitCode::from(2),
     }
