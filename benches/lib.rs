@@ -61,7 +61,7 @@ pub mod generator {
     //!   order (AC-like variables that few others read).
 
     use formula::Format;
-    use solver::{ModifierSpec, Rules, RulesBuilder, Sheet};
+    use solver::{ModKind, ModifierSpec, Rules, RulesBuilder, Sheet};
     use std::sync::Arc;
 
     /// A small deterministic PRNG (xorshift64*), so runs are comparable without a dependency.
@@ -110,7 +110,13 @@ pub mod generator {
                     3 => ("MAX", rng.below(5).to_string()),
                     _ => ("MIN", (100 + rng.below(100)).to_string()),
                 };
-                ModifierSpec::new(&id, &format!("V{target}"), kind, &value, "generated")
+                ModifierSpec::new(
+                    &id,
+                    &format!("V{target}"),
+                    ModKind::named(kind).expect("a modifier type"),
+                    &value,
+                    "generated",
+                )
             } else {
                 let target = 1 + rng.below(vars - 1);
                 let shape = rng.below(4);
@@ -121,7 +127,7 @@ pub mod generator {
                     2 => format!("{} % 7 + 3", pick()),
                     _ => format!("min({}, 50) + 1", pick()),
                 };
-                ModifierSpec::new(&id, &format!("V{target}"), "SET", &formula, "generated")
+                ModifierSpec::new(&id, &format!("V{target}"), ModKind::Set, &formula, "generated")
             };
             let spec = spec.priority(rng.below(3) as u32);
             sheet.add_modifier(&spec).expect("generated modifiers are valid and acyclic");
@@ -141,7 +147,15 @@ pub mod generator {
             };
             let kind = if i < 5 { "SET" } else { "ADD" };
             out.push(
-                ModifierSpec::new(&format!("{item}-l{i}"), &local, kind, &value, item).on(item).priority(1),
+                ModifierSpec::new(
+                    &format!("{item}-l{i}"),
+                    &local,
+                    ModKind::named(kind).expect("a modifier type"),
+                    &value,
+                    item,
+                )
+                .on(item)
+                .priority(1),
             );
         }
         for i in 0..10 {
@@ -150,7 +164,7 @@ pub mod generator {
                 ModifierSpec::new(
                     &format!("{item}-g{i}"),
                     &format!("V{target}"),
-                    "ADD",
+                    ModKind::Add,
                     &format!("L{}", i % 5),
                     item,
                 )

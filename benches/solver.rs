@@ -11,7 +11,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use formula::Format;
 use sheetd_benches::generator::{Rng, generate_sheet, item_modifiers};
-use solver::{Instruction, ModifierSpec, Operation};
+use solver::{Instruction, ModKind, ModifierSpec, Operation};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -60,7 +60,7 @@ fn bench_incremental(c: &mut Criterion) {
     );
 
     let mut g = c.benchmark_group("solver_incremental");
-    let one = ModifierSpec::new("one", "V1999", "ADD", "1", "bench");
+    let one = ModifierSpec::new("one", "V1999", ModKind::Add, "1", "bench");
     g.bench_function("baseline_add_remove_one_constant_modifier", |b| {
         b.iter(|| {
             sheet.add_modifier(black_box(&one)).expect("add");

@@ -30,6 +30,7 @@ fn example() -> Vec<pb::Operation> {
         .expect("example sheet")
 }
 
+// long: a measurement script, read top to bottom: start the server, measure, print.
 fn main() {
     let calls: usize = arg("--calls", 2000);
     let batch: usize = arg("--batch", 20_000);
@@ -45,7 +46,7 @@ fn main() {
     .expect("config");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.spawn(async move {
-        if let Err(e) = sheetd::grpc::serve(config).await {
+        if let Err(e) = sheetd::grpc::serve(config, |_| {}).await {
             eprintln!("server: {e}");
             std::process::exit(1);
         }

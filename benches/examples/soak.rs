@@ -70,6 +70,7 @@ struct Owned {
     armored: bool,
 }
 
+// long: one client's loop of mixed calls, each call kind one arm.
 async fn client_loop(
     url: String,
     mut sheets: Vec<Owned>,
@@ -163,6 +164,7 @@ async fn client_loop(
     }
 }
 
+// long: a measurement script, read top to bottom: start the server, run, sample, report.
 fn main() {
     let minutes: u64 = arg("--minutes", 10);
     let n_sheets: usize = arg("--sheets", 200);

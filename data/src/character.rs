@@ -16,9 +16,9 @@
 
 use crate::Map;
 use crate::draft::Presence;
-use crate::ruleset::{ModTemplate, ObjectId, Ruleset, Select};
+use crate::ruleset::{Kind, ModTemplate, ObjectId, Ruleset, Select};
 use formula::{Format, Value};
-use solver::{ModifierSpec, Operation, Report, ScopeId, Sheet, SolveError, VarDefId};
+use solver::{ModKind, ModifierSpec, Operation, Report, ScopeId, Sheet, SolveError, Target, VarDefId};
 use std::fmt;
 use std::sync::Arc;
 
@@ -79,7 +79,7 @@ pub struct SheetError {
     /// The failing operation's position in the batch.
     pub index: usize,
     /// A stable code: `sheet.*`, or the solver's `solver.*`.
-    pub code: &'static str,
+    pub code: SheetCode,
     pub message: String,
     /// The solver's error, when the solver rejected it (cycles carry their path there).
     pub solve: Option<Box<SolveError>>,
@@ -93,18 +93,65 @@ impl fmt::Display for SheetError {
 
 impl std::error::Error for SheetError {}
 
-/// The stable codes of sheet errors.
+/// The stable codes of sheet errors: the sheet's own (`sheet.*`, documented in
+/// `docs/ruleset-format.md`), or the solver's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SheetCode {
+    UnknownKind,
+    UnknownObject,
+    DuplicateId,
+    NotAddable,
+    NotRemovable,
+    BadParent,
+    UnknownId,
+    UnknownChannel,
+    BadValue,
+    Managed,
+    /// A step of a sheet file that is not one of the step kinds.
+    BadStep,
+    Solver(solver::Code),
+}
+
+impl SheetCode {
+    /// The code as written in outputs: `sheet.unknown_object`, `solver.cycle`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SheetCode::UnknownKind => "sheet.unknown_kind",
+            SheetCode::UnknownObject => "sheet.unknown_object",
+            SheetCode::DuplicateId => "sheet.duplicate_id",
+            SheetCode::NotAddable => "sheet.not_addable",
+            SheetCode::NotRemovable => "sheet.not_removable",
+            SheetCode::BadParent => "sheet.bad_parent",
+            SheetCode::UnknownId => "sheet.unknown_id",
+            SheetCode::UnknownChannel => "sheet.unknown_channel",
+            SheetCode::BadValue => "sheet.bad_value",
+            SheetCode::Managed => "sheet.managed",
+            SheetCode::BadStep => "sheet.bad_step",
+            SheetCode::Solver(c) => c.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for SheetCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The sheet's codes as constants.
 pub mod codes {
-    pub const UNKNOWN_KIND: &str = "sheet.unknown_kind";
-    pub const UNKNOWN_OBJECT: &str = "sheet.unknown_object";
-    pub const DUPLICATE_ID: &str = "sheet.duplicate_id";
-    pub const NOT_ADDABLE: &str = "sheet.not_addable";
-    pub const NOT_REMOVABLE: &str = "sheet.not_removable";
-    pub const BAD_PARENT: &str = "sheet.bad_parent";
-    pub const UNKNOWN_ID: &str = "sheet.unknown_id";
-    pub const UNKNOWN_CHANNEL: &str = "sheet.unknown_channel";
-    pub const BAD_VALUE: &str = "sheet.bad_value";
-    pub const MANAGED: &str = "sheet.managed";
+    use super::SheetCode;
+    pub const UNKNOWN_KIND: SheetCode = SheetCode::UnknownKind;
+    pub const UNKNOWN_OBJECT: SheetCode = SheetCode::UnknownObject;
+    pub const DUPLICATE_ID: SheetCode = SheetCode::DuplicateId;
+    pub const NOT_ADDABLE: SheetCode = SheetCode::NotAddable;
+    pub const NOT_REMOVABLE: SheetCode = SheetCode::NotRemovable;
+    pub const BAD_PARENT: SheetCode = SheetCode::BadParent;
+    pub const UNKNOWN_ID: SheetCode = SheetCode::UnknownId;
+    pub const UNKNOWN_CHANNEL: SheetCode = SheetCode::UnknownChannel;
+    pub const BAD_VALUE: SheetCode = SheetCode::BadValue;
+    pub const MANAGED: SheetCode = SheetCode::Managed;
+    pub const BAD_STEP: SheetCode = SheetCode::BadStep;
 }
 
 /// An object on the sheet.
@@ -157,7 +204,7 @@ pub struct Character {
     state: State,
 }
 
-fn err(code: &'static str, message: String) -> SheetError {
+fn err(code: SheetCode, message: String) -> SheetError {
     SheetError { index: 0, code, message, solve: None }
 }
 
@@ -180,7 +227,7 @@ impl Character {
         }
         c.sheet.apply(&ops).map_err(|e| SheetError {
             index: 0,
-            code: e.error.code,
+            code: SheetCode::Solver(e.error.code),
             message: format!("setting up the sheet: {}", e.error.message),
             solve: Some(Box::new(e.error)),
         })?;
@@ -231,7 +278,7 @@ impl Character {
             self.state = saved;
             SheetError {
                 index: owner.get(e.index).copied().unwrap_or(0),
-                code: e.error.code,
+                code: SheetCode::Solver(e.error.code),
                 message: e.error.message.clone(),
                 solve: Some(Box::new(e.error)),
             }
@@ -350,6 +397,20 @@ impl Character {
         if self.state.active.contains_key(&id) || self.state.instances.iter().any(|i| i.id == id) {
             return Err(err(codes::DUPLICATE_ID, format!("the sheet already has an object `{id}`")));
         }
+        let parent = self.parent_instance(kdef, key, parent)?;
+        self.activate(object, id, parent, true, ops)
+    }
+
+    /// The instance an object of kind `kdef` goes on (attaching kinds) or under (kinds whose
+    /// scope is not a child of the global one): a part id, or an object id whose first part (or
+    /// own instance) is of the right scope. `None` for kinds that take no parent.
+    fn parent_instance(
+        &self,
+        kdef: &Kind,
+        key: &str,
+        parent: Option<&str>,
+    ) -> Result<Option<Arc<str>>, SheetError> {
+        let r = &self.ruleset;
         let rules = r.rules();
         let scope_parent = rules.scope_def(kdef.scope).parent;
         let parent = if kdef.attach || scope_parent != Some(rules.global()) && kdef.scope != rules.global() {
@@ -392,10 +453,11 @@ impl Character {
             }
             None
         };
-        self.activate(object, id, parent, true, ops)
+        Ok(parent)
     }
 
-    /// Puts object `object` on the sheet as `id`.
+    /// Puts object `object` on the sheet as `id`: its instances, its modifiers, what it grants,
+    /// its MODIFYOTHER reach, and other objects' reach into its new instances.
     fn activate(
         &mut self,
         object: ObjectId,
@@ -407,36 +469,7 @@ impl Character {
         let r = self.ruleset.clone();
         let o = r.object(object);
         let kdef = r.kind_def(o.kind);
-        let rules = r.rules();
-        let mut new_instances: Vec<usize> = Vec::new();
-        let mut instance = None;
-        let home = if kdef.attach {
-            parent.clone()
-        } else if kdef.scope == rules.global() {
-            None
-        } else {
-            ops.push(Operation::AddInstance {
-                key: id.to_string(),
-                scope: rules.scope_def(kdef.scope).name.to_string(),
-                parent: parent.as_deref().map(str::to_owned),
-            });
-            new_instances.push(self.state.instances.len());
-            self.state.instances.push(Inst { id: id.clone(), scope: kdef.scope, object });
-            instance = Some(id.clone());
-            Some(id.clone())
-        };
-        if let (Some(ps), Some(inst)) = (kdef.parts, &instance) {
-            for n in 1..=o.part_count {
-                let pid: Arc<str> = Arc::from(format!("{inst}#{n}"));
-                ops.push(Operation::AddInstance {
-                    key: pid.to_string(),
-                    scope: rules.scope_def(ps).name.to_string(),
-                    parent: Some(inst.to_string()),
-                });
-                new_instances.push(self.state.instances.len());
-                self.state.instances.push(Inst { id: pid, scope: ps, object });
-            }
-        }
+        let (home, instance, new_instances) = self.create_instances(object, &id, parent.as_ref(), ops);
         let mut mods = Vec::new();
         for (k, m) in o.modify.iter().enumerate() {
             let mid = format!("{id}:{}", k + 1);
@@ -451,34 +484,79 @@ impl Character {
         }
         let seq = self.state.next_seq;
         self.state.next_seq += 1;
-        let attached_to = if kdef.attach {
-            // The parent is a part `<id>#n` or an instance; find the object owning it.
-            parent.as_ref().and_then(|p| self.owner_of(p))
-        } else {
-            None
-        };
+        // An attached object's parent is a part `<id>#n` or an instance: find its owner.
+        let attached_to = if kdef.attach { parent.as_ref().and_then(|p| self.owner_of(p)) } else { None };
         if let Some(owner) = &attached_to
             && let Some(a) = self.state.active.get_mut(owner)
         {
             a.children.push(id.clone());
         }
-        self.state.active.insert(
-            id.clone(),
-            Active {
-                object,
-                seq,
-                instance,
-                attached_to,
-                children: Vec::new(),
-                mods,
-                grants: Vec::new(),
-                listed,
-                granted_by: 0,
-                reaching: false,
-            },
-        );
-        // Grants: dynamic objects, with their key as id, shared by every object granting them.
-        for &g in &o.grants {
+        let active = Active {
+            object,
+            seq,
+            instance,
+            attached_to,
+            children: Vec::new(),
+            mods,
+            grants: Vec::new(),
+            listed,
+            granted_by: 0,
+            reaching: false,
+        };
+        self.state.active.insert(id.clone(), active);
+        self.grant(&id, object, ops)?;
+        self.reach(&id, object, ops);
+        self.reached_by_others(&id, &new_instances, ops);
+        Ok(())
+    }
+
+    /// The instances of a new object: its own (unless it attaches, or lives in the global
+    /// scope) and its parts. Returns the instance its modifiers go on, its own instance, and
+    /// the indexes of the instances created.
+    fn create_instances(
+        &mut self,
+        object: ObjectId,
+        id: &Arc<str>,
+        parent: Option<&Arc<str>>,
+        ops: &mut Vec<Operation>,
+    ) -> (Option<Arc<str>>, Option<Arc<str>>, Vec<usize>) {
+        let r = self.ruleset.clone();
+        let o = r.object(object);
+        let kdef = r.kind_def(o.kind);
+        let rules = r.rules();
+        let mut new_instances: Vec<usize> = Vec::new();
+        if kdef.attach {
+            return (parent.cloned(), None, new_instances);
+        }
+        if kdef.scope == rules.global() {
+            return (None, None, new_instances);
+        }
+        ops.push(Operation::AddInstance {
+            key: id.to_string(),
+            scope: rules.scope_def(kdef.scope).name.to_string(),
+            parent: parent.map(|p| p.to_string()),
+        });
+        new_instances.push(self.state.instances.len());
+        self.state.instances.push(Inst { id: id.clone(), scope: kdef.scope, object });
+        if let Some(ps) = kdef.parts {
+            for n in 1..=o.part_count {
+                let pid: Arc<str> = Arc::from(format!("{id}#{n}"));
+                ops.push(Operation::AddInstance {
+                    key: pid.to_string(),
+                    scope: rules.scope_def(ps).name.to_string(),
+                    parent: Some(id.to_string()),
+                });
+                new_instances.push(self.state.instances.len());
+                self.state.instances.push(Inst { id: pid, scope: ps, object });
+            }
+        }
+        (Some(id.clone()), Some(id.clone()), new_instances)
+    }
+
+    /// Grants: dynamic objects, with their key as id, shared by every object granting them.
+    fn grant(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Operation>) -> Result<(), SheetError> {
+        let r = self.ruleset.clone();
+        for &g in &r.object(object).grants {
             let gid = r.object(g).key.clone();
             match self.state.active.get_mut(&gid) {
                 Some(ga) => ga.granted_by += 1,
@@ -489,13 +567,18 @@ impl Character {
                     }
                 }
             }
-            if let Some(a) = self.state.active.get_mut(&id) {
+            if let Some(a) = self.state.active.get_mut(id) {
                 a.grants.push(gid);
             }
         }
-        // This object's MODIFYOTHER reaches every matching instance, including its own grants'.
+        Ok(())
+    }
+
+    /// This object's MODIFYOTHER reaches every matching instance, including its own grants'.
+    fn reach(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Operation>) {
+        let r = self.ruleset.clone();
         let mut reach = Vec::new();
-        for (k, om) in o.other.iter().enumerate() {
+        for (k, om) in r.object(object).other.iter().enumerate() {
             for inst in &self.state.instances {
                 if inst.scope == om.scope && self.matches(&om.select, inst.object) {
                     let mid = format!("{id}:o{}>{}", k + 1, inst.id);
@@ -504,23 +587,27 @@ impl Character {
                 }
             }
         }
-        if let Some(a) = self.state.active.get_mut(&id) {
+        if let Some(a) = self.state.active.get_mut(id) {
             a.mods.extend(reach);
             a.reaching = true;
         }
-        // Other objects' MODIFYOTHER reach this object's new instances.
+    }
+
+    /// Other objects' MODIFYOTHER reach the new instances, in the order those objects came.
+    fn reached_by_others(&mut self, id: &Arc<str>, new_instances: &[usize], ops: &mut Vec<Operation>) {
+        let r = self.ruleset.clone();
         let mut others: Vec<(u64, Arc<str>)> = self
             .state
             .active
             .iter()
-            .filter(|(k, a)| a.reaching && **k != id && !r.object(a.object).other.is_empty())
+            .filter(|(k, a)| a.reaching && *k != id && !r.object(a.object).other.is_empty())
             .map(|(k, a)| (a.seq, k.clone()))
             .collect();
         others.sort();
         for (_, other) in others {
             let oo = r.object(self.state.active[&other].object);
             let mut added = Vec::new();
-            for &ni in &new_instances {
+            for &ni in new_instances {
                 let inst = &self.state.instances[ni];
                 for (k, om) in oo.other.iter().enumerate() {
                     if inst.scope == om.scope && self.matches(&om.select, inst.object) {
@@ -534,7 +621,6 @@ impl Character {
                 a.mods.extend(added);
             }
         }
-        Ok(())
     }
 
     /// The object owning instance `inst` (itself or a part of it).
@@ -637,10 +723,10 @@ impl Character {
         let text: Arc<str> = Arc::from(literal_text(&v));
         ops.push(Operation::AddModifier(ModifierSpec {
             id: mid,
-            var: var.name.clone(),
+            var: Target::Def(def),
             on: on.clone(),
             from: on,
-            kind: Arc::from("SET"),
+            kind: ModKind::Set,
             value: solver::Instruction::Literal(v, text),
             priority: 0,
             source: Arc::from("input"),
@@ -668,14 +754,15 @@ fn literal_text(v: &Value) -> String {
     }
 }
 
-/// The solver modifier for template `m` with id `id`, on and from instance `on`.
+/// The solver modifier for template `m` with id `id`, on and from instance `on`: the variable
+/// and type as the ruleset resolved them, the value as it compiled it.
 fn spec(m: &ModTemplate, id: &str, on: Option<&Arc<str>>) -> ModifierSpec {
     ModifierSpec {
         id: Arc::from(id),
-        var: m.var.clone(),
+        var: Target::Def(m.def),
         on: on.cloned(),
         from: on.cloned(),
-        kind: Arc::from(m.kind.name()),
+        kind: m.kind,
         value: m.value.clone(),
         priority: m.priority,
         source: m.source.clone(),

@@ -401,7 +401,7 @@ fn slot_eq(a: &Option<Slot>, b: &Option<Slot>) -> bool {
 mod tests {
     use super::*;
     use formula::Value;
-    use solver::{ModifierSpec, Operation};
+    use solver::{ModKind, ModifierSpec, Operation};
 
     /// Version 1: Total = Base + Bonus with Base 10. Version 2: Base 20.
     fn ruleset(base: &str) -> Arc<Ruleset> {
@@ -415,7 +415,13 @@ mod tests {
     }
 
     fn add(id: &str, var: &str, kind: &str, value: &str) -> SheetOp {
-        SheetOp::Solver(Operation::AddModifier(ModifierSpec::new(id, var, kind, value, "test")))
+        SheetOp::Solver(Operation::AddModifier(ModifierSpec::new(
+            id,
+            var,
+            ModKind::named(kind).expect("a modifier type"),
+            value,
+            "test",
+        )))
     }
 
     fn rev(number: u64, version: u64, operations: Vec<SheetOp>) -> Revision {
@@ -443,10 +449,10 @@ mod tests {
                         parent: None,
                     }),
                     SheetOp::Solver(Operation::AddModifier(
-                        ModifierSpec::new("w", "Weight", "SET", "4", "test").on("box"),
+                        ModifierSpec::new("w", "Weight", ModKind::Set, "4", "test").on("box"),
                     )),
                     SheetOp::Solver(Operation::AddModifier(
-                        ModifierSpec::new("t", "Total", "ADD", "Weight", "test").from("box"),
+                        ModifierSpec::new("t", "Total", ModKind::Add, "Weight", "test").from("box"),
                     )),
                 ],
             ),

@@ -357,6 +357,7 @@ impl Reader<'_, '_> {
         Some(())
     }
 
+    // long: one arm per key of an [[object]] table, the native format's object schema in one place.
     fn object(&mut self, item: &Spanned<DeValue<'_>>) {
         let Some(t) = self.table(item, "an [[object]]") else { return };
         let at = self.cx.origin(item.span().start);

@@ -475,6 +475,7 @@ impl<'d> PcgenReader<'d> {
         self.forgotten.push(false);
     }
 
+    // long: one arm per PCGen object token, the dispatch table of the reader.
     /// Applies one token of an object line.
     fn object_token(&mut self, obj: &mut ObjectDraft, tok: &Text, key_token: Option<&str>) {
         let (tag, value) = split_tag(tok);

@@ -48,14 +48,13 @@
 pub mod ast;
 mod check;
 mod error;
-mod eval;
 mod format;
 mod function;
 mod lexer;
 pub mod number;
 mod parser;
-mod program;
 mod span;
+mod tree;
 mod value;
 
 pub use error::{ErrorCode, FormulaError, Stage};
@@ -66,15 +65,17 @@ pub use function::{
 };
 pub use number::Num;
 pub use parser::{Limits, parse};
-pub use program::{IntOp, IntProgram, run_int};
 pub use span::Span;
+pub use tree::program::{IntOp, IntProgram, run_int};
 pub use value::{CustomValue, Value, canonical_decimal, parse_decimal};
 
-use check::{Checker, Node};
-use eval::Evaluator;
+use check::Checker;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use tree::Node;
+use tree::eval::Evaluator;
+use tree::program;
 
 /// An opaque variable identity chosen by the [`Symbols`] implementation (for the solver, a
 /// variable definition in a scope). The formula stores it; the [`EvalContext`] maps it to a value.

@@ -100,6 +100,7 @@ fn show(v: &Value) -> String {
     v.to_string()
 }
 
+// long: a data table of formulas and their values.
 #[test]
 fn values_table() {
     let table: &[(&str, &str)] = &[
@@ -725,7 +726,7 @@ proptest! {
         let mut checker = check::Checker::new(&e, &lib, None, 100);
         let node = checker.check(&tree).unwrap().node;
         let vars: Vec<(VarId, Arc<str>)> = checker.vars.iter().map(|(id, n, _)| (*id, n.clone())).collect();
-        let reference = eval::Evaluator::new(&e, &vars, None).eval(&node).map_err(|e| *e);
+        let reference = tree::eval::Evaluator::new(&e, &vars, None).eval(&node).map_err(|e| *e);
         match (&fast, &reference) {
             (Ok(x), Ok(y)) => prop_assert_eq!(x, y, "{}", text),
             (Err(x), Err(y)) => prop_assert_eq!((x.code, x.span), (y.code, y.span), "{}", text),

@@ -7,8 +7,8 @@ use std::fmt;
 /// unchanged.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SolveError {
-    /// Stable code, e.g. `solver.cycle`.
-    pub code: &'static str,
+    /// Stable code, e.g. [`Code::Cycle`] (`solver.cycle`).
+    pub code: Code,
     /// What went wrong, naming the offending things.
     pub message: String,
     /// For `solver.cycle`: the variables around the cycle, first repeated last
@@ -21,7 +21,9 @@ pub struct SolveError {
 }
 
 impl SolveError {
-    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Self {
+    /// An error with a code and a message (for code outside the solver that reports in the
+    /// solver's terms, such as a scenario step that is not one of the step kinds).
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
         SolveError {
             code,
             message: message.into(),
@@ -33,7 +35,7 @@ impl SolveError {
 
     pub(crate) fn formula(what: &str, text: &str, err: FormulaError) -> Self {
         let mut e =
-            SolveError::new("solver.formula", format!("{what}: `{text}`: {} [{}]", err.message, err.code));
+            SolveError::new(Code::Formula, format!("{what}: `{text}`: {} [{}]", err.message, err.code));
         e.formula = Some(Box::new((err, text.to_owned())));
         e
     }
@@ -47,22 +49,82 @@ impl fmt::Display for SolveError {
 
 impl std::error::Error for SolveError {}
 
-/// The stable codes, documented in `docs/solver.md`.
+/// The stable codes of solver errors, documented in `docs/solver.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    UnknownScope,
+    DuplicateScope,
+    VariableConflict,
+    UnknownVariable,
+    UnknownInstance,
+    DuplicateInstance,
+    WrongParent,
+    UnknownModifier,
+    DuplicateModifier,
+    BadModifierType,
+    BadValue,
+    /// A priority that is negative or not a whole number.
+    BadPriority,
+    /// A step of a scenario that is not one of the step kinds.
+    BadStep,
+    Locked,
+    Cycle,
+    Formula,
+    BadDefault,
+    BadFunction,
+}
+
+impl Code {
+    /// The code as written in outputs: `solver.cycle`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::UnknownScope => "solver.unknown_scope",
+            Code::DuplicateScope => "solver.duplicate_scope",
+            Code::VariableConflict => "solver.variable_conflict",
+            Code::UnknownVariable => "solver.unknown_variable",
+            Code::UnknownInstance => "solver.unknown_instance",
+            Code::DuplicateInstance => "solver.duplicate_instance",
+            Code::WrongParent => "solver.wrong_parent",
+            Code::UnknownModifier => "solver.unknown_modifier",
+            Code::DuplicateModifier => "solver.duplicate_modifier",
+            Code::BadModifierType => "solver.bad_modifier_type",
+            Code::BadValue => "solver.bad_value",
+            Code::BadPriority => "solver.bad_priority",
+            Code::BadStep => "solver.bad_step",
+            Code::Locked => "solver.locked",
+            Code::Cycle => "solver.cycle",
+            Code::Formula => "solver.formula",
+            Code::BadDefault => "solver.bad_default",
+            Code::BadFunction => "solver.bad_function",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The codes as constants, for matching and for building errors.
 pub mod codes {
-    pub const UNKNOWN_SCOPE: &str = "solver.unknown_scope";
-    pub const DUPLICATE_SCOPE: &str = "solver.duplicate_scope";
-    pub const VARIABLE_CONFLICT: &str = "solver.variable_conflict";
-    pub const UNKNOWN_VARIABLE: &str = "solver.unknown_variable";
-    pub const UNKNOWN_INSTANCE: &str = "solver.unknown_instance";
-    pub const DUPLICATE_INSTANCE: &str = "solver.duplicate_instance";
-    pub const WRONG_PARENT: &str = "solver.wrong_parent";
-    pub const UNKNOWN_MODIFIER: &str = "solver.unknown_modifier";
-    pub const DUPLICATE_MODIFIER: &str = "solver.duplicate_modifier";
-    pub const BAD_MODIFIER_TYPE: &str = "solver.bad_modifier_type";
-    pub const BAD_VALUE: &str = "solver.bad_value";
-    pub const LOCKED: &str = "solver.locked";
-    pub const CYCLE: &str = "solver.cycle";
-    pub const FORMULA: &str = "solver.formula";
-    pub const BAD_DEFAULT: &str = "solver.bad_default";
-    pub const BAD_FUNCTION: &str = "solver.bad_function";
+    use super::Code;
+    pub const UNKNOWN_SCOPE: Code = Code::UnknownScope;
+    pub const DUPLICATE_SCOPE: Code = Code::DuplicateScope;
+    pub const VARIABLE_CONFLICT: Code = Code::VariableConflict;
+    pub const UNKNOWN_VARIABLE: Code = Code::UnknownVariable;
+    pub const UNKNOWN_INSTANCE: Code = Code::UnknownInstance;
+    pub const DUPLICATE_INSTANCE: Code = Code::DuplicateInstance;
+    pub const WRONG_PARENT: Code = Code::WrongParent;
+    pub const UNKNOWN_MODIFIER: Code = Code::UnknownModifier;
+    pub const DUPLICATE_MODIFIER: Code = Code::DuplicateModifier;
+    pub const BAD_MODIFIER_TYPE: Code = Code::BadModifierType;
+    pub const BAD_VALUE: Code = Code::BadValue;
+    pub const BAD_PRIORITY: Code = Code::BadPriority;
+    pub const BAD_STEP: Code = Code::BadStep;
+    pub const LOCKED: Code = Code::Locked;
+    pub const CYCLE: Code = Code::Cycle;
+    pub const FORMULA: Code = Code::Formula;
+    pub const BAD_DEFAULT: Code = Code::BadDefault;
+    pub const BAD_FUNCTION: Code = Code::BadFunction;
 }

@@ -31,9 +31,9 @@ mod modifier;
 mod rules;
 mod sheet;
 
-pub use error::{SolveError, codes};
-pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec};
-pub use rules::{Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId};
+pub use error::{Code, SolveError, codes};
+pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec, Target, is_literal};
+pub use rules::{InstructionError, Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId};
 pub use sheet::{
     BatchError, Change, InstanceId, Operation, Report, Sheet, Slot, Trace, TraceStep, ValueError, Var, VarRef,
 };

@@ -1,5 +1,7 @@
 //! Modifier types and values.
 
+use crate::error::{SolveError, codes};
+use crate::rules::VarDefId;
 use formula::number::MathError;
 use formula::{Format, Formula, Num, Value};
 use std::fmt;
@@ -65,30 +67,55 @@ impl ModKind {
         }
     }
 
-    /// The modifier type `name` (case-insensitive) for a variable of `format`, or the list of
-    /// types that format accepts.
-    pub fn parse(name: &str, format: &Format) -> Result<ModKind, String> {
+    /// The modifier type written `name` (case-insensitive): SET, MULTIPLY, DIVIDE, ADD, MAX,
+    /// MIN or APPEND. Whether it fits a variable is [`ModKind::for_format`]'s question.
+    pub fn named(name: &str) -> Result<ModKind, SolveError> {
         let upper = name.trim().to_ascii_uppercase();
-        let kind = match (format, upper.as_str()) {
-            (_, "SET") => ModKind::Set,
-            (Format::Number, "MULTIPLY") => ModKind::Multiply,
-            (Format::Number, "DIVIDE") => ModKind::Divide,
-            (Format::Number, "ADD") => ModKind::Add,
-            (Format::Number, "MAX") => ModKind::Max,
-            (Format::Number, "MIN") => ModKind::Min,
-            (Format::Array(_), "ADD" | "APPEND") => ModKind::Append,
+        Ok(match upper.as_str() {
+            "SET" => ModKind::Set,
+            "MULTIPLY" => ModKind::Multiply,
+            "DIVIDE" => ModKind::Divide,
+            "ADD" => ModKind::Add,
+            "MAX" => ModKind::Max,
+            "MIN" => ModKind::Min,
+            "APPEND" => ModKind::Append,
+            _ => {
+                return Err(SolveError::new(
+                    codes::BAD_MODIFIER_TYPE,
+                    format!("`{name}` is not a modifier type (SET, MULTIPLY, DIVIDE, ADD, MAX, MIN, APPEND)"),
+                ));
+            }
+        })
+    }
+
+    /// This type as it applies to a variable of `format` (ADD on an ARRAY appends), or the list
+    /// of types that format accepts.
+    pub fn for_format(self, format: &Format) -> Result<ModKind, String> {
+        let kind = match (format, self) {
+            (_, ModKind::Set) => ModKind::Set,
+            (
+                Format::Number,
+                k @ (ModKind::Multiply | ModKind::Divide | ModKind::Add | ModKind::Max | ModKind::Min),
+            ) => k,
+            (Format::Array(_), ModKind::Add | ModKind::Append) => ModKind::Append,
             _ => {
                 let allowed = match format {
                     Format::Number => "SET, MULTIPLY, DIVIDE, ADD, MAX, MIN",
                     Format::Array(_) => "SET, ADD (append)",
                     _ => "SET",
                 };
+                let name = self.name();
                 return Err(format!(
                     "modifier type `{name}` does not apply to {format} (allowed: {allowed})"
                 ));
             }
         };
         Ok(kind)
+    }
+
+    /// [`ModKind::named`] then [`ModKind::for_format`], with the error as text.
+    pub fn parse(name: &str, format: &Format) -> Result<ModKind, String> {
+        ModKind::named(name).map_err(|e| e.message)?.for_format(format)
     }
 
     /// The format the modifier's value must have for a target of `format`.
@@ -142,19 +169,52 @@ impl From<&str> for Instruction {
     }
 }
 
+/// Whether a modifier's value for `expected` is written as a literal rather than a formula:
+/// formats without formula syntax (STRING, data formats) always, BOOLEAN when the text is `true`
+/// or `false`. The one place this rule lives; [`crate::Rules::instruction`] applies it.
+pub fn is_literal(expected: &Format, text: &str) -> bool {
+    match expected {
+        Format::String | Format::Custom(_) => true,
+        Format::Boolean => {
+            let t = text.trim();
+            t.eq_ignore_ascii_case("true") || t.eq_ignore_ascii_case("false")
+        }
+        _ => false,
+    }
+}
+
+/// The variable a modifier changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A name resolved from the `on` instance's scope when the modifier is added (ad-hoc
+    /// modifiers from requests).
+    Name(Arc<str>),
+    /// A declaration resolved at load (rulesets); its node is the `on` instance's.
+    Def(VarDefId),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Name(n) => f.write_str(n),
+            Target::Def(d) => write!(f, "#{}", d.0),
+        }
+    }
+}
+
 /// A modifier to add to a sheet.
 #[derive(Clone, Debug)]
 pub struct ModifierSpec {
     /// Unique id within the sheet.
     pub id: Arc<str>,
-    /// The variable modified, resolved from `on` (or the global scope).
-    pub var: Arc<str>,
+    /// The variable modified, seen from `on` (or the global instance).
+    pub var: Target,
     /// The instance where resolving `var` starts; `None` for the global instance.
     pub on: Option<Arc<str>>,
     /// The instance whose scope the formula's names resolve in; `None` means `on`.
     pub from: Option<Arc<str>>,
-    /// `SET`, `ADD`, …
-    pub kind: Arc<str>,
+    /// `SET`, `ADD`, … (ADD on an ARRAY appends).
+    pub kind: ModKind,
     pub value: Instruction,
     /// User priority (lower applies first); default 0.
     pub priority: u32,
@@ -166,14 +226,15 @@ pub struct ModifierSpec {
 }
 
 impl ModifierSpec {
-    /// A modifier with priority 0, no condition, applied on and from the global instance.
-    pub fn new(id: &str, var: &str, kind: &str, value: &str, source: &str) -> Self {
+    /// A modifier on the variable named `var`, with priority 0, no condition, applied on and
+    /// from the global instance.
+    pub fn new(id: &str, var: &str, kind: ModKind, value: &str, source: &str) -> Self {
         ModifierSpec {
             id: Arc::from(id),
-            var: Arc::from(var),
+            var: Target::Name(Arc::from(var)),
             on: None,
             from: None,
-            kind: Arc::from(kind),
+            kind,
             value: Instruction::from(value),
             priority: 0,
             source: Arc::from(source),

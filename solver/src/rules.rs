@@ -6,6 +6,7 @@
 
 use crate::Map;
 use crate::error::{SolveError, codes};
+use crate::modifier::Instruction;
 use formula::{
     CheckEnv, Compiler, Format, FormatRegistry, FormatType, Formula, Library, Symbols, Value, VarId,
 };
@@ -329,6 +330,35 @@ impl Rules {
         env.expected = expected;
         self.compiler.compile(text, &env)
     }
+
+    /// A modifier's value as written, made ready: a literal for `expected` formats without
+    /// formula syntax ([`crate::modifier::is_literal`]), else a formula compiled in `scope`
+    /// (`input` is the target variable's format, for `value()`).
+    pub fn instruction(
+        &self,
+        text: &str,
+        scope: ScopeId,
+        input: &Format,
+        expected: &Format,
+    ) -> Result<Instruction, InstructionError> {
+        if crate::modifier::is_literal(expected, text) {
+            return Value::parse_literal(expected, text)
+                .map(|v| Instruction::Literal(v, Arc::from(text)))
+                .map_err(InstructionError::Literal);
+        }
+        self.compile(text, scope, Some(input), Some(expected))
+            .map(Instruction::Compiled)
+            .map_err(InstructionError::Formula)
+    }
+}
+
+/// Why a modifier's value could not be made ready.
+#[derive(Clone, Debug)]
+pub enum InstructionError {
+    /// A literal that does not parse as its format (the message says why).
+    Literal(String),
+    /// A formula that does not compile.
+    Formula(formula::FormulaError),
 }
 
 /// The symbol table of one scope, for the formula checker.

@@ -50,7 +50,15 @@ fn dependencies_and_dependents_come_from_the_graph() {
         ("d", "D", "SET", "C/Zero"),
         ("b", "B", "SET", "A"),
     ] {
-        sheet.add_modifier(&ModifierSpec::new(id, var, kind, value, "data")).unwrap();
+        sheet
+            .add_modifier(&ModifierSpec::new(
+                id,
+                var,
+                ModKind::named(kind).expect("a modifier type"),
+                value,
+                "data",
+            ))
+            .unwrap();
     }
     let var = |r: &str| sheet.find(r).unwrap();
     let show =
@@ -83,19 +91,29 @@ fn appendages_walkthrough() {
         ("e", "Appendages", "SET", "Fingers+Toes+Hands+Feet"),
     ];
     for (id, var, kind, value) in steps {
-        sheet.add_modifier(&ModifierSpec::new(id, var, kind, value, "data")).unwrap();
+        sheet
+            .add_modifier(&ModifierSpec::new(
+                id,
+                var,
+                ModKind::named(kind).expect("a modifier type"),
+                value,
+                "data",
+            ))
+            .unwrap();
     }
     assert_eq!(
         [val(&sheet, "Fingers"), val(&sheet, "Hands"), val(&sheet, "Feet"), val(&sheet, "Appendages")],
         ["10", "2", "0", "12"]
     );
-    let f = sheet.add_modifier(&ModifierSpec::new("f", "Toes", "ADD", "10", "data")).unwrap();
+    let f = sheet.add_modifier(&ModifierSpec::new("f", "Toes", ModKind::Add, "10", "data")).unwrap();
     assert_eq!(names(&f.evaluated), ["Toes", "Feet", "Appendages"], "each once, in topological order");
     assert_eq!(f.recomputed, 3);
     assert_eq!(changes(&f), ["Toes 0→10", "Feet 0→2", "Appendages 12→24"]);
     // The SET at priority 1000 recomputes Toes only: its value does not change, so nothing
     // after it is recomputed (early cutoff).
-    let g = sheet.add_modifier(&ModifierSpec::new("g", "Toes", "SET", "10", "data").priority(1000)).unwrap();
+    let g = sheet
+        .add_modifier(&ModifierSpec::new("g", "Toes", ModKind::Set, "10", "data").priority(1000))
+        .unwrap();
     assert_eq!(names(&g.evaluated), ["Toes"]);
     assert!(g.changed.is_empty());
     let values: Vec<(String, String)> =
@@ -120,7 +138,18 @@ fn movement_through_priorities() {
         let mut sheet = Sheet::new(globals(&["Movement"]));
         for i in order {
             let (id, kind, value, p) = mods[i];
-            sheet.add_modifier(&ModifierSpec::new(id, "Movement", kind, value, id).priority(p)).unwrap();
+            sheet
+                .add_modifier(
+                    &ModifierSpec::new(
+                        id,
+                        "Movement",
+                        ModKind::named(kind).expect("a modifier type"),
+                        value,
+                        id,
+                    )
+                    .priority(p),
+                )
+                .unwrap();
         }
         assert_eq!(val(&sheet, "Movement"), "65", "order {order:?}");
     }
@@ -131,9 +160,9 @@ fn movement_through_priorities() {
 fn higher_priority_wins_either_way_round() {
     for first in [true, false] {
         let mut sheet = Sheet::new(globals(&["Hands"]));
-        sheet.add_modifier(&ModifierSpec::new("race", "Hands", "SET", "2", "Race")).unwrap();
-        let t1 = ModifierSpec::new("t1", "Hands", "SET", "4", "Template1").priority(10);
-        let t2 = ModifierSpec::new("t2", "Hands", "SET", "6", "Template2").priority(20);
+        sheet.add_modifier(&ModifierSpec::new("race", "Hands", ModKind::Set, "2", "Race")).unwrap();
+        let t1 = ModifierSpec::new("t1", "Hands", ModKind::Set, "4", "Template1").priority(10);
+        let t2 = ModifierSpec::new("t2", "Hands", ModKind::Set, "6", "Template2").priority(20);
         let (a, b) = if first { (t1, t2) } else { (t2, t1) };
         sheet.add_modifier(&a).unwrap();
         sheet.add_modifier(&b).unwrap();
@@ -155,7 +184,15 @@ fn inherent_priorities_at_one_user_priority() {
     let mut sheet = Sheet::new(Arc::new(b.build()));
     assert_eq!(val(&sheet, "X"), "6");
     for (id, kind, v) in [("add", "ADD", "1"), ("mul", "MULTIPLY", "2"), ("set", "SET", "4")] {
-        sheet.add_modifier(&ModifierSpec::new(id, "X", kind, v, "test")).unwrap();
+        sheet
+            .add_modifier(&ModifierSpec::new(
+                id,
+                "X",
+                ModKind::named(kind).expect("a modifier type"),
+                v,
+                "test",
+            ))
+            .unwrap();
     }
     assert_eq!(val(&sheet, "X"), "9");
     let t = sheet.trace("X").unwrap();
@@ -167,8 +204,8 @@ fn inherent_priorities_at_one_user_priority() {
         [(ModKind::Set, 0, "4".into()), (ModKind::Multiply, 1, "8".into()), (ModKind::Add, 3, "9".into())]
     );
     // MAX and MIN come last: a floor and a cap.
-    sheet.add_modifier(&ModifierSpec::new("cap", "X", "MIN", "7", "test")).unwrap();
-    sheet.add_modifier(&ModifierSpec::new("floor", "X", "MAX", "12", "test")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("cap", "X", ModKind::Min, "7", "test")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("floor", "X", ModKind::Max, "12", "test")).unwrap();
     assert_eq!(val(&sheet, "X"), "7", "MAX 12 then MIN 7");
 }
 
@@ -193,13 +230,15 @@ fn local_variables_are_independent_per_instance() {
     assert_eq!(changes(&r), ["sword1.MyPlusValue null→0", "sword1.Name null→"]);
     sheet.add_instance("sword2", "PC.EQUIPMENT", None).unwrap();
     sheet
-        .add_modifier(&ModifierSpec::new("p1", "MyPlusValue", "SET", "1", "Longsword +1").on("sword1"))
+        .add_modifier(&ModifierSpec::new("p1", "MyPlusValue", ModKind::Set, "1", "Longsword +1").on("sword1"))
         .unwrap();
     sheet
-        .add_modifier(&ModifierSpec::new("p2", "MyPlusValue", "SET", "3", "Longsword +3").on("sword2"))
+        .add_modifier(&ModifierSpec::new("p2", "MyPlusValue", ModKind::Set, "3", "Longsword +3").on("sword2"))
         .unwrap();
     sheet
-        .add_modifier(&ModifierSpec::new("n1", "Name", "SET", "Longsword", "Longsword +1").on("sword1"))
+        .add_modifier(
+            &ModifierSpec::new("n1", "Name", ModKind::Set, "Longsword", "Longsword +1").on("sword1"),
+        )
         .unwrap();
     assert_eq!(val(&sheet, "sword1.MyPlusValue"), "1");
     assert_eq!(val(&sheet, "sword2.myplusvalue"), "3", "names are case-insensitive");
@@ -207,10 +246,14 @@ fn local_variables_are_independent_per_instance() {
     // A part's formula reads its equipment's local variable; a global reads from an instance.
     sheet.add_instance("sword2#1", "PC.EQUIPMENT.PART", Some("sword2")).unwrap();
     sheet
-        .add_modifier(&ModifierSpec::new("b", "Bonus", "SET", "MyPlusValue * 2", "part").on("sword2#1"))
+        .add_modifier(
+            &ModifierSpec::new("b", "Bonus", ModKind::Set, "MyPlusValue * 2", "part").on("sword2#1"),
+        )
         .unwrap();
     assert_eq!(val(&sheet, "sword2#1.Bonus"), "6");
-    sheet.add_modifier(&ModifierSpec::new("ac", "AC", "ADD", "Bonus", "part").from("sword2#1")).unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("ac", "AC", ModKind::Add, "Bonus", "part").from("sword2#1"))
+        .unwrap();
     assert_eq!(val(&sheet, "AC"), "6");
     // Removing the equipment removes its part, their variables and every modifier on or from them.
     let r = sheet.remove_instance("sword2").unwrap();
@@ -228,7 +271,7 @@ fn a_skill_cannot_name_an_equipment_variable() {
     let mut sheet = Sheet::new(equipment_rules());
     sheet.add_instance("climb", "PC.SKILL", None).unwrap();
     let e = sheet
-        .add_modifier(&ModifierSpec::new("x", "Ranks", "ADD", "MyPlusValue", "feat").on("climb"))
+        .add_modifier(&ModifierSpec::new("x", "Ranks", ModKind::Add, "MyPlusValue", "feat").on("climb"))
         .unwrap_err();
     assert_eq!(e.code, codes::FORMULA);
     assert!(e.message.contains("unknown variable `MyPlusValue` in scope PC.SKILL"), "{}", e.message);
@@ -239,23 +282,28 @@ fn a_skill_cannot_name_an_equipment_variable() {
 #[test]
 fn cycles_are_rejected_when_closed_and_change_nothing() {
     let mut sheet = Sheet::new(globals(&["Fingers", "Hands", "Appendages"]));
-    sheet.add_modifier(&ModifierSpec::new("a", "Fingers", "SET", "5", "data")).unwrap();
-    sheet.add_modifier(&ModifierSpec::new("b", "Hands", "SET", "Fingers/5", "data")).unwrap();
-    sheet.add_modifier(&ModifierSpec::new("e", "Appendages", "SET", "Fingers+Hands", "data")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("a", "Fingers", ModKind::Set, "5", "data")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("b", "Hands", ModKind::Set, "Fingers/5", "data")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("e", "Appendages", ModKind::Set, "Fingers+Hands", "data")).unwrap();
     let before = sheet.values();
-    let e = sheet.add_modifier(&ModifierSpec::new("x", "Hands", "ADD", "Appendages", "bad")).unwrap_err();
+    let e =
+        sheet.add_modifier(&ModifierSpec::new("x", "Hands", ModKind::Add, "Appendages", "bad")).unwrap_err();
     assert_eq!(e.code, codes::CYCLE);
     assert_eq!(e.cycle, ["Appendages", "Hands", "Appendages"]);
     assert_eq!(e.cycle_modifiers, ["x", "e"]);
     assert_eq!(sheet.values(), before, "state unchanged");
     assert_eq!(sheet.modifier_count(), 3);
     // A longer cycle, and one through a variable's own value.
-    let e = sheet.add_modifier(&ModifierSpec::new("y", "Fingers", "ADD", "Appendages", "bad")).unwrap_err();
+    let e = sheet
+        .add_modifier(&ModifierSpec::new("y", "Fingers", ModKind::Add, "Appendages", "bad"))
+        .unwrap_err();
     assert_eq!(e.cycle, ["Appendages", "Fingers", "Appendages"]);
-    let e = sheet.add_modifier(&ModifierSpec::new("z", "Hands", "ADD", "Hands", "bad")).unwrap_err();
+    let e = sheet.add_modifier(&ModifierSpec::new("z", "Hands", ModKind::Add, "Hands", "bad")).unwrap_err();
     assert_eq!(e.cycle, ["Hands", "Hands"]);
     // value() is the way to read the value so far: not a cycle.
-    sheet.add_modifier(&ModifierSpec::new("v", "Hands", "SET", "value() * 3", "ok").priority(5)).unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("v", "Hands", ModKind::Set, "value() * 3", "ok").priority(5))
+        .unwrap();
     assert_eq!(val(&sheet, "Hands"), "3");
 }
 
@@ -269,8 +317,10 @@ fn conditions_locks_types_and_errors() {
     b.declare("Level", "PC", Format::Number, true).unwrap();
     b.declare("Tags", "PC", Format::array(Format::Number), false).unwrap();
     let mut sheet = Sheet::new(Arc::new(b.build()));
-    sheet.add_modifier(&ModifierSpec::new("base", "Speed", "SET", "30", "race")).unwrap();
-    sheet.add_modifier(&ModifierSpec::new("slow", "Speed", "ADD", "-10", "armor").when("Armored")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("base", "Speed", ModKind::Set, "30", "race")).unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("slow", "Speed", ModKind::Add, "-10", "armor").when("Armored"))
+        .unwrap();
     assert_eq!(val(&sheet, "Speed"), "30");
     let t = sheet.trace("Speed").unwrap();
     assert_eq!(
@@ -279,43 +329,45 @@ fn conditions_locks_types_and_errors() {
         "skipped, and the trace says so"
     );
     assert_eq!(t.steps[1].reads[0].0.to_string(), "Armored");
-    sheet.add_modifier(&ModifierSpec::new("don", "Armored", "SET", "true", "armor")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("don", "Armored", ModKind::Set, "true", "armor")).unwrap();
     assert_eq!(val(&sheet, "Speed"), "20");
-    let e = sheet.add_modifier(&ModifierSpec::new("l", "Level", "SET", "3", "data")).unwrap_err();
+    let e = sheet.add_modifier(&ModifierSpec::new("l", "Level", ModKind::Set, "3", "data")).unwrap_err();
     assert_eq!(e.code, codes::LOCKED);
-    let e = sheet.add_modifier(&ModifierSpec::new("m", "Armored", "ADD", "true", "data")).unwrap_err();
+    let e = sheet.add_modifier(&ModifierSpec::new("m", "Armored", ModKind::Add, "true", "data")).unwrap_err();
     assert_eq!(e.code, codes::BAD_MODIFIER_TYPE);
-    let e = sheet.add_modifier(&ModifierSpec::new("m", "Speed", "SET", "Armored", "data")).unwrap_err();
+    let e =
+        sheet.add_modifier(&ModifierSpec::new("m", "Speed", ModKind::Set, "Armored", "data")).unwrap_err();
     assert_eq!(e.code, codes::FORMULA);
     assert_eq!(
-        sheet.add_modifier(&ModifierSpec::new("base", "Speed", "SET", "1", "x")).unwrap_err().code,
+        sheet.add_modifier(&ModifierSpec::new("base", "Speed", ModKind::Set, "1", "x")).unwrap_err().code,
         codes::DUPLICATE_MODIFIER
     );
     assert_eq!(sheet.remove_modifier("nope").unwrap_err().code, codes::UNKNOWN_MODIFIER);
     // A division by zero makes the variable an error, and what depends on it too, until fixed.
-    sheet.add_modifier(&ModifierSpec::new("d", "Load", "SET", "Speed / Divisor", "rule")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("d", "Load", ModKind::Set, "Speed / Divisor", "rule")).unwrap();
     let err = sheet.value("Load").unwrap().unwrap_err();
     assert_eq!(err.code, "evaluation.division_by_zero");
-    sheet.add_modifier(&ModifierSpec::new("fix", "Divisor", "SET", "4", "rule")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("fix", "Divisor", ModKind::Set, "4", "rule")).unwrap();
     assert_eq!(val(&sheet, "Load"), "5");
     // Arrays: SET and APPEND.
-    sheet.add_modifier(&ModifierSpec::new("t1", "Tags", "ADD", "Speed", "x")).unwrap();
-    sheet.add_modifier(&ModifierSpec::new("t2", "Tags", "APPEND", "7", "x")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("t1", "Tags", ModKind::Add, "Speed", "x")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("t2", "Tags", ModKind::Append, "7", "x")).unwrap();
     assert_eq!(val(&sheet, "Tags"), "[20, 7]");
 }
 
 #[test]
 fn clones_are_independent_what_ifs() {
     let mut sheet = Sheet::new(globals(&["A", "B"]));
-    sheet.add_modifier(&ModifierSpec::new("a", "A", "SET", "2", "x")).unwrap();
-    sheet.add_modifier(&ModifierSpec::new("b", "B", "SET", "A * 10", "x")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("a", "A", ModKind::Set, "2", "x")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("b", "B", ModKind::Set, "A * 10", "x")).unwrap();
     let mut what_if = sheet.clone();
-    what_if.add_modifier(&ModifierSpec::new("a2", "A", "ADD", "1", "y")).unwrap();
+    what_if.add_modifier(&ModifierSpec::new("a2", "A", ModKind::Add, "1", "y")).unwrap();
     assert_eq!((val(&sheet, "B"), val(&what_if, "B")), ("20".to_owned(), "30".to_owned()));
 }
 
 // ---- batches ----
 
+// long: one scenario, step by step, each step asserting what the batch did.
 #[test]
 fn batches_apply_together_or_not_at_all() {
     let rules = {
@@ -329,15 +381,15 @@ fn batches_apply_together_or_not_at_all() {
     };
     let mut sheet = Sheet::new(rules);
     sheet.record_evaluations(true);
-    sheet.add_modifier(&ModifierSpec::new("dex", "Dex", "SET", "3", "stats")).unwrap();
-    sheet.add_modifier(&ModifierSpec::new("ac", "AC", "SET", "10 + Dex", "rules")).unwrap();
-    sheet.add_modifier(&ModifierSpec::new("total", "Total", "SET", "AC * 2", "rules")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("dex", "Dex", ModKind::Set, "3", "stats")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("ac", "AC", ModKind::Set, "10 + Dex", "rules")).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("total", "Total", ModKind::Set, "AC * 2", "rules")).unwrap();
     let item = |id: &str| Operation::AddInstance { key: id.into(), scope: "PC.ITEM".into(), parent: None };
     let on_item = |id: &str, item: &str, value: &str| {
-        Operation::AddModifier(ModifierSpec::new(id, "Bonus", "SET", value, item).on(item))
+        Operation::AddModifier(ModifierSpec::new(id, "Bonus", ModKind::Set, value, item).on(item))
     };
     let to_ac = |id: &str, item: &str| {
-        Operation::AddModifier(ModifierSpec::new(id, "AC", "ADD", "Bonus", item).from(item))
+        Operation::AddModifier(ModifierSpec::new(id, "AC", ModKind::Add, "Bonus", item).from(item))
     };
     // An item, its bonus, and two modifiers raising AC: AC and Total are evaluated once each.
     let report = sheet
@@ -370,8 +422,8 @@ fn batches_apply_together_or_not_at_all() {
     // A later operation closing a cycle: the batch fails there and the earlier one is undone.
     let err = sheet
         .apply(&[
-            Operation::AddModifier(ModifierSpec::new("x", "Dex", "ADD", "1", "bad")),
-            Operation::AddModifier(ModifierSpec::new("y", "Dex", "ADD", "Total", "bad")),
+            Operation::AddModifier(ModifierSpec::new("x", "Dex", ModKind::Add, "1", "bad")),
+            Operation::AddModifier(ModifierSpec::new("y", "Dex", ModKind::Add, "Total", "bad")),
         ])
         .unwrap_err();
     assert_eq!((err.index, err.error.code), (1, codes::CYCLE));
@@ -475,11 +527,22 @@ fn step_operation(n: usize, step: Step, ids: &[String]) -> Option<Operation> {
             let id = format!("m{n}");
             let spec = match local {
                 // A local variable modified from its item, read by a global.
-                Some(item) => {
-                    ModifierSpec::new(&id, "Weight", kinds[kind], &formula, "s").on(&format!("item{item}"))
-                }
-                None => ModifierSpec::new(&id, &format!("G{target}"), kinds[kind], &formula, "s")
-                    .priority(priority),
+                Some(item) => ModifierSpec::new(
+                    &id,
+                    "Weight",
+                    ModKind::named(kinds[kind]).expect("a modifier type"),
+                    &formula,
+                    "s",
+                )
+                .on(&format!("item{item}")),
+                None => ModifierSpec::new(
+                    &id,
+                    &format!("G{target}"),
+                    ModKind::named(kinds[kind]).expect("a modifier type"),
+                    &formula,
+                    "s",
+                )
+                .priority(priority),
             };
             Operation::AddModifier(spec)
         }

@@ -62,9 +62,9 @@ fn solve_line(ruleset: &Arc<data::Ruleset>, line: &str, number: usize) -> Result
     let spec: Spec = serde_json::from_str(line).map_err(|e| bad(format!("line {number}: {e}")))?;
     let mut ops = Vec::with_capacity(spec.steps.len());
     for (i, s) in spec.steps.iter().enumerate() {
-        let op = super::sheet::parse_step(s).map_err(|e| {
-            let p =
-                Problem::new(e.code, format!("line {number}, step {i}: {}", e.message)).at_operation(i, None);
+        let op = super::steps::sheet_op(s).map_err(|e| {
+            let p = Problem::new(e.code(), format!("line {number}, step {i}: {}", e.message()))
+                .at_operation(i, None);
             error_line(spec.id.clone(), &[p])
         })?;
         ops.push(op);
@@ -82,7 +82,7 @@ fn solve_line(ruleset: &Arc<data::Ruleset>, line: &str, number: usize) -> Result
             let (var, format, slot) = c
                 .sheet()
                 .typed_value(r)
-                .map_err(|e| error_line(spec.id.clone(), &[Problem::new(e.code, e.message)]))?;
+                .map_err(|e| error_line(spec.id.clone(), &[Problem::new(e.code.as_str(), e.message)]))?;
             values.insert(var.to_string(), json::record(&data::record::Value::of(&format, &slot)));
         }
     }
@@ -101,33 +101,9 @@ pub fn run(args: BatchArgs) -> ExitCode {
     }
 }
 
-fn batch(args: &BatchArgs) -> Result<usize, String> {
-    let loaded = if args.ruleset.is_empty() { data::load_starter() } else { data::load(&args.ruleset) };
-    let ruleset = Arc::new(loaded.map_err(|errors| {
-        for e in &errors {
-            eprintln!("{}", e.render());
-        }
-        format!("the ruleset could not be loaded: {} errors", errors.len())
-    })?);
-    let input: Box<dyn BufRead> = if args.input.as_os_str() == "-" {
-        Box::new(BufReader::new(std::io::stdin()))
-    } else {
-        let f = std::fs::File::open(&args.input)
-            .map_err(|e| format!("cannot read {}: {e}", args.input.display()))?;
-        Box::new(BufReader::new(f))
-    };
-    let mut output: Box<dyn Write> = if args.output.as_os_str() == "-" {
-        Box::new(BufWriter::new(std::io::stdout()))
-    } else {
-        let f = std::fs::File::create(&args.output)
-            .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
-        Box::new(BufWriter::new(f))
-    };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
-        .build()
-        .map_err(|e| format!("cannot start worker threads: {e}"))?;
-    let bar = if std::io::stderr().is_terminal() {
+/// A spinner on a terminal; nothing otherwise.
+fn progress_bar() -> ProgressBar {
+    if std::io::stderr().is_terminal() {
         let b = ProgressBar::new_spinner();
         b.set_style(
             ProgressStyle::with_template("{spinner} {pos} sheets solved ({per_sec}) {elapsed} {msg}")
@@ -136,7 +112,45 @@ fn batch(args: &BatchArgs) -> Result<usize, String> {
         b
     } else {
         ProgressBar::hidden()
+    }
+}
+
+type Input = Box<dyn BufRead>;
+type Output = Box<dyn Write>;
+
+/// The input (a file or stdin) and the output (a file or stdout).
+fn open_files(args: &BatchArgs) -> Result<(Input, Output), String> {
+    let input: Box<dyn BufRead> = if args.input.as_os_str() == "-" {
+        Box::new(BufReader::new(std::io::stdin()))
+    } else {
+        let f = std::fs::File::open(&args.input)
+            .map_err(|e| format!("cannot read {}: {e}", args.input.display()))?;
+        Box::new(BufReader::new(f))
     };
+    let output: Box<dyn Write> = if args.output.as_os_str() == "-" {
+        Box::new(BufWriter::new(std::io::stdout()))
+    } else {
+        let f = std::fs::File::create(&args.output)
+            .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
+        Box::new(BufWriter::new(f))
+    };
+    Ok((input, output))
+}
+
+fn batch(args: &BatchArgs) -> Result<usize, String> {
+    let loaded = if args.ruleset.is_empty() { data::load_starter() } else { data::load(&args.ruleset) };
+    let ruleset = Arc::new(loaded.map_err(|errors| {
+        for e in &errors {
+            eprintln!("{}", e.render());
+        }
+        format!("the ruleset could not be loaded: {} errors", errors.len())
+    })?);
+    let (input, mut output) = open_files(args)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .map_err(|e| format!("cannot start worker threads: {e}"))?;
+    let bar = progress_bar();
     let start = Instant::now();
     let (mut solved, mut failed) = (0usize, 0usize);
     let mut lines =

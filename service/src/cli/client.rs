@@ -170,9 +170,9 @@ pub fn operations(steps: &Steps) -> Result<Vec<pb::Operation>, String> {
     }
     all.iter()
         .map(|s| {
-            super::sheet::parse_step(s)
+            super::steps::sheet_op(s)
                 .map(|op| convert::operation_message(&op))
-                .map_err(|e| format!("step {}: {}", super::solve::describe(s), e.message))
+                .map_err(|e| format!("step {}: {}", super::steps::describe(s), e.message()))
         })
         .collect()
 }
@@ -273,6 +273,7 @@ fn print_tree(nodes: &[pb::DependencyNode]) {
     walk(nodes, &root.r#ref, "", &mut vec![root.r#ref.clone()]);
 }
 
+/// One call: connects, sends it, prints the reply (as text, or JSON with `--json`).
 async fn call(args: ClientArgs) -> Result<(), String> {
     let ca = match &args.ca_cert {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("error: cannot read {}: {e}", p.display()))?),
@@ -281,59 +282,24 @@ async fn call(args: ClientArgs) -> Result<(), String> {
     let mut client = connect(&args.server, args.token.as_deref(), ca.as_deref())
         .await
         .map_err(|e| format!("error: {e}"))?;
+    let c = &mut client;
     let json = args.json;
-    let st = |s: Status| status_text(&s);
     match args.call {
-        Call::Create { ruleset, id, steps } => {
-            let operations = operations(&steps).map_err(|e| format!("error: {e}"))?;
-            let req = pb::CreateSheetRequest {
-                ruleset_id: ruleset.unwrap_or_default(),
-                id: id.unwrap_or_default(),
-                operations,
-            };
-            let r = client.create_sheet(req).await.map_err(st)?.into_inner();
-            if json {
-                return print_json(&r);
-            }
-            let s = r.sheet.unwrap_or_default();
-            println!(
-                "created {} at revision {} (ruleset {} version {})",
-                s.id, s.revision, s.ruleset_id, s.ruleset_version
-            );
-            print_values(&r.values);
-        }
-        Call::Apply { sheet, expect, steps } => {
-            let operations = operations(&steps).map_err(|e| format!("error: {e}"))?;
-            let req = pb::ApplyRequest { sheet_id: sheet.clone(), expected_revision: expect, operations };
-            let r = client.apply(req).await.map_err(st)?.into_inner();
-            if json {
-                return print_json(&r);
-            }
-            if let Some(m) = &r.moved {
-                println!("moved to ruleset version {} (from {}):", m.to_version, m.from_version);
-                m.changes.iter().for_each(|c| println!("{}", change_line(c)));
-            }
-            println!("{sheet} is at revision {} ({} variables recomputed)", r.revision, r.recomputed);
-            r.changes.iter().for_each(|c| println!("{}", change_line(c)));
-        }
+        Call::Create { ruleset, id, steps } => create(c, ruleset, id, &steps, json).await,
+        Call::Apply { sheet, expect, steps } => apply(c, &sheet, expect, &steps, json).await,
         Call::Values { sheet, variables, revision } => {
-            let r = client
-                .values(pb::ValuesRequest { sheet_id: sheet.clone(), variables, revision })
-                .await
-                .map_err(st)?
-                .into_inner();
+            let req = pb::ValuesRequest { sheet_id: sheet.clone(), variables, revision };
+            let r = c.values(req).await.map_err(st)?.into_inner();
             if json {
                 return print_json(&r);
             }
             println!("{sheet} at revision {}:", r.revision);
             print_values(&r.values);
+            Ok(())
         }
         Call::Explain { sheet, variable } => {
-            let r = client
-                .explain(pb::ExplainRequest { sheet_id: sheet, variable })
-                .await
-                .map_err(st)?
-                .into_inner();
+            let r =
+                c.explain(pb::ExplainRequest { sheet_id: sheet, variable }).await.map_err(st)?.into_inner();
             if json {
                 return print_json(&r);
             }
@@ -342,162 +308,216 @@ async fn call(args: ClientArgs) -> Result<(), String> {
             }
             println!("\ndepends on:");
             print_tree(&r.nodes);
+            Ok(())
         }
         Call::WhyChanged { sheet, variable, from, to } => {
-            let req = pb::WhyChangedRequest {
-                sheet_id: sheet,
-                variable: variable.clone(),
-                from_revision: from,
-                to_revision: to,
-            };
-            let r = client.why_changed(req).await.map_err(st)?.into_inner();
+            let req =
+                pb::WhyChangedRequest { sheet_id: sheet, variable, from_revision: from, to_revision: to };
+            let variable = req.variable.clone();
+            let r = c.why_changed(req).await.map_err(st)?.into_inner();
             if json {
                 return print_json(&r);
             }
-            let v = |x: &Option<pb::Value>| x.as_ref().map_or("(none)".to_owned(), show);
-            println!(
-                "{variable}: {} at revision {} → {} at revision {}",
-                v(&r.from_value),
-                r.from_revision,
-                v(&r.to_value),
-                r.to_revision
-            );
-            if r.causes.is_empty() {
-                println!("no operation in between affected it");
-            } else {
-                println!("because of:");
-            }
-            for c in &r.causes {
-                let via =
-                    if c.via.is_empty() { String::new() } else { format!("  (via {})", c.via.join(" → ")) };
-                println!(
-                    "  revision {}, operation {}: {}: {} → {}{via}",
-                    c.revision,
-                    c.operation_index,
-                    c.description,
-                    v(&c.before),
-                    v(&c.after)
-                );
-            }
-            let mut header = false;
-            for d in &r.diff {
-                use pb::step_diff::Kind;
-                let step = |s: &Option<pb::TraceStep>| {
-                    s.as_ref().map_or(String::new(), |s| {
-                        format!("{} {} from {} → {}", s.kind, s.instruction, s.source, v(&s.after))
-                    })
-                };
-                let line = match Kind::try_from(d.kind).unwrap_or(Kind::Unspecified) {
-                    Kind::Added => format!("  + {}", step(&d.to)),
-                    Kind::Removed => format!("  - {}", step(&d.from)),
-                    Kind::Changed => format!("  ~ {}\n    was {}", step(&d.to), step(&d.from)),
-                    _ => continue,
-                };
-                if !header {
-                    println!("modifiers that differ:");
-                    header = true;
-                }
-                println!("{line}");
-            }
+            print_why(&variable, &r);
+            Ok(())
         }
-        Call::Watch { sheet, variables, from } => {
-            let mut stream = client
-                .watch(pb::WatchRequest { sheet_id: sheet, variables, from_revision: from })
-                .await
-                .map_err(st)?
-                .into_inner();
-            while let Some(ev) = stream.message().await.map_err(st)? {
-                if json {
-                    print_json(&ev)?;
-                    continue;
-                }
-                use pb::watch_event::Event;
-                match &ev.event {
-                    Some(Event::Changes(c)) => {
-                        println!("revision {}:", ev.revision);
-                        c.changes.iter().for_each(|c| println!("{}", change_line(c)));
-                    }
-                    Some(Event::Resync(r)) => {
-                        println!("revision {} (resync: {}):", ev.revision, r.reason);
-                        print_values(&r.values);
-                    }
-                    Some(Event::Deleted(_)) => println!("the sheet was deleted"),
-                    None => {}
-                }
-            }
-        }
+        Call::Watch { sheet, variables, from } => watch(c, sheet, variables, from, json).await,
         Call::Sheets => {
-            let r = client.list_sheets(pb::ListSheetsRequest {}).await.map_err(st)?.into_inner();
+            let r = c.list_sheets(pb::ListSheetsRequest {}).await.map_err(st)?.into_inner();
             if json {
                 return print_json(&r);
             }
             for s in &r.sheets {
+                let objects = s.objects.join(", ");
                 println!(
-                    "{}  revision {}  ruleset {} v{}  objects: {}",
-                    s.id,
-                    s.revision,
-                    s.ruleset_id,
-                    s.ruleset_version,
-                    s.objects.join(", ")
+                    "{}  revision {}  ruleset {} v{}  objects: {objects}",
+                    s.id, s.revision, s.ruleset_id, s.ruleset_version
                 );
             }
+            Ok(())
         }
         Call::Delete { sheet } => {
-            let r =
-                client.delete_sheet(pb::DeleteSheetRequest { sheet_id: sheet.clone() }).await.map_err(st)?;
+            let r = c.delete_sheet(pb::DeleteSheetRequest { sheet_id: sheet.clone() }).await.map_err(st)?;
             if json {
                 return print_json(&r.into_inner());
             }
             println!("deleted {sheet}");
+            Ok(())
         }
-        Call::Rulesets => {
-            let r = client.list_rulesets(pb::ListRulesetsRequest {}).await.map_err(st)?.into_inner();
-            if json {
-                return print_json(&r);
-            }
-            for rs in &r.rulesets {
-                let s = rs.summary.unwrap_or_default();
-                println!(
-                    "{}  version {}  {} objects, {} modifiers, {} variables  {}",
-                    rs.id,
-                    rs.version,
-                    s.objects,
-                    s.modifiers,
-                    s.variables,
-                    if rs.inline { "(inline)".to_owned() } else { rs.paths.join(", ") }
-                );
-            }
+        Call::Rulesets => rulesets(c, json).await,
+        Call::Reload { ruleset, inline } => reload(c, &ruleset, inline, json).await,
+    }
+}
+
+/// A failed call as the error `call` returns.
+fn st(s: Status) -> String {
+    status_text(&s)
+}
+
+async fn create(
+    c: &mut Client,
+    ruleset: Option<String>,
+    id: Option<String>,
+    steps: &Steps,
+    json: bool,
+) -> Result<(), String> {
+    let operations = operations(steps).map_err(|e| format!("error: {e}"))?;
+    let req = pb::CreateSheetRequest {
+        ruleset_id: ruleset.unwrap_or_default(),
+        id: id.unwrap_or_default(),
+        operations,
+    };
+    let r = c.create_sheet(req).await.map_err(st)?.into_inner();
+    if json {
+        return print_json(&r);
+    }
+    let s = r.sheet.unwrap_or_default();
+    println!(
+        "created {} at revision {} (ruleset {} version {})",
+        s.id, s.revision, s.ruleset_id, s.ruleset_version
+    );
+    print_values(&r.values);
+    Ok(())
+}
+
+async fn apply(
+    c: &mut Client,
+    sheet: &str,
+    expect: Option<u64>,
+    steps: &Steps,
+    json: bool,
+) -> Result<(), String> {
+    let operations = operations(steps).map_err(|e| format!("error: {e}"))?;
+    let req = pb::ApplyRequest { sheet_id: sheet.to_owned(), expected_revision: expect, operations };
+    let r = c.apply(req).await.map_err(st)?.into_inner();
+    if json {
+        return print_json(&r);
+    }
+    if let Some(m) = &r.moved {
+        println!("moved to ruleset version {} (from {}):", m.to_version, m.from_version);
+        m.changes.iter().for_each(|c| println!("{}", change_line(c)));
+    }
+    println!("{sheet} is at revision {} ({} variables recomputed)", r.revision, r.recomputed);
+    r.changes.iter().for_each(|c| println!("{}", change_line(c)));
+    Ok(())
+}
+
+fn print_why(variable: &str, r: &pb::WhyChangedResponse) {
+    let v = |x: &Option<pb::Value>| x.as_ref().map_or("(none)".to_owned(), show);
+    println!(
+        "{variable}: {} at revision {} → {} at revision {}",
+        v(&r.from_value),
+        r.from_revision,
+        v(&r.to_value),
+        r.to_revision
+    );
+    println!("{}", if r.causes.is_empty() { "no operation in between affected it" } else { "because of:" });
+    for c in &r.causes {
+        let via = if c.via.is_empty() { String::new() } else { format!("  (via {})", c.via.join(" → ")) };
+        println!(
+            "  revision {}, operation {}: {}: {} → {}{via}",
+            c.revision,
+            c.operation_index,
+            c.description,
+            v(&c.before),
+            v(&c.after)
+        );
+    }
+    let step = |s: &Option<pb::TraceStep>| {
+        s.as_ref().map_or(String::new(), |s| {
+            format!("{} {} from {} → {}", s.kind, s.instruction, s.source, v(&s.after))
+        })
+    };
+    let mut header = false;
+    for d in &r.diff {
+        use pb::step_diff::Kind;
+        let line = match Kind::try_from(d.kind).unwrap_or(Kind::Unspecified) {
+            Kind::Added => format!("  + {}", step(&d.to)),
+            Kind::Removed => format!("  - {}", step(&d.from)),
+            Kind::Changed => format!("  ~ {}\n    was {}", step(&d.to), step(&d.from)),
+            _ => continue,
+        };
+        if !header {
+            println!("modifiers that differ:");
+            header = true;
         }
-        Call::Reload { ruleset, inline } => {
-            let inline_text = match inline {
-                Some(p) => std::fs::read_to_string(&p)
-                    .map_err(|e| format!("error: cannot read {}: {e}", p.display()))?,
-                None => String::new(),
-            };
-            let r = client
-                .reload_ruleset(pb::ReloadRulesetRequest { id: ruleset.clone(), inline_text })
-                .await
-                .map_err(st)?
-                .into_inner();
-            if json {
-                return print_json(&r);
+        println!("{line}");
+    }
+}
+
+async fn watch(
+    c: &mut Client,
+    sheet: String,
+    variables: Vec<String>,
+    from: Option<u64>,
+    json: bool,
+) -> Result<(), String> {
+    let req = pb::WatchRequest { sheet_id: sheet, variables, from_revision: from };
+    let mut stream = c.watch(req).await.map_err(st)?.into_inner();
+    while let Some(ev) = stream.message().await.map_err(st)? {
+        if json {
+            print_json(&ev)?;
+            continue;
+        }
+        use pb::watch_event::Event;
+        match &ev.event {
+            Some(Event::Changes(c)) => {
+                println!("revision {}:", ev.revision);
+                c.changes.iter().for_each(|c| println!("{}", change_line(c)));
             }
-            let version = r.ruleset.as_ref().map_or(0, |i| i.version);
-            if r.ok {
-                println!("{ruleset} reloaded: now version {version}");
-            } else {
-                let mut msg = format!("error: {ruleset} did not reload; version {version} keeps serving:");
-                for d in &r.diagnostics {
-                    let at = d
-                        .location
-                        .as_ref()
-                        .map(|l| format!("{}:{}:{}: ", l.file, l.line, l.col))
-                        .unwrap_or_default();
-                    msg.push_str(&format!("\n  {at}{}: {}", d.code, d.message));
-                }
-                return Err(msg);
+            Some(Event::Resync(r)) => {
+                println!("revision {} (resync: {}):", ev.revision, r.reason);
+                print_values(&r.values);
             }
+            Some(Event::Deleted(_)) => println!("the sheet was deleted"),
+            None => {}
         }
     }
     Ok(())
+}
+
+async fn rulesets(c: &mut Client, json: bool) -> Result<(), String> {
+    let r = c.list_rulesets(pb::ListRulesetsRequest {}).await.map_err(st)?.into_inner();
+    if json {
+        return print_json(&r);
+    }
+    for rs in &r.rulesets {
+        let s = rs.summary.unwrap_or_default();
+        println!(
+            "{}  version {}  {} objects, {} modifiers, {} variables  {}",
+            rs.id,
+            rs.version,
+            s.objects,
+            s.modifiers,
+            s.variables,
+            if rs.inline { "(inline)".to_owned() } else { rs.paths.join(", ") }
+        );
+    }
+    Ok(())
+}
+
+async fn reload(c: &mut Client, ruleset: &str, inline: Option<PathBuf>, json: bool) -> Result<(), String> {
+    let inline_text = match inline {
+        Some(p) => {
+            std::fs::read_to_string(&p).map_err(|e| format!("error: cannot read {}: {e}", p.display()))?
+        }
+        None => String::new(),
+    };
+    let req = pb::ReloadRulesetRequest { id: ruleset.to_owned(), inline_text };
+    let r = c.reload_ruleset(req).await.map_err(st)?.into_inner();
+    if json {
+        return print_json(&r);
+    }
+    let version = r.ruleset.as_ref().map_or(0, |i| i.version);
+    if r.ok {
+        println!("{ruleset} reloaded: now version {version}");
+        return Ok(());
+    }
+    let mut msg = format!("error: {ruleset} did not reload; version {version} keeps serving:");
+    for d in &r.diagnostics {
+        let at =
+            d.location.as_ref().map(|l| format!("{}:{}:{}: ", l.file, l.line, l.col)).unwrap_or_default();
+        msg.push_str(&format!("\n  {at}{}: {}", d.code, d.message));
+    }
+    Err(msg)
 }

@@ -10,6 +10,7 @@ pub mod eval;
 pub mod serve;
 pub mod sheet;
 pub mod solve;
+pub mod steps;
 pub mod store;
 
 use clap::{Parser, Subcommand};

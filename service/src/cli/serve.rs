@@ -22,7 +22,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(crate::grpc::serve(config));
+    // One line on stdout for people and scripts (tests read the port from it).
+    let announce = |l: &crate::grpc::Listening| println!("sheetd serving on {} (store {})", l.url, l.store);
+    let result = runtime.block_on(crate::grpc::serve(config, announce));
     // Blocking work still running past the grace period (a call stuck in a slow disk, say) must
     // not keep the process alive: every accepted change is already durable.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

@@ -11,14 +11,14 @@
 //! {"set_input": {"channel": "StatScore", "on": "STR", "value": 14}}
 //! ```
 
-use super::solve::{describe, parse_operation, print_results, step_error};
+use super::solve::print_results;
+use super::steps::{self, Rejection};
+use data::Character;
 use data::history::{DiffKind, Log, Revision, Typed, WhyChanged, why_changed};
 use data::record;
-use data::{Character, SheetError, SheetOp};
-use formula::Value;
 use serde::Deserialize;
 use serde_json::Value as Json;
-use solver::{Report, SolveError};
+use solver::Report;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -28,78 +28,6 @@ use std::sync::Arc;
 #[serde(deny_unknown_fields)]
 pub struct SheetFile {
     pub steps: Vec<Json>,
-}
-
-/// A step of a sheet file that is not a scenario step.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum ObjectStepKind {
-    AddObject(ObjectStep),
-    RemoveObject(String),
-    SetInput(InputStep),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ObjectStep {
-    pub kind: String,
-    pub key: String,
-    #[serde(default)]
-    pub id: Option<String>,
-    #[serde(default)]
-    pub parent: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InputStep {
-    pub channel: String,
-    #[serde(default)]
-    pub on: Option<String>,
-    pub value: Json,
-}
-
-fn bad_step(message: String) -> SolveError {
-    step_error("sheet.bad_step", message)
-}
-
-/// A JSON value as a channel input: numbers exactly, booleans, strings (literals of data formats).
-fn input_value(v: &Json) -> Result<Value, String> {
-    match v {
-        Json::Number(_) => crate::json::decode(&formula::Format::Number, v),
-        Json::Bool(b) => Ok(Value::Boolean(*b)),
-        Json::String(s) => Ok(Value::String(Arc::from(s.as_str()))),
-        other => Err(format!("an input value is a number, boolean or string, not {other}")),
-    }
-}
-
-/// Turns one step (as JSON) into a sheet operation: an object step, or a scenario step.
-pub fn parse_step(step: &Json) -> Result<SheetOp, SolveError> {
-    let is_object_step = step
-        .as_object()
-        .and_then(|o| o.keys().next())
-        .is_some_and(|k| matches!(k.as_str(), "add_object" | "remove_object" | "set_input"));
-    if !is_object_step {
-        return parse_operation(step).map(SheetOp::Solver);
-    }
-    let step: ObjectStepKind =
-        serde_json::from_value(step.clone()).map_err(|e| bad_step(format!("invalid step: {e}")))?;
-    Ok(match step {
-        ObjectStepKind::AddObject(o) => {
-            SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent }
-        }
-        ObjectStepKind::RemoveObject(id) => SheetOp::RemoveObject(id),
-        ObjectStepKind::SetInput(i) => SheetOp::SetInput {
-            channel: i.channel,
-            on: i.on,
-            value: input_value(&i.value).map_err(|m| bad_step(format!("set_input: {m}")))?,
-        },
-    })
-}
-
-/// A sheet error as the solver error the output functions print.
-fn as_solve_error(e: SheetError) -> SolveError {
-    e.solve.map(|b| *b).unwrap_or_else(|| step_error(e.code, e.message))
 }
 
 /// Runs `sheetd solve --ruleset ... --sheet ...`.
@@ -148,19 +76,19 @@ pub fn run(
     // Each accepted step is one revision (revision 0: the sheet as created).
     let mut history = vec![Revision { number: 0, ruleset_version: 1, operations: vec![], moved_from: None }];
     let mut step_of_revision = vec![None];
-    let outcomes: Vec<(String, Result<Report, SolveError>)> = file
+    let outcomes: Vec<(String, Result<Report, Rejection>)> = file
         .steps
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let r = parse_step(s).and_then(|op| {
-                let report = character.apply(std::slice::from_ref(&op)).map_err(as_solve_error)?;
+            let r = steps::sheet_op(s).and_then(|op| {
+                let report = character.apply(std::slice::from_ref(&op)).map_err(Rejection::Sheet)?;
                 let number = history.len() as u64;
                 history.push(Revision { number, ruleset_version: 1, operations: vec![op], moved_from: None });
                 step_of_revision.push(Some(i));
                 Ok(report)
             });
-            (describe(s), r)
+            (steps::describe(s), r)
         })
         .collect();
     let mut ok = print_results(character.sheet(), &outcomes, traces, as_json);
@@ -181,7 +109,7 @@ fn explain_last_change(
     ruleset: &Arc<data::Ruleset>,
     history: &[Revision],
     step_of_revision: &[Option<usize>],
-    outcomes: &[(String, Result<Report, SolveError>)],
+    outcomes: &[(String, Result<Report, Rejection>)],
     var: &str,
     as_json: bool,
 ) -> bool {

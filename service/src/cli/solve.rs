@@ -13,12 +13,13 @@
 //!            {"add_modifier": {"id": "m1", "var": "Hands", "type": "SET", "value": "4"}}]}
 //! ```
 
+use super::steps::{self, Rejection};
 use crate::json::{decode, encode};
 use clap::Args;
 use formula::Value;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json, json};
-use solver::{ModifierSpec, Operation, Report, Rules, RulesBuilder, Sheet, Slot, SolveError, Trace};
+use solver::{Report, Rules, RulesBuilder, Sheet, Slot, SolveError, Trace};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -96,46 +97,6 @@ pub struct VariableSpec {
     pub locked: bool,
 }
 
-/// One step of a scenario.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Step {
-    AddInstance(InstanceStep),
-    AddModifier(ModifierStep),
-    RemoveModifier(String),
-    RemoveSource(String),
-    RemoveInstance(String),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InstanceStep {
-    pub id: String,
-    pub scope: String,
-    #[serde(default)]
-    pub parent: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModifierStep {
-    pub id: String,
-    pub var: String,
-    #[serde(default)]
-    pub on: Option<String>,
-    #[serde(default)]
-    pub from: Option<String>,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub value: Json,
-    #[serde(default)]
-    pub priority: Option<Json>,
-    #[serde(default)]
-    pub source: Option<String>,
-    #[serde(default)]
-    pub condition: Option<String>,
-}
-
 /// A problem with the scenario file itself (not one of its steps).
 #[derive(Debug)]
 pub struct LoadError(pub String);
@@ -192,68 +153,14 @@ pub fn encode_slot(slot: &Slot) -> Json {
     }
 }
 
-fn text(value: &Json) -> Result<String, String> {
-    match value {
-        Json::String(s) => Ok(s.clone()),
-        Json::Number(n) => Ok(n.to_string()),
-        Json::Bool(b) => Ok(b.to_string()),
-        other => Err(format!("`value` must be a string, number or boolean, not {other}")),
-    }
-}
-
-/// A step's error that is not the solver's own (bad JSON, a bad priority).
-pub fn step_error(code: &'static str, message: String) -> SolveError {
-    SolveError { code, message, cycle: Vec::new(), cycle_modifiers: Vec::new(), formula: None }
-}
-
-/// Turns a modifier step into a spec; rejects a negative or non-integer priority.
-pub fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
-    let value = text(&m.value)
-        .map_err(|msg| step_error("solver.bad_value", format!("modifier `{}`: {msg}", m.id)))?;
-    let priority = match &m.priority {
-        None | Some(Json::Null) => 0,
-        Some(Json::Number(n)) => n.as_u64().and_then(|p| u32::try_from(p).ok()).ok_or_else(|| {
-            step_error(
-                "solver.bad_priority",
-                format!("modifier `{}`: priority {n} must be a whole number from 0 to {}", m.id, u32::MAX),
-            )
-        })?,
-        Some(other) => {
-            return Err(step_error(
-                "solver.bad_priority",
-                format!("modifier `{}`: priority {other} is not a number", m.id),
-            ));
-        }
-    };
-    let mut spec = ModifierSpec::new(&m.id, &m.var, &m.kind, &value, m.source.as_deref().unwrap_or(&m.id))
-        .priority(priority);
-    spec.on = m.on.as_deref().map(Arc::from);
-    spec.from = m.from.as_deref().map(Arc::from);
-    spec.condition = m.condition.as_deref().map(Into::into);
-    Ok(spec)
-}
-
-/// Parses one scenario step (as JSON) into a solver operation.
-pub fn parse_operation(step: &Json) -> Result<Operation, SolveError> {
-    let step: Step = serde_json::from_value(step.clone())
-        .map_err(|e| step_error("solver.bad_step", format!("invalid step: {e}")))?;
-    Ok(match step {
-        Step::AddInstance(i) => Operation::AddInstance { key: i.id, scope: i.scope, parent: i.parent },
-        Step::AddModifier(m) => Operation::AddModifier(modifier_spec(&m)?),
-        Step::RemoveModifier(id) => Operation::RemoveModifier(id),
-        Step::RemoveSource(s) => Operation::RemoveSource(s),
-        Step::RemoveInstance(id) => Operation::RemoveInstance(id),
-    })
-}
-
 /// Applies one step (as JSON) to a sheet.
-pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Report, SolveError> {
-    let op = parse_operation(step)?;
-    sheet.apply(std::slice::from_ref(&op)).map_err(|e| e.error)
+pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Report, Rejection> {
+    let op = steps::solver_op(step).map_err(Rejection::Solve)?;
+    sheet.apply(std::slice::from_ref(&op)).map_err(|e| Rejection::Solve(e.error))
 }
 
 /// The JSON line for a step's outcome.
-pub fn step_json(index: usize, result: &Result<Report, SolveError>) -> Json {
+pub fn step_json(index: usize, result: &Result<Report, Rejection>) -> Json {
     match result {
         Ok(r) => json!({
             "step": index,
@@ -269,10 +176,11 @@ pub fn step_json(index: usize, result: &Result<Report, SolveError>) -> Json {
 }
 
 /// The JSON form of a rejected operation.
-pub fn error_json(e: &SolveError) -> Json {
+pub fn error_json(e: &Rejection) -> Json {
     let mut obj = Map::new();
-    obj.insert("code".into(), json!(e.code));
-    obj.insert("message".into(), json!(e.message));
+    obj.insert("code".into(), json!(e.code()));
+    obj.insert("message".into(), json!(e.message()));
+    let Some(e) = e.solve() else { return Json::Object(obj) };
     if !e.cycle.is_empty() {
         obj.insert("cycle".into(), json!(e.cycle));
         obj.insert("modifiers".into(), json!(e.cycle_modifiers));
@@ -324,30 +232,15 @@ fn show_value(v: &Value) -> String {
 }
 
 /// Prints a sheet's results: per-step outcomes, final values and traces, as JSON lines or tables.
+/// Returns false when a trace was asked for a variable that does not exist.
 pub fn print_results(
     sheet: &Sheet,
-    outcomes: &[(String, Result<Report, SolveError>)],
+    outcomes: &[(String, Result<Report, Rejection>)],
     traces: &[String],
     as_json: bool,
 ) -> bool {
-    let mut ok = true;
     if as_json {
-        for (i, (_, r)) in outcomes.iter().enumerate() {
-            println!("{}", step_json(i, r));
-        }
-        let values: Map<String, Json> =
-            sheet.values().iter().map(|(r, v)| (r.to_string(), encode_slot(v))).collect();
-        println!("{}", json!({"values": values}));
-        for t in traces {
-            match sheet.trace(t) {
-                Ok(tr) => println!("{}", trace_json(&tr)),
-                Err(e) => {
-                    ok = false;
-                    println!("{}", json!({"trace": {"ref": t, "error": error_json(&e)}}));
-                }
-            }
-        }
-        return ok;
+        return print_json(sheet, outcomes, traces);
     }
     for (i, (what, r)) in outcomes.iter().enumerate() {
         match r {
@@ -357,46 +250,17 @@ pub fn print_results(
                     println!("    {:<30} {} → {}", c.var.to_string(), show(&c.old), show(&c.new));
                 }
             }
-            Err(e) => println!("step {i}: {what}\n    rejected [{}]: {}", e.code, e.message),
+            Err(e) => println!("step {i}: {what}\n    rejected [{}]: {}", e.code(), e.message()),
         }
     }
     println!("\nvalues:");
     for (r, v) in sheet.values() {
         println!("    {:<30} {}", r.to_string(), show(&Some(v)));
     }
+    let mut ok = true;
     for t in traces {
         match sheet.trace(t) {
-            Ok(tr) => {
-                println!("\ntrace of {} ({}):", tr.var, tr.format);
-                println!(
-                    "    {:<44} {}",
-                    format!("default value for {}", tr.format),
-                    show_value(&tr.default)
-                );
-                for s in &tr.steps {
-                    let cond = match s.condition {
-                        Some(false) => " [condition false: skipped]".to_owned(),
-                        Some(true) => " [condition true]".to_owned(),
-                        None => String::new(),
-                    };
-                    let reads: Vec<String> =
-                        s.reads.iter().map(|(r, v)| format!("{r}={}", show(v))).collect();
-                    let reads = if reads.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" reading {}", reads.join(", "))
-                    };
-                    println!(
-                        "    {:<44} {}{cond}{reads}",
-                        format!(
-                            "{} {} (priority {}/{}, {})",
-                            s.kind, s.instruction, s.priority, s.inherent_priority, s.source
-                        ),
-                        s.after.as_ref().map_or("-".to_owned(), |a| show(&Some(a.clone())))
-                    );
-                }
-                println!("    {:<44} {}", "value", show(&Some(tr.value)));
-            }
+            Ok(tr) => print_trace(&tr),
             Err(e) => {
                 ok = false;
                 eprintln!("error: --trace {t}: {}", e.message);
@@ -406,19 +270,47 @@ pub fn print_results(
     ok
 }
 
-pub fn describe(step: &Json) -> String {
-    match step.as_object().and_then(|o| o.iter().next()) {
-        Some((kind, Json::String(id))) => format!("{kind} {id}"),
-        Some((kind, Json::Object(o))) => {
-            let id = ["id", "key"].iter().find_map(|k| o.get(*k).and_then(Json::as_str)).unwrap_or("");
-            match (o.get("channel").and_then(Json::as_str), o.get("on").and_then(Json::as_str)) {
-                (Some(c), Some(on)) => format!("{kind} {on}.{c}"),
-                (Some(c), None) => format!("{kind} {c}"),
-                _ => format!("{kind} {id}"),
+fn print_json(sheet: &Sheet, outcomes: &[(String, Result<Report, Rejection>)], traces: &[String]) -> bool {
+    for (i, (_, r)) in outcomes.iter().enumerate() {
+        println!("{}", step_json(i, r));
+    }
+    let values: Map<String, Json> =
+        sheet.values().iter().map(|(r, v)| (r.to_string(), encode_slot(v))).collect();
+    println!("{}", json!({"values": values}));
+    let mut ok = true;
+    for t in traces {
+        match sheet.trace(t) {
+            Ok(tr) => println!("{}", trace_json(&tr)),
+            Err(e) => {
+                ok = false;
+                println!("{}", json!({"trace": {"ref": t, "error": error_json(&Rejection::Solve(e))}}));
             }
         }
-        _ => "invalid step".to_owned(),
     }
+    ok
+}
+
+fn print_trace(tr: &Trace) {
+    println!("\ntrace of {} ({}):", tr.var, tr.format);
+    println!("    {:<44} {}", format!("default value for {}", tr.format), show_value(&tr.default));
+    for s in &tr.steps {
+        let cond = match s.condition {
+            Some(false) => " [condition false: skipped]".to_owned(),
+            Some(true) => " [condition true]".to_owned(),
+            None => String::new(),
+        };
+        let reads: Vec<String> = s.reads.iter().map(|(r, v)| format!("{r}={}", show(v))).collect();
+        let reads = if reads.is_empty() { String::new() } else { format!(" reading {}", reads.join(", ")) };
+        println!(
+            "    {:<44} {}{cond}{reads}",
+            format!(
+                "{} {} (priority {}/{}, {})",
+                s.kind, s.instruction, s.priority, s.inherent_priority, s.source
+            ),
+            s.after.as_ref().map_or("-".to_owned(), |a| show(&Some(a.clone())))
+        );
+    }
+    println!("    {:<44} {}", "value", show(&Some(tr.value.clone())));
 }
 
 /// Runs `sheetd solve`.
@@ -449,8 +341,8 @@ fn run_scenario(path: &std::path::Path, args: &SolveArgs) -> ExitCode {
     };
     let (scenario, rules) = scenario;
     let mut sheet = Sheet::new(Arc::new(rules));
-    let outcomes: Vec<(String, Result<Report, SolveError>)> =
-        scenario.steps.iter().map(|s| (describe(s), apply_step(&mut sheet, s))).collect();
+    let outcomes: Vec<(String, Result<Report, Rejection>)> =
+        scenario.steps.iter().map(|s| (steps::describe(s), apply_step(&mut sheet, s))).collect();
     if print_results(&sheet, &outcomes, &args.traces, args.json) {
         ExitCode::SUCCESS
     } else {

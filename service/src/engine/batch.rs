@@ -35,7 +35,7 @@ impl Engine {
                 c.sheet()
                     .typed_value(r)
                     .map(|(v, f, s)| Variable::of(&v, &f, &s))
-                    .map_err(|e| vec![Problem::new(e.code, e.message)])
+                    .map_err(|e| vec![Problem::new(e.code.as_str(), e.message)])
             })
             .collect()
     }

@@ -216,7 +216,7 @@ impl Problem {
     /// A solver error.
     pub fn of_solve_error(e: &SolveError) -> Problem {
         let mut p = Problem {
-            code: e.code.to_owned(),
+            code: e.code.as_str().to_owned(),
             message: e.message.clone(),
             cycle: e.cycle.clone(),
             cycle_modifiers: e.cycle_modifiers.clone(),
@@ -236,7 +236,7 @@ impl Problem {
     pub fn of_sheet_error(e: &SheetError) -> Problem {
         let p = match &e.solve {
             Some(s) => Problem::of_solve_error(s),
-            None => Problem::new(e.code, e.message.clone()),
+            None => Problem::new(e.code.as_str(), e.message.clone()),
         };
         let field = p.formula.as_ref().map(|_| "add_modifier.value");
         p.at_operation(e.index, field)

@@ -3,7 +3,7 @@
 use super::*;
 use data::SheetOp;
 use data::record::Variable;
-use solver::{ModifierSpec, Operation};
+use solver::{ModKind, ModifierSpec, Operation};
 
 const RULES: &str = "[ruleset]\nname = \"t\"\nglobal = \"PC\"\n[defaults]\nNUMBER = 0\n\
                      [variables.PC]\nBase = \"NUMBER\"\n[global]\nmodify = [{ var = \"Base\", set = \"10\" }]\n";
@@ -70,8 +70,13 @@ fn rejections_say_what_and_where() {
     engine.apply(&sheet.id, Some(0), vec![armor(true)]).expect("apply");
     let e = engine.apply(&sheet.id, Some(0), vec![armor(false)]).expect_err("stale");
     assert_eq!(e, EngineError::Conflict { sheet: sheet.id.clone(), expected: 0, actual: 1 });
-    let cycle =
-        SheetOp::Solver(Operation::AddModifier(ModifierSpec::new("loop", "ArmorBonus", "ADD", "AC", "t")));
+    let cycle = SheetOp::Solver(Operation::AddModifier(ModifierSpec::new(
+        "loop",
+        "ArmorBonus",
+        ModKind::Add,
+        "AC",
+        "t",
+    )));
     let e = engine.apply(&sheet.id, None, vec![armor(false), cycle]).expect_err("cycle");
     let EngineError::Precondition { problems, .. } = &e else { panic!("{e:?}") };
     assert_eq!((problems[0].operation, problems[0].code.as_str()), (Some(1), "solver.cycle"));
@@ -90,8 +95,13 @@ fn rejections_say_what_and_where() {
 fn explain_shows_every_edge_of_a_variable_in_error() {
     let dir = tempfile::tempdir().expect("temp dir");
     let engine = open(dir.path());
-    let broken =
-        SheetOp::Solver(Operation::AddModifier(ModifierSpec::new("zero", "AC", "DIVIDE", "ArmorBonus", "t")));
+    let broken = SheetOp::Solver(Operation::AddModifier(ModifierSpec::new(
+        "zero",
+        "AC",
+        ModKind::Divide,
+        "ArmorBonus",
+        "t",
+    )));
     let (sheet, _) = engine.create_sheet("", None, vec![broken]).expect("create");
     let x = engine.explain(&sheet.id, "ac").expect("explain");
     assert!(x.trace.value.is_err(), "AC divides by ArmorBonus, which is 0");

@@ -318,15 +318,7 @@ impl ServeArgs {
     /// Merges flags and environment (already in `self`) over the config file over defaults.
     pub fn resolve(self) -> Result<ServeConfig, String> {
         let (file, base) = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-                let file: FileConfig = toml::from_str(&text).map_err(|e| {
-                    let at = e.span().map(|s| line_col(&text, s.start)).unwrap_or_default();
-                    format!("{}{at}: {}", path.display(), e.message())
-                })?;
-                (file, path.parent().map(Path::to_owned).unwrap_or_default())
-            }
+            Some(path) => read_config_file(path)?,
             None => (FileConfig::default(), PathBuf::new()),
         };
         let rel = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
@@ -340,13 +332,50 @@ impl ServeArgs {
         if let Some((id, _)) = rulesets.iter().find(|(id, _)| id == STARTER) {
             return Err(format!("ruleset id `{id}` is reserved for the bundled starter ruleset"));
         }
+        let limits = self.limits(&file.limits)?;
         let tls = match (self.tls_cert, self.tls_key, file.tls) {
             (Some(c), Some(k), _) => Some((c, k)),
             (None, None, Some(t)) => Some((rel(t.cert), rel(t.key))),
             _ => None,
         };
+        let token_texts = if self.tokens.is_empty() { file.auth.tokens } else { self.tokens };
+        let tokens = token_texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TokenSpec::parse(t).map_err(|e| format!("token {}: {e}", i + 1)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let data_dir = self.data_dir.or(file.data_dir.map(rel)).unwrap_or_else(default_data_dir);
+        let ruleset_roots = if !self.ruleset_roots.is_empty() {
+            self.ruleset_roots
+        } else if let Some(roots) = file.ruleset_roots {
+            roots.into_iter().map(rel).collect()
+        } else {
+            vec![data_dir.join("rulesets")]
+        };
+        Ok(ServeConfig {
+            listen: self.listen.or(file.listen).unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 50051))),
+            data_dir,
+            rulesets,
+            ruleset_roots,
+            default_ruleset: self
+                .default_ruleset
+                .or(file.default_ruleset)
+                .unwrap_or_else(|| STARTER.to_owned()),
+            max_request_bytes: self
+                .max_request_bytes
+                .or(file.limits.max_request_bytes)
+                .unwrap_or(4 * 1024 * 1024),
+            limits,
+            tls,
+            tokens,
+            cors_origins: if self.cors_origins.is_empty() { file.cors.origins } else { self.cors_origins },
+            log_format: self.log_format.or(file.log_format).unwrap_or_default(),
+        })
+    }
+
+    /// Every limit: the flag, else the config file, else the default; then checked.
+    fn limits(&self, f: &FileLimits) -> Result<Limits, String> {
         let d = Limits::default();
-        let f = &file.limits;
         let secs = |flag: Option<u64>, file: Option<u64>, default: std::time::Duration| {
             flag.or(file).map_or(default, std::time::Duration::from_secs)
         };
@@ -405,40 +434,19 @@ impl ServeArgs {
                 return Err(format!("{name} must be at least 1 second"));
             }
         }
-        let token_texts = if self.tokens.is_empty() { file.auth.tokens } else { self.tokens };
-        let tokens = token_texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| TokenSpec::parse(t).map_err(|e| format!("token {}: {e}", i + 1)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let data_dir = self.data_dir.or(file.data_dir.map(rel)).unwrap_or_else(default_data_dir);
-        let ruleset_roots = if !self.ruleset_roots.is_empty() {
-            self.ruleset_roots
-        } else if let Some(roots) = file.ruleset_roots {
-            roots.into_iter().map(rel).collect()
-        } else {
-            vec![data_dir.join("rulesets")]
-        };
-        Ok(ServeConfig {
-            listen: self.listen.or(file.listen).unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 50051))),
-            data_dir,
-            rulesets,
-            ruleset_roots,
-            default_ruleset: self
-                .default_ruleset
-                .or(file.default_ruleset)
-                .unwrap_or_else(|| STARTER.to_owned()),
-            max_request_bytes: self
-                .max_request_bytes
-                .or(file.limits.max_request_bytes)
-                .unwrap_or(4 * 1024 * 1024),
-            limits,
-            tls,
-            tokens,
-            cors_origins: if self.cors_origins.is_empty() { file.cors.origins } else { self.cors_origins },
-            log_format: self.log_format.or(file.log_format).unwrap_or_default(),
-        })
+        Ok(limits)
     }
+}
+
+/// A config file and the directory its relative paths are relative to.
+fn read_config_file(path: &Path) -> Result<(FileConfig, PathBuf), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+    let file: FileConfig = toml::from_str(&text).map_err(|e| {
+        let at = e.span().map(|s| line_col(&text, s.start)).unwrap_or_default();
+        format!("{}{at}: {}", path.display(), e.message())
+    })?;
+    Ok((file, path.parent().map(Path::to_owned).unwrap_or_default()))
 }
 
 fn line_col(text: &str, offset: usize) -> String {

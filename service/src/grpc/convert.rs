@@ -10,7 +10,7 @@ use data::SheetOp;
 use data::history::{Because, Cause, DiffKind, StepDiff, Typed, WhyChanged};
 use data::record::{self, Change, Kind, Variable};
 use formula::{Value, parse_decimal};
-use solver::{Instruction, ModifierSpec, Operation, Trace, TraceStep};
+use solver::{Instruction, ModKind, ModifierSpec, Operation, Trace, TraceStep};
 use std::sync::Arc;
 
 // ---------------------------------------------------------------------------------------------
@@ -58,7 +58,12 @@ pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
         },
         Op::AddModifier(m) => {
             let source = if m.source.is_empty() { "request" } else { &m.source };
-            let mut spec = ModifierSpec::new(&m.id, &m.var, &m.kind, &m.value, source).priority(m.priority);
+            let kind = ModKind::named(&m.kind).map_err(|e| {
+                let mut p = Problem::of_solve_error(&e);
+                p.field = Some("add_modifier.kind");
+                Box::new(p)
+            })?;
+            let mut spec = ModifierSpec::new(&m.id, &m.var, kind, &m.value, source).priority(m.priority);
             spec.on = m.on.as_deref().map(Arc::from);
             spec.from = m.from.as_deref().map(Arc::from);
             spec.condition = m.condition.as_deref().map(Instruction::from);

@@ -30,9 +30,19 @@ use tokio_stream::StreamExt;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+/// Where a started server listens, for the caller to announce.
+#[derive(Clone, Debug)]
+pub struct Listening {
+    /// `http://127.0.0.1:50051` (https with TLS).
+    pub url: String,
+    /// Where the store is.
+    pub store: String,
+}
+
 /// Runs the server until SIGINT or SIGTERM; then stops accepting connections, lets calls in
 /// flight finish, ends streams, and closes the store (every accepted change is already durable).
-pub async fn serve(config: ServeConfig) -> Result<(), String> {
+/// `ready` is called once the server listens.
+pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Result<(), String> {
     let engine_config = EngineConfig {
         data_dir: config.data_dir.clone(),
         preload: config.rulesets.clone(),
@@ -58,27 +68,8 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
         .max_encoding_message_size(usize::MAX);
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SheetdServer<api::Api>>().await;
-    // Reflection in both versions: grpcurl and older tools still ask v1alpha.
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-    };
-    let reflection_v1 = reflection().build_v1().map_err(|e| format!("server reflection: {e}"))?;
-    let reflection_v1alpha = reflection().build_v1alpha().map_err(|e| format!("server reflection: {e}"))?;
-
-    let mut builder = Server::builder();
-    let scheme = if let Some((cert, key)) = &config.tls {
-        let read =
-            |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
-        let identity = Identity::from_pem(read(cert)?, read(key)?);
-        builder = builder
-            .tls_config(ServerTlsConfig::new().identity(identity))
-            .map_err(|e| format!("TLS configuration: {e}"))?;
-        "https"
-    } else {
-        "http"
-    };
+    let (reflection_v1, reflection_v1alpha) = reflection()?;
+    let (builder, scheme) = with_tls(Server::builder(), &config)?;
     let limits = config.limits;
     let router = builder
         .accept_http1(true)
@@ -101,30 +92,15 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
         tokens = config.tokens.len(),
         "serving"
     );
-    // One line on stdout for people and scripts (tests read the port from it).
-    println!("sheetd serving on {scheme}://{addr} (store {})", engine.store_location());
+    ready(&Listening { url: format!("{scheme}://{addr}"), store: engine.store_location() });
 
-    // No Nagle delay: a reply's headers, message and trailers go out in separate writes, and
-    // waiting for the peer's delayed ACK would add ~40 ms to a call.
-    let admission =
-        conn::Admission::new(limits.max_connections, limits.handshake_timeout, limits.idle_timeout);
-    let incoming =
-        tokio_stream::wrappers::TcpListenerStream::new(listener).filter_map(move |conn| match conn {
-            Ok(tcp) => {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    return Some(Err(e));
-                }
-                admission.admit(tcp).map(Ok)
-            }
-            Err(e) => Some(Err(e)),
-        });
     let signal = async move {
         shutdown_signal().await;
         tracing::info!("shutting down: no new connections; finishing calls in flight");
         health.set_not_serving::<SheetdServer<api::Api>>().await;
         let _ = shutdown_tx.send(true);
     };
-    let serving = router.serve_with_incoming_shutdown(incoming, signal);
+    let serving = router.serve_with_incoming_shutdown(incoming(listener, &limits), signal);
     // Calls in flight get a grace period; clients that keep idle connections open past it do
     // not hold the server up.
     let mut down = shutdown_rx_for_grace;
@@ -140,6 +116,60 @@ pub async fn serve(config: ServeConfig) -> Result<(), String> {
     drop(engine);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Server reflection in both versions: grpcurl and older tools still ask v1alpha.
+fn reflection() -> Result<
+    (
+        tonic_reflection::server::v1::ServerReflectionServer<
+            impl tonic_reflection::server::v1::ServerReflection,
+        >,
+        tonic_reflection::server::v1alpha::ServerReflectionServer<
+            impl tonic_reflection::server::v1alpha::ServerReflection,
+        >,
+    ),
+    String,
+> {
+    let builder = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let v1 = builder().build_v1().map_err(|e| format!("server reflection: {e}"))?;
+    let v1alpha = builder().build_v1alpha().map_err(|e| format!("server reflection: {e}"))?;
+    Ok((v1, v1alpha))
+}
+
+/// TLS when configured; the URL scheme to announce.
+fn with_tls(mut builder: Server, config: &ServeConfig) -> Result<(Server, &'static str), String> {
+    let Some((cert, key)) = &config.tls else { return Ok((builder, "http")) };
+    let read =
+        |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+    let identity = Identity::from_pem(read(cert)?, read(key)?);
+    builder = builder
+        .tls_config(ServerTlsConfig::new().identity(identity))
+        .map_err(|e| format!("TLS configuration: {e}"))?;
+    Ok((builder, "https"))
+}
+
+/// Accepted connections, admitted up to the connection limit with their timeouts. No Nagle
+/// delay: a reply's headers, message and trailers go out in separate writes, and waiting for
+/// the peer's delayed ACK would add ~40 ms to a call.
+fn incoming(
+    listener: TcpListener,
+    limits: &crate::engine::Limits,
+) -> impl tokio_stream::Stream<Item = std::io::Result<conn::GuardedIo>> {
+    let admission =
+        conn::Admission::new(limits.max_connections, limits.handshake_timeout, limits.idle_timeout);
+    tokio_stream::wrappers::TcpListenerStream::new(listener).filter_map(move |conn| match conn {
+        Ok(tcp) => {
+            if let Err(e) = tcp.set_nodelay(true) {
+                return Some(Err(e));
+            }
+            admission.admit(tcp).map(Ok)
+        }
+        Err(e) => Some(Err(e)),
+    })
 }
 
 /// SIGINT (Ctrl-C) or SIGTERM.

@@ -11,7 +11,7 @@ use super::{Logged, Snapshot};
 use data::SheetOp;
 use data::history::Revision;
 use data::record::{Change, Kind, Value, Variable};
-use solver::{Instruction, ModifierSpec, Operation};
+use solver::{Instruction, ModKind, ModifierSpec, Operation};
 use std::sync::Arc;
 
 /// Where a ruleset loads from.
@@ -371,7 +371,8 @@ fn operation(op: OperationRecord) -> Result<SheetOp, String> {
         }
         Op::AddModifier(m) => {
             let source = if m.source.is_empty() { "request" } else { &m.source };
-            let mut spec = ModifierSpec::new(&m.id, &m.var, &m.kind, &m.value, source).priority(m.priority);
+            let kind = ModKind::named(&m.kind).map_err(|e| e.message)?;
+            let mut spec = ModifierSpec::new(&m.id, &m.var, kind, &m.value, source).priority(m.priority);
             spec.on = m.on.as_deref().map(Arc::from);
             spec.from = m.from.as_deref().map(Arc::from);
             spec.condition = m.condition.as_deref().map(Instruction::from);

@@ -11,9 +11,9 @@
 //! The tree is the reference semantics: a property test checks that programs and trees agree on
 //! every value and error.
 
+use super::eval::{EvalResult, Evaluator};
+use super::{Arith, MathFn, Node};
 use crate::EvalContext;
-use crate::check::{Arith, MathFn, Node};
-use crate::eval::{EvalResult, Evaluator};
 use crate::number::{Num, int_div_ceil, int_div_exact, int_div_floor};
 use crate::span::Span;
 use rust_decimal::Decimal;

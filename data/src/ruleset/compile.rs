@@ -1,0 +1,549 @@
+//! Compiling a [`Draft`] into a [`Ruleset`]: one function per section, in the order sections
+//! depend on each other (scopes, formats, defaults, functions, variables and channels, kinds,
+//! then objects and global modifiers), each reporting every problem it finds into the
+//! [`Compiler`] and going on, so one load reports everything.
+
+use super::{
+    Input, Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Summary, formula_diag,
+};
+use crate::Map;
+use crate::diag::{Diagnostic, Origin, Text, codes};
+use crate::draft::{Draft, FormatKind, ModDraft, ObjectDraft, Presence, Selector};
+use crate::formats::{Dice, Enumeration, OrderedPair};
+use formula::{ErrorCode, Format, Value};
+use solver::{Instruction, InstructionError, ModKind, Rules, RulesBuilder, ScopeId, VarDefId};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// What compiling found wrong so far.
+#[derive(Default)]
+pub(super) struct Compiler {
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+}
+
+/// The variables declared: where each was declared, and which are channels.
+struct Declared {
+    origins: Vec<Option<Origin>>,
+    channels: HashSet<u32>,
+}
+
+/// The kinds compiled, by id and by upper-case name.
+struct Kinds {
+    list: Vec<Kind>,
+    names: Map<String, KindId>,
+}
+
+/// Every object by (kind, lower-case key).
+type ObjectIndex = Map<(KindId, String), Vec<ObjectId>>;
+
+/// What compiling an object needs: the rules, the kinds, and every object by (kind, key).
+struct Tables<'a> {
+    rules: &'a Rules,
+    kinds: &'a Kinds,
+    index: &'a ObjectIndex,
+}
+
+impl Compiler {
+    pub(super) fn run(mut self, draft: Draft) -> Result<Ruleset, Vec<Diagnostic>> {
+        self.errors = draft.errors.clone();
+        let global_name = draft.global.as_ref().map_or("PC", |t| &*t.text).to_owned();
+        let mut b = RulesBuilder::new(&global_name);
+        self.scopes(&draft, &mut b);
+        self.formats(&draft, &mut b);
+        self.defaults(&draft, &mut b);
+        self.functions(&draft, &mut b);
+        let declared = self.variables(&draft, &mut b);
+        let channels: HashSet<VarDefId> = declared.channels.iter().map(|&c| VarDefId(c)).collect();
+        self.input_function(&draft, &mut b, declared.channels.clone());
+        let kinds = self.kinds(&draft, &b);
+        let rules = Arc::new(b.build());
+        self.part_scopes(&draft, &kinds, &rules);
+        let (index, object_kinds) = self.index_objects(&draft, &kinds);
+        let tables = Tables { rules: &rules, kinds: &kinds, index: &index };
+        let objects: Vec<Object> =
+            draft.objects.iter().zip(&object_kinds).map(|(o, k)| self.object(&tables, o, *k)).collect();
+        let global_mods: Vec<ModTemplate> = draft
+            .global_mods
+            .iter()
+            .filter_map(|m| self.modifier(&rules, rules.global(), m, "global modifier"))
+            .collect();
+        if !self.errors.is_empty() {
+            return Err(self.errors);
+        }
+        let var_origins: Vec<Origin> = (0..rules.vars().len())
+            .map(|i| {
+                declared.origins.get(i).cloned().flatten().unwrap_or_else(|| Origin::builtin("(built in)"))
+            })
+            .collect();
+        let modifiers = global_mods.len()
+            + objects.iter().map(|o| o.modify.len() + o.other.len() + o.parts.len()).sum::<usize>();
+        let summary = Summary {
+            files: draft.files.len(),
+            scopes: rules.scopes().len(),
+            formats: draft.formats.len(),
+            variables: rules.vars().len() - channels.len(),
+            channels: channels.len(),
+            functions: draft.functions.len(),
+            kinds: kinds.list.len(),
+            objects: objects.len(),
+            modifiers,
+            skipped_tokens: draft.skipped.values().map(Vec::len).sum(),
+        };
+        Ok(Ruleset {
+            rules,
+            kinds: kinds.list,
+            kind_names: kinds.names,
+            objects,
+            object_index: index,
+            global_mods,
+            channels,
+            var_origins,
+            skipped: draft.skipped,
+            files: draft.files,
+            summary,
+            warnings: self.warnings,
+        })
+    }
+
+    /// Scopes, parents first whatever the order they were written in.
+    fn scopes(&mut self, draft: &Draft, b: &mut RulesBuilder) {
+        let mut pending: Vec<_> = draft.scopes.iter().collect();
+        while !pending.is_empty() {
+            let before = pending.len();
+            let mut later = Vec::new();
+            for sc in pending {
+                if b.scope(&sc.parent.text).is_ok() {
+                    if let Err(e) = b.add_scope(&sc.name.text, &sc.parent.text) {
+                        self.errors.push(Diagnostic::at(codes::BAD_SCOPE, &sc.name, e.message));
+                    }
+                } else {
+                    later.push(sc);
+                }
+            }
+            if later.len() == before {
+                for sc in later {
+                    self.errors.push(Diagnostic::at(
+                        codes::UNKNOWN_SCOPE,
+                        &sc.parent,
+                        format!("scope `{}`: its parent `{}` is not defined", sc.name, sc.parent),
+                    ));
+                }
+                break;
+            }
+            pending = later;
+        }
+    }
+
+    /// Formats, with the enumeration values data files add.
+    fn formats(&mut self, draft: &Draft, b: &mut RulesBuilder) {
+        for f in &draft.formats {
+            let t: Arc<dyn formula::FormatType> = match &f.kind {
+                FormatKind::OrderedPair => Arc::new(OrderedPair),
+                FormatKind::Dice => Arc::new(Dice),
+                FormatKind::Enumeration(values) => {
+                    let mut all: Vec<Arc<str>> = Vec::new();
+                    let extra = draft
+                        .enum_values
+                        .iter()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(&f.name.text))
+                        .map(|(_, v)| v);
+                    for v in values.iter().chain(extra) {
+                        if !all.iter().any(|a| a.eq_ignore_ascii_case(&v.text)) {
+                            all.push(v.text.clone());
+                        }
+                    }
+                    Arc::new(Enumeration::new(&f.name.text.to_ascii_uppercase(), all))
+                }
+            };
+            if let Err(e) = b.register_format(t) {
+                self.errors.push(Diagnostic::at(codes::BAD_FORMAT, &f.name, e.message));
+            }
+        }
+        for (name, v) in &draft.enum_values {
+            if !draft.formats.iter().any(|f| f.name.text.eq_ignore_ascii_case(name)) {
+                self.errors.push(Diagnostic::at(
+                    codes::UNKNOWN_FORMAT,
+                    v,
+                    format!("`{}` is a value of format `{name}`, which is not defined", v.text),
+                ));
+            }
+        }
+    }
+
+    /// Where each format starts.
+    fn defaults(&mut self, draft: &Draft, b: &mut RulesBuilder) {
+        for (format, value) in &draft.defaults {
+            let f = match b.formats().parse(&format.text) {
+                Ok(f) => f,
+                Err(m) => {
+                    self.errors.push(Diagnostic::at(codes::UNKNOWN_FORMAT, format, m));
+                    continue;
+                }
+            };
+            match Value::parse_literal(&f, &value.text) {
+                Ok(v) => {
+                    if let Err(e) = b.set_default(f, v) {
+                        self.errors.push(Diagnostic::at(codes::BAD_FORMAT, value, e.message));
+                    }
+                }
+                Err(m) => self.errors.push(Diagnostic::at(
+                    codes::BAD_FORMAT,
+                    value,
+                    format!("default for {format}: {m}"),
+                )),
+            }
+        }
+    }
+
+    /// User functions.
+    fn functions(&mut self, draft: &Draft, b: &mut RulesBuilder) {
+        for (name, body) in &draft.functions {
+            let Err(e) = b.define_function(&name.text, &body.text) else { continue };
+            let d = match e.formula.as_deref() {
+                Some((fe, _)) if fe.code != ErrorCode::BadFunctionDefinition => {
+                    formula_diag(codes::BAD_FUNCTION, body, fe, &format!("function `{}`", name.text))
+                }
+                Some((fe, _)) => Diagnostic::at(codes::BAD_FUNCTION, name, fe.message.clone()),
+                None => Diagnostic::at(codes::BAD_FUNCTION, name, e.message),
+            };
+            self.errors.push(d);
+        }
+    }
+
+    /// Variables and channels.
+    fn variables(&mut self, draft: &Draft, b: &mut RulesBuilder) -> Declared {
+        let mut declared = Declared { origins: Vec::new(), channels: HashSet::new() };
+        for v in &draft.variables {
+            let format = match b.formats().parse(&v.format.text) {
+                Ok(f) => f,
+                Err(m) => {
+                    self.errors.push(Diagnostic::at(codes::UNKNOWN_FORMAT, &v.format, m));
+                    continue;
+                }
+            };
+            if b.scope(&v.scope.text).is_err() {
+                self.errors.push(Diagnostic::at(
+                    codes::UNKNOWN_SCOPE,
+                    &v.scope,
+                    format!("variable `{}`: unknown scope `{}`", v.name, v.scope),
+                ));
+                continue;
+            }
+            match b.declare(&v.name.text, &v.scope.text, format, false) {
+                Ok(id) => {
+                    let origins = &mut declared.origins;
+                    if origins.len() <= id.0 as usize {
+                        origins.resize(id.0 as usize + 1, None);
+                    }
+                    origins[id.0 as usize].get_or_insert_with(|| v.name.at.clone());
+                    if v.channel {
+                        declared.channels.insert(id.0);
+                    }
+                }
+                Err(e) => self.errors.push(Diagnostic::at(codes::VARIABLE_CONFLICT, &v.name, e.message)),
+            }
+        }
+        declared
+    }
+
+    /// `input("CHANNEL")`, which reads the channels declared.
+    fn input_function(&mut self, draft: &Draft, b: &mut RulesBuilder, channels: HashSet<u32>) {
+        let Err(e) = b.library_mut().add_external(Arc::new(Input { channels })) else { return };
+        // Only possible when the data defines its own `input` function.
+        let at = draft.functions.iter().find(|(n, _)| n.text.eq_ignore_ascii_case("input"));
+        self.errors.push(match at {
+            Some((n, _)) => Diagnostic::at(
+                codes::BAD_FUNCTION,
+                n,
+                format!("`input` reads channels and cannot be redefined ({})", e.message),
+            ),
+            None => Diagnostic::nowhere(codes::BAD_FUNCTION, e.message),
+        });
+    }
+
+    /// Object kinds.
+    fn kinds(&mut self, draft: &Draft, b: &RulesBuilder) -> Kinds {
+        let mut kinds = Kinds { list: Vec::new(), names: Map::default() };
+        for k in &draft.kinds {
+            let key = k.name.text.to_ascii_uppercase();
+            if kinds.names.contains_key(&key) {
+                let message = format!("object kind `{}` is defined twice", k.name);
+                self.errors.push(Diagnostic::at(codes::BAD_SCOPE, &k.name, message));
+                continue;
+            }
+            let Ok(scope) = b.scope(&k.scope.text) else {
+                let message = format!("object kind `{}`: unknown scope `{}`", k.name, k.scope);
+                self.errors.push(Diagnostic::at(codes::UNKNOWN_SCOPE, &k.scope, message));
+                continue;
+            };
+            let parts = k.parts.as_ref().and_then(|p| match b.scope(&p.text) {
+                Ok(s) => Some(s),
+                Err(_) => {
+                    let message = format!("object kind `{}`: unknown part scope `{}`", k.name, p);
+                    self.errors.push(Diagnostic::at(codes::UNKNOWN_SCOPE, p, message));
+                    None
+                }
+            });
+            kinds.names.insert(key, KindId(kinds.list.len() as u32));
+            kinds.list.push(Kind {
+                name: k.name.text.clone(),
+                scope,
+                presence: k.presence,
+                attach: k.attach,
+                parts,
+                at: k.name.at.clone(),
+            });
+        }
+        kinds
+    }
+
+    /// Each kind's part scope must be a child of its scope.
+    fn part_scopes(&mut self, draft: &Draft, kinds: &Kinds, rules: &Rules) {
+        for (k, kd) in draft.kinds.iter().zip(&kinds.list) {
+            let Some(p) = kd.parts else { continue };
+            if rules.scope_def(p).parent != Some(kd.scope) {
+                self.errors.push(Diagnostic::at(
+                    codes::BAD_SCOPE,
+                    k.parts.as_ref().unwrap_or(&k.scope),
+                    format!(
+                        "object kind `{}`: its part scope {} must be a child of its scope {}",
+                        kd.name,
+                        rules.scope_def(p).name,
+                        rules.scope_def(kd.scope).name
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// Every object by (kind, lower-case key) — GRANT refers to objects defined anywhere — and
+    /// each object's kind (`None`: unknown, reported). A second definition in the same category
+    /// is a warning; the first is kept.
+    fn index_objects(&mut self, draft: &Draft, kinds: &Kinds) -> (ObjectIndex, Vec<Option<KindId>>) {
+        let mut index: ObjectIndex = Map::default();
+        let mut object_kinds = Vec::with_capacity(draft.objects.len());
+        let category = |o: &ObjectDraft| o.category.as_ref().map(|c| c.text.to_lowercase());
+        for (i, o) in draft.objects.iter().enumerate() {
+            let kind = kinds.names.get(&o.kind.text.to_ascii_uppercase()).copied();
+            object_kinds.push(kind);
+            let Some(k) = kind else {
+                let message = format!("object `{}`: unknown object kind `{}`", o.key, o.kind);
+                self.errors.push(Diagnostic::at(codes::UNKNOWN_KIND, &o.kind, message));
+                continue;
+            };
+            let ids = index.entry((k, o.key.text.to_lowercase())).or_default();
+            match ids.iter().find(|x| category(&draft.objects[x.0 as usize]) == category(o)) {
+                None => ids.push(ObjectId(i as u32)),
+                Some(first) => {
+                    // PCGen data has a few of these; the first definition is kept.
+                    let first = &draft.objects[first.0 as usize];
+                    self.warnings.push(Diagnostic::at(
+                        codes::DUPLICATE_OBJECT,
+                        &o.key,
+                        format!(
+                            "{} `{}` is already defined at {}; this definition is ignored",
+                            kinds.list[k.0 as usize].name, o.key, first.key.at
+                        ),
+                    ));
+                }
+            }
+        }
+        (index, object_kinds)
+    }
+
+    /// One object: its modifiers, MODIFYOTHERs, grants and parts. An object of an unknown kind
+    /// keeps its place (so ids stay aligned) with nothing compiled.
+    fn object(&mut self, t: &Tables<'_>, o: &ObjectDraft, kind: Option<KindId>) -> Object {
+        let (kind_id, scope, kind_name) = match kind {
+            Some(k) => (k, t.kinds.list[k.0 as usize].scope, t.kinds.list[k.0 as usize].name.clone()),
+            None => (KindId(u32::MAX), t.rules.global(), o.kind.text.clone()),
+        };
+        let label = format!("{kind_name} {}", o.key.text);
+        let modify = match kind {
+            Some(_) => o.modify.iter().filter_map(|m| self.modifier(t.rules, scope, m, &label)).collect(),
+            None => Vec::new(),
+        };
+        let other = self.modify_other(t, o, &label);
+        let grants = self.grants(t, o);
+        let (parts, part_count) = self.parts(t, o, kind, &label);
+        Object {
+            kind: kind_id,
+            key: o.key.text.clone(),
+            name: o.name.text.clone(),
+            category: o.category.as_ref().map(|c| c.text.clone()),
+            groups: o.groups.iter().map(|g| Arc::from(g.text.to_lowercase())).collect(),
+            modify,
+            other,
+            grants,
+            parts,
+            part_count,
+            at: o.at.clone(),
+            label: Arc::from(label),
+        }
+    }
+
+    /// An object's MODIFYOTHERs, each compiled in its target scope (as PCGen reads them).
+    fn modify_other(&mut self, t: &Tables<'_>, o: &ObjectDraft, label: &str) -> Vec<OtherMod> {
+        let mut other = Vec::new();
+        for od in &o.other {
+            let Ok(target) = t.rules.scope(&od.scope.text) else {
+                let message = format!("unknown scope `{}`", od.scope);
+                self.errors.push(Diagnostic::at(codes::UNKNOWN_SCOPE, &od.scope, message));
+                continue;
+            };
+            let select = match &od.select {
+                Selector::All => Select::All,
+                Selector::Key(k) => Select::Key(Arc::from(k.text.to_lowercase())),
+                Selector::Group(g) => Select::Group(Arc::from(g.text.to_lowercase())),
+            };
+            if let Some(m) = self.modifier(t.rules, target, &od.m, label) {
+                other.push(OtherMod { scope: target, select, m });
+            }
+        }
+        other
+    }
+
+    /// The dynamic objects an object grants.
+    fn grants(&mut self, t: &Tables<'_>, o: &ObjectDraft) -> Vec<ObjectId> {
+        let mut grants = Vec::new();
+        for g in &o.grants {
+            let Some(&gk) = t.kinds.names.get(&g.kind.text.to_ascii_uppercase()) else {
+                let message = format!("GRANT: unknown object kind `{}`", g.kind);
+                self.errors.push(Diagnostic::at(codes::UNKNOWN_KIND, &g.kind, message));
+                continue;
+            };
+            let kind = &t.kinds.list[gk.0 as usize];
+            match t.index.get(&(gk, g.key.text.to_lowercase())) {
+                Some(ids) if kind.presence == Presence::Granted => grants.push(ids[0]),
+                Some(_) => self.errors.push(Diagnostic::at(
+                    codes::UNKNOWN_OBJECT,
+                    &g.kind,
+                    format!("GRANT: {} objects are not granted (only dynamic objects are)", kind.name),
+                )),
+                None => self.errors.push(Diagnostic::at(
+                    codes::UNKNOWN_OBJECT,
+                    &g.key,
+                    format!("GRANT: there is no {} `{}`", kind.name, g.key),
+                )),
+            }
+        }
+        grants
+    }
+
+    /// An object's part modifiers (by part number) and how many parts it has: at least one for
+    /// a kind with parts.
+    fn parts(
+        &mut self,
+        t: &Tables<'_>,
+        o: &ObjectDraft,
+        kind: Option<KindId>,
+        label: &str,
+    ) -> (Vec<(u32, ModTemplate)>, u32) {
+        let Some(kind) = kind.map(|k| &t.kinds.list[k.0 as usize]) else { return (Vec::new(), o.part_count) };
+        let Some(part_scope) = kind.parts else {
+            for (_, m) in &o.parts {
+                let message = format!("{} objects have no parts", kind.name);
+                self.errors.push(Diagnostic::at(codes::BAD_PART, &m.var, message));
+            }
+            return (Vec::new(), o.part_count);
+        };
+        let mut parts = Vec::new();
+        let mut count = o.part_count.max(1);
+        for (n, m) in &o.parts {
+            if let Some(t) = self.modifier(t.rules, part_scope, m, label) {
+                parts.push((*n, t));
+            }
+            count = count.max(*n);
+        }
+        (parts, count)
+    }
+
+    /// Checks one modifier as seen from `scope`; reports and returns `None` when it is wrong.
+    fn modifier(&mut self, rules: &Rules, scope: ScopeId, m: &ModDraft, label: &str) -> Option<ModTemplate> {
+        let scope_name = &rules.scope_def(scope).name;
+        let Some(def) = rules.resolve(scope, &m.var.text) else {
+            self.errors.push(Diagnostic::at(
+                codes::UNKNOWN_VARIABLE,
+                &m.var,
+                format!("variable `{}` is not defined in scope {scope_name} or its ancestors", m.var),
+            ));
+            return None;
+        };
+        let var = rules.var(def);
+        let kind = match ModKind::parse(&m.kind.text, &var.format) {
+            Ok(k) => k,
+            Err(msg) => {
+                self.errors.push(Diagnostic::at(
+                    codes::BAD_MODIFIER_TYPE,
+                    &m.kind,
+                    format!("modifier on `{}`: {msg}", var.name),
+                ));
+                return None;
+            }
+        };
+        let priority = match &m.priority {
+            None => 0,
+            Some(p) => match p.text.parse::<u32>() {
+                Ok(n) if p.text.bytes().all(|b| b.is_ascii_digit()) => n,
+                _ => {
+                    self.errors.push(Diagnostic::at(
+                        codes::BAD_PRIORITY,
+                        p,
+                        format!("PRIORITY must be a whole number from 0 to {}, not `{}`", u32::MAX, p.text),
+                    ));
+                    return None;
+                }
+            },
+        };
+        let value_format = kind.value_format(&var.format);
+        let value = self.value(rules, scope, &m.value, &var.format, &value_format)?;
+        let condition = match &m.condition {
+            None => None,
+            Some(c) => match rules.compile(&c.text, scope, Some(&var.format), Some(&Format::Boolean)) {
+                Ok(f) => Some(Instruction::Compiled(f)),
+                Err(e) => {
+                    self.errors.push(formula_diag(codes::FORMULA, c, &e, "condition"));
+                    return None;
+                }
+            },
+        };
+        let source = match m.at.line() {
+            0 => Arc::from(label),
+            line => Arc::from(format!("{label} ({}:{line})", m.at.file())),
+        };
+        Some(ModTemplate {
+            var: var.name.clone(),
+            def,
+            kind,
+            value,
+            priority,
+            condition,
+            at: m.at.clone(),
+            source,
+        })
+    }
+
+    /// A modifier value: a literal for formats without formulas, else a compiled formula (the
+    /// solver's rule, [`Rules::instruction`]).
+    fn value(
+        &mut self,
+        rules: &Rules,
+        scope: ScopeId,
+        text: &Text,
+        input: &Format,
+        expected: &Format,
+    ) -> Option<Instruction> {
+        match rules.instruction(&text.text, scope, input, expected) {
+            Ok(i) => Some(i),
+            Err(InstructionError::Literal(m)) => {
+                self.errors.push(Diagnostic::at(codes::BAD_VALUE, text, m));
+                None
+            }
+            Err(InstructionError::Formula(e)) => {
+                self.errors.push(formula_diag(codes::FORMULA, text, &e, "formula"));
+                None
+            }
+        }
+    }
+}

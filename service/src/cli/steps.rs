@@ -1,0 +1,311 @@
+//! The one JSON step format: sheet files, scenarios, `sheetd client --step`, `sheetd batch`
+//! lines, and the API's JSON mapping of `Operation` all write an operation the same way.
+//!
+//! A step is an object with one key, the operation, named as in `proto/sheetd/v1/sheetd.proto`
+//! (`add_object`, or the protobuf JSON name `addObject`), whose fields are the message's fields:
+//!
+//! ```json
+//! {"add_object": {"kind": "EQUIPMENT", "key": "Ring Hauberk", "id": "armor", "parent": null}}
+//! {"remove_object": "armor"}
+//! {"set_input": {"channel": "Rolled", "on": "STR", "value": 15}}
+//! {"add_instance": {"key": "sword1", "scope": "PC.EQUIPMENT", "parent": null}}
+//! {"add_modifier": {"id": "m1", "var": "AC", "kind": "ADD", "value": "2", "priority": 10,
+//!                   "source": "spell", "condition": "Armored", "on": null, "from": null}}
+//! {"remove_modifier": "m1"}   {"remove_source": "spell"}   {"remove_instance": "sword1"}
+//! ```
+//!
+//! A `set_input` value is a JSON number (read exactly), boolean or string, or the API's `Value`
+//! (`{"number": "15"}`, `{"boolean": true}`, `{"text": "Left"}`). Earlier names are accepted
+//! too: `type` for `add_modifier.kind`, `id` for `add_instance.key`.
+
+use data::{SheetError, SheetOp};
+use formula::Value;
+use serde::Deserialize;
+use serde_json::Value as Json;
+use solver::{ModKind, ModifierSpec, Operation, SolveError, codes};
+use std::sync::Arc;
+
+/// One step, as written.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    #[serde(alias = "addObject")]
+    AddObject(ObjectStep),
+    #[serde(alias = "removeObject")]
+    RemoveObject(String),
+    #[serde(alias = "setInput")]
+    SetInput(InputStep),
+    #[serde(alias = "addInstance")]
+    AddInstance(InstanceStep),
+    #[serde(alias = "addModifier")]
+    AddModifier(ModifierStep),
+    #[serde(alias = "removeModifier")]
+    RemoveModifier(String),
+    #[serde(alias = "removeSource")]
+    RemoveSource(String),
+    #[serde(alias = "removeInstance")]
+    RemoveInstance(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectStep {
+    pub kind: String,
+    pub key: String,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub parent: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputStep {
+    pub channel: String,
+    #[serde(default)]
+    pub on: Option<String>,
+    pub value: Json,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceStep {
+    #[serde(alias = "id")]
+    pub key: String,
+    pub scope: String,
+    #[serde(default)]
+    pub parent: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModifierStep {
+    pub id: String,
+    pub var: String,
+    #[serde(default)]
+    pub on: Option<String>,
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(alias = "type")]
+    pub kind: String,
+    pub value: Json,
+    #[serde(default)]
+    pub priority: Option<Json>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub condition: Option<String>,
+}
+
+/// A rejected step: the solver's error (scenario steps), or the sheet's (object steps).
+#[derive(Debug)]
+pub enum Rejection {
+    Solve(SolveError),
+    Sheet(SheetError),
+}
+
+impl Rejection {
+    /// The stable code: `solver.*` or `sheet.*`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Rejection::Solve(e) => e.code.as_str(),
+            Rejection::Sheet(e) => e.code.as_str(),
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Rejection::Solve(e) => &e.message,
+            Rejection::Sheet(e) => &e.message,
+        }
+    }
+
+    /// The solver's error behind it, with cycles and formula spans.
+    pub fn solve(&self) -> Option<&SolveError> {
+        match self {
+            Rejection::Solve(e) => Some(e),
+            Rejection::Sheet(e) => e.solve.as_deref(),
+        }
+    }
+}
+
+/// Whether a step's key names an object step (a sheet's, needing a ruleset).
+fn is_object_step(step: &Json) -> bool {
+    step.as_object().and_then(|o| o.keys().next()).is_some_and(|k| {
+        matches!(
+            k.as_str(),
+            "add_object" | "remove_object" | "set_input" | "addObject" | "removeObject" | "setInput"
+        )
+    })
+}
+
+fn bad_object_step(message: String) -> Rejection {
+    Rejection::Sheet(SheetError { index: 0, code: data::sheet_codes::BAD_STEP, message, solve: None })
+}
+
+fn bad_step(message: String) -> SolveError {
+    SolveError::new(codes::BAD_STEP, message)
+}
+
+/// A step of a sheet file (any operation) as a sheet operation.
+pub fn sheet_op(json: &Json) -> Result<SheetOp, Rejection> {
+    let object = is_object_step(json);
+    let step: Step = serde_json::from_value(json.clone()).map_err(|e| {
+        let message = format!("invalid step: {e}");
+        if object { bad_object_step(message) } else { Rejection::Solve(bad_step(message)) }
+    })?;
+    Ok(match step {
+        Step::AddObject(o) => SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent },
+        Step::RemoveObject(id) => SheetOp::RemoveObject(id),
+        Step::SetInput(i) => SheetOp::SetInput {
+            value: input_value(&i.value).map_err(|m| bad_object_step(format!("set_input: {m}")))?,
+            channel: i.channel,
+            on: i.on,
+        },
+        other => SheetOp::Solver(solver_step(other).map_err(Rejection::Solve)?),
+    })
+}
+
+/// A scenario step (no game objects: instances and modifiers only) as a solver operation.
+pub fn solver_op(json: &Json) -> Result<Operation, SolveError> {
+    let step: Step =
+        serde_json::from_value(json.clone()).map_err(|e| bad_step(format!("invalid step: {e}")))?;
+    solver_step(step)
+}
+
+fn solver_step(step: Step) -> Result<Operation, SolveError> {
+    Ok(match step {
+        Step::AddInstance(i) => Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent },
+        Step::AddModifier(m) => Operation::AddModifier(modifier_spec(&m)?),
+        Step::RemoveModifier(id) => Operation::RemoveModifier(id),
+        Step::RemoveSource(s) => Operation::RemoveSource(s),
+        Step::RemoveInstance(id) => Operation::RemoveInstance(id),
+        Step::AddObject(_) | Step::RemoveObject(_) | Step::SetInput(_) => {
+            return Err(bad_step(
+                "objects and inputs need a ruleset (`sheetd solve --ruleset … --sheet …`); a scenario takes \
+                 add_instance, add_modifier, remove_modifier, remove_source and remove_instance"
+                    .to_owned(),
+            ));
+        }
+    })
+}
+
+/// A modifier step as a spec; rejects a negative or non-integer priority and an unknown type.
+fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
+    let value = text(&m.value)
+        .map_err(|msg| SolveError::new(codes::BAD_VALUE, format!("modifier `{}`: {msg}", m.id)))?;
+    let priority = match &m.priority {
+        None | Some(Json::Null) => 0,
+        Some(Json::Number(n)) => n.as_u64().and_then(|p| u32::try_from(p).ok()).ok_or_else(|| {
+            SolveError::new(
+                codes::BAD_PRIORITY,
+                format!("modifier `{}`: priority {n} must be a whole number from 0 to {}", m.id, u32::MAX),
+            )
+        })?,
+        Some(other) => {
+            return Err(SolveError::new(
+                codes::BAD_PRIORITY,
+                format!("modifier `{}`: priority {other} is not a number", m.id),
+            ));
+        }
+    };
+    let kind = ModKind::named(&m.kind)?;
+    let mut spec = ModifierSpec::new(&m.id, &m.var, kind, &value, m.source.as_deref().unwrap_or(&m.id))
+        .priority(priority);
+    spec.on = m.on.as_deref().map(Arc::from);
+    spec.from = m.from.as_deref().map(Arc::from);
+    spec.condition = m.condition.as_deref().map(Into::into);
+    Ok(spec)
+}
+
+/// A modifier's value as text: a formula or a literal, given as a string, number or boolean.
+fn text(value: &Json) -> Result<String, String> {
+    match value {
+        Json::String(s) => Ok(s.clone()),
+        Json::Number(n) => Ok(n.to_string()),
+        Json::Bool(b) => Ok(b.to_string()),
+        other => Err(format!("`value` must be a string, number or boolean, not {other}")),
+    }
+}
+
+/// A JSON value as a channel input: numbers exactly, booleans, strings (literals of data
+/// formats), or the API's `Value` object.
+fn input_value(v: &Json) -> Result<Value, String> {
+    match v {
+        Json::Number(_) => crate::json::decode(&formula::Format::Number, v),
+        Json::Bool(b) => Ok(Value::Boolean(*b)),
+        Json::String(s) => Ok(Value::String(Arc::from(s.as_str()))),
+        Json::Object(o) => match (o.get("number"), o.get("boolean"), o.get("text")) {
+            (Some(Json::String(n)), None, None) => formula::parse_decimal(n).map(Value::Number),
+            (Some(n @ Json::Number(_)), None, None) => crate::json::decode(&formula::Format::Number, n),
+            (None, Some(Json::Bool(b)), None) => Ok(Value::Boolean(*b)),
+            (None, None, Some(Json::String(t))) => Ok(Value::String(Arc::from(t.as_str()))),
+            _ => Err(format!("an input value object has one of `number`, `boolean`, `text`; got {v}")),
+        },
+        other => Err(format!("an input value is a number, boolean or string, not {other}")),
+    }
+}
+
+/// A step for people: its kind and what it names (`add_object armor`, `set_input STR.Rolled`).
+pub fn describe(step: &Json) -> String {
+    match step.as_object().and_then(|o| o.iter().next()) {
+        Some((kind, Json::String(id))) => format!("{kind} {id}"),
+        Some((kind, Json::Object(o))) => {
+            let id = ["id", "key"].iter().find_map(|k| o.get(*k).and_then(Json::as_str)).unwrap_or("");
+            match (o.get("channel").and_then(Json::as_str), o.get("on").and_then(Json::as_str)) {
+                (Some(c), Some(on)) => format!("{kind} {on}.{c}"),
+                (Some(c), None) => format!("{kind} {c}"),
+                _ => format!("{kind} {id}"),
+            }
+        }
+        _ => "invalid step".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The sheet-file spelling, the proto JSON mapping's spelling and the earlier names give the
+    /// same operation.
+    #[test]
+    fn every_spelling_of_a_step_is_one_operation() {
+        let same = |a: Json, b: Json| {
+            let (a, b) = (sheet_op(&a).expect("a parses"), sheet_op(&b).expect("b parses"));
+            assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        };
+        same(
+            json!({"add_modifier": {"id": "m", "var": "AC", "kind": "ADD", "value": "2", "priority": 3}}),
+            json!({"addModifier": {"id": "m", "var": "AC", "type": "ADD", "value": 2, "priority": 3}}),
+        );
+        same(
+            json!({"add_instance": {"key": "s", "scope": "PC.EQUIPMENT"}}),
+            json!({"addInstance": {"id": "s", "scope": "PC.EQUIPMENT", "parent": null}}),
+        );
+        same(
+            json!({"set_input": {"channel": "Rolled", "on": "STR", "value": 15}}),
+            json!({"setInput": {"channel": "Rolled", "on": "STR", "value": {"number": "15", "format": ""}}}),
+        );
+        same(json!({"remove_object": "armor"}), json!({"removeObject": "armor"}));
+    }
+
+    #[test]
+    fn rejections_have_the_owning_layers_codes() {
+        let code = |j: Json| sheet_op(&j).expect_err("rejected").code();
+        assert_eq!(code(json!({"explode": 1})), "solver.bad_step");
+        assert_eq!(code(json!({"set_input": {"channel": "x", "value": [1]}})), "sheet.bad_step");
+        assert_eq!(
+            code(
+                json!({"add_modifier": {"id": "m", "var": "X", "kind": "SET", "value": "1", "priority": -1}})
+            ),
+            "solver.bad_priority"
+        );
+        assert_eq!(
+            code(json!({"add_modifier": {"id": "m", "var": "X", "kind": "PLUS", "value": "1"}})),
+            "solver.bad_modifier_type"
+        );
+        let e = solver_op(&json!({"add_object": {"kind": "RACE", "key": "x"}})).expect_err("needs a ruleset");
+        assert_eq!(e.code, codes::BAD_STEP);
+    }
+}

@@ -1,0 +1,115 @@
+//! The dependency graph: edges counted per reading modifier, topological levels kept so that
+//! every edge goes up, and the cycle check that rejects a modifier closing a cycle.
+
+use super::*;
+
+impl Sheet {
+    /// Rejects the modifier if an edge from something it reads to its target would close a cycle.
+    pub(super) fn check_cycles(&self, m: &Modifier) -> Result<(), SolveError> {
+        for &(_, read) in m.reads.iter() {
+            if let Some(path) = self.path(m.target, read) {
+                // path: target → … → read; the new edge read → target closes it.
+                let mut cycle: Vec<NodeIndex> = vec![read];
+                cycle.extend(path);
+                let names: Vec<String> = cycle.iter().map(|&n| self.var_ref(n).to_string()).collect();
+                let mut modifiers = vec![m.id.to_string()];
+                for pair in cycle.windows(2) {
+                    let (a, b) = (pair[0], pair[1]);
+                    if b == m.target && a == read {
+                        continue;
+                    }
+                    for &k in &self.graph[b].mods {
+                        if let Some(x) = &self.mods[k.0 as usize]
+                            && x.reads.iter().any(|(_, n)| *n == a)
+                        {
+                            modifiers.push(x.id.to_string());
+                        }
+                    }
+                }
+                let mut err = SolveError::new(
+                    codes::CYCLE,
+                    format!(
+                        "modifier `{}` on `{}` would create a cycle: {} (modifiers: {})",
+                        m.id,
+                        self.var_ref(m.target),
+                        names.join(" → "),
+                        modifiers.join(", ")
+                    ),
+                );
+                err.cycle = names;
+                err.cycle_modifiers = modifiers;
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// A path `from → … → to` along dependency edges, if any (`[from]` when they are equal).
+    /// Levels increase along every edge, so the search skips nodes above `to`'s level.
+    pub(super) fn path(&self, from: NodeIndex, to: NodeIndex) -> Option<Vec<NodeIndex>> {
+        if from == to {
+            return Some(vec![from]);
+        }
+        let limit = self.graph[to].level;
+        if self.graph[from].level >= limit {
+            // Levels increase along every edge: nothing at or above `to`'s level reaches it.
+            return None;
+        }
+        let mut parent: Map<NodeIndex, NodeIndex> = Map::default();
+        let mut stack = vec![from];
+        while let Some(n) = stack.pop() {
+            for next in self.graph.neighbors_directed(n, Direction::Outgoing) {
+                if next == to {
+                    let mut path = vec![to, n];
+                    let mut cur = n;
+                    while let Some(&p) = parent.get(&cur) {
+                        path.push(p);
+                        cur = p;
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                if self.graph[next].level < limit && next != from && !parent.contains_key(&next) {
+                    parent.insert(next, n);
+                    stack.push(next);
+                }
+            }
+        }
+        None
+    }
+
+    pub(super) fn add_edge(&mut self, from: NodeIndex, to: NodeIndex) {
+        self.plan = None;
+        if let Some(e) = self.graph.find_edge(from, to) {
+            self.graph[e] += 1;
+            return;
+        }
+        self.graph.add_edge(from, to, 1);
+        let needed = self.graph[from].level + 1;
+        if self.graph[to].level < needed {
+            // Raise `to` and everything after it that would no longer be above its inputs.
+            self.graph[to].level = needed;
+            let mut stack = vec![to];
+            while let Some(n) = stack.pop() {
+                let level = self.graph[n].level + 1;
+                let mut next = self.graph.neighbors_directed(n, Direction::Outgoing).detach();
+                while let Some(s) = next.next_node(&self.graph) {
+                    if self.graph[s].level < level {
+                        self.graph[s].level = level;
+                        stack.push(s);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn remove_edge(&mut self, from: NodeIndex, to: NodeIndex) {
+        if let Some(e) = self.graph.find_edge(from, to) {
+            if self.graph[e] > 1 {
+                self.graph[e] -= 1;
+            } else {
+                self.graph.remove_edge(e);
+            }
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Changing a sheet's modifiers: checking a modifier against the sheet (`prepare`), linking
+//! it into the graph and its target's ordered list, and unlinking it.
+
+use super::*;
+
+impl Sheet {
+    // ---- modifiers ----
+
+    /// Adds a modifier. Rejected, with the sheet unchanged, when the id is taken, an instance or
+    /// the variable is unknown, the variable is locked, the type does not fit the format, a
+    /// formula is invalid in the `from` instance's scope, or the modifier would close a cycle.
+    pub fn add_modifier(&mut self, spec: &ModifierSpec) -> Result<Report, SolveError> {
+        self.single(|s, p| s.op_add_modifier(spec, p))
+    }
+
+    /// Checks a modifier against the sheet and makes it ready to link: its target node, type,
+    /// value, condition and the nodes it reads.
+    pub(super) fn prepare(&self, spec: &ModifierSpec) -> Result<Modifier, SolveError> {
+        if self.mod_ids.contains_key(&spec.id) {
+            return Err(SolveError::new(
+                codes::DUPLICATE_MODIFIER,
+                format!("modifier `{}` already exists", spec.id),
+            ));
+        }
+        let on = self.lookup_instance(spec.on.as_deref())?;
+        let from = match &spec.from {
+            Some(f) => self.lookup_instance(Some(f))?,
+            None => on,
+        };
+        let (def, target, kind) = self.target(spec, on)?;
+        let format = &self.rules.var(def).format;
+        let value_format = kind.value_format(format);
+        let from_scope = self.instance(from).scope;
+        let value = self.instruction_value(spec, &spec.value, from_scope, format, &value_format)?;
+        let condition = match &spec.condition {
+            None => None,
+            Some(c) => Some(self.formula(spec, "condition", c, from_scope, format, &Format::Boolean)?),
+        };
+        let value_formula = match &value {
+            ModValue::Formula(f) => Some(f),
+            ModValue::Const(_) => None,
+        };
+        let reads = self.reads(spec, from, [value_formula, condition.as_ref()])?;
+        let slots = |f: Option<&Arc<Formula>>| -> Box<[NodeIndex]> {
+            // Every variable of both formulas is in `reads` (built just above).
+            f.map_or(Box::default(), |f| {
+                f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)).collect()
+            })
+        };
+        let value_slots = slots(value_formula);
+        let cond_slots = slots(condition.as_ref());
+        let const_num = match &value {
+            ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
+            _ => None,
+        };
+        let m = Modifier {
+            value_slots,
+            cond_slots,
+            const_num,
+            id: spec.id.clone(),
+            target,
+            kind,
+            value,
+            condition,
+            text: match &spec.value {
+                Instruction::Compiled(f) => f.text_arc().clone(),
+                Instruction::Text(t) | Instruction::Literal(_, t) => t.clone(),
+            },
+            priority: spec.priority,
+            seq: self.next_seq,
+            source: spec.source.clone(),
+            on,
+            from,
+            reads: reads.into(),
+        };
+        self.check_cycles(&m)?;
+        Ok(m)
+    }
+
+    /// The variable a modifier changes as seen from instance `on`: its declaration, its node, and
+    /// the modifier's type as it applies to the variable's format.
+    pub(super) fn target(
+        &self,
+        spec: &ModifierSpec,
+        on: InstanceId,
+    ) -> Result<(VarDefId, NodeIndex, ModKind), SolveError> {
+        let on_scope = self.instance(on).scope;
+        let def = match &spec.var {
+            Target::Def(def) => *def,
+            Target::Name(name) => self.rules.resolve(on_scope, name).ok_or_else(|| {
+                SolveError::new(
+                    codes::UNKNOWN_VARIABLE,
+                    format!(
+                        "modifier `{}`: no variable `{name}` is visible from {} (scope {})",
+                        spec.id,
+                        spec.on
+                            .as_deref()
+                            .map_or("the global instance".to_owned(), |o| format!("instance `{o}`")),
+                        self.rules.scope_def(on_scope).name
+                    ),
+                )
+            })?,
+        };
+        let var = self.rules.var(def);
+        if var.locked {
+            return Err(SolveError::new(
+                codes::LOCKED,
+                format!("modifier `{}`: variable `{}` is locked and accepts no modifiers", spec.id, var.name),
+            ));
+        }
+        let node = self.node_from(on, def).ok_or_else(|| {
+            SolveError::new(
+                codes::UNKNOWN_VARIABLE,
+                format!("modifier `{}`: `{}` has no instance here", spec.id, var.name),
+            )
+        })?;
+        let kind = spec.kind.for_format(&var.format).map_err(|m| {
+            SolveError::new(
+                codes::BAD_MODIFIER_TYPE,
+                format!("modifier `{}` on `{}`: {m}", spec.id, var.name),
+            )
+        })?;
+        Ok((def, node, kind))
+    }
+
+    /// Every variable the formulas read, each once, with its node as seen from instance `from`.
+    pub(super) fn reads(
+        &self,
+        spec: &ModifierSpec,
+        from: InstanceId,
+        formulas: [Option<&Arc<Formula>>; 2],
+    ) -> Result<Vec<(VarId, NodeIndex)>, SolveError> {
+        let mut reads: Vec<(VarId, NodeIndex)> = Vec::new();
+        for f in formulas.into_iter().flatten() {
+            for v in f.variables() {
+                if reads.iter().any(|(r, _)| *r == v) {
+                    continue;
+                }
+                let node = self.node_from(from, VarDefId(v.0)).ok_or_else(|| {
+                    SolveError::new(
+                        codes::UNKNOWN_VARIABLE,
+                        format!(
+                            "modifier `{}`: its formula reads `{}`, which is not visible from its instance",
+                            spec.id,
+                            self.rules.var(VarDefId(v.0)).name
+                        ),
+                    )
+                })?;
+                reads.push((v, node));
+            }
+        }
+        Ok(reads)
+    }
+
+    pub(super) fn formula(
+        &self,
+        spec: &ModifierSpec,
+        what: &str,
+        ins: &Instruction,
+        scope: ScopeId,
+        input: &Format,
+        expected: &Format,
+    ) -> Result<Arc<Formula>, SolveError> {
+        let wrap = |e: FormulaError, text: &str| {
+            SolveError::formula(&format!("modifier `{}` {what}", spec.id), text, e)
+        };
+        match ins {
+            Instruction::Text(t) | Instruction::Literal(_, t) => {
+                self.rules.compile(t, scope, Some(input), Some(expected)).map_err(|e| wrap(e, t))
+            }
+            Instruction::Compiled(f) => {
+                if f.format() != expected {
+                    return Err(SolveError::new(
+                        codes::BAD_VALUE,
+                        format!(
+                            "modifier `{}` {what}: `{}` produces {}, but {expected} is required",
+                            spec.id,
+                            f.text(),
+                            f.format()
+                        ),
+                    ));
+                }
+                Ok(f.clone())
+            }
+        }
+    }
+
+    pub(super) fn instruction_value(
+        &self,
+        spec: &ModifierSpec,
+        ins: &Instruction,
+        scope: ScopeId,
+        target: &Format,
+        expected: &Format,
+    ) -> Result<ModValue, SolveError> {
+        if let Instruction::Literal(v, t) = ins {
+            if !v.conforms_to(expected) {
+                return Err(SolveError::new(
+                    codes::BAD_VALUE,
+                    format!("modifier `{}`: `{t}` is not a {expected}", spec.id),
+                ));
+            }
+            return Ok(ModValue::Const(v.clone()));
+        }
+        // Formats without formula syntax take literals only (the one rule: `is_literal`).
+        if let Instruction::Text(t) = ins
+            && crate::modifier::is_literal(expected, t)
+        {
+            let v = Value::parse_literal(expected, t)
+                .map_err(|m| SolveError::new(codes::BAD_VALUE, format!("modifier `{}`: {m}", spec.id)))?;
+            return Ok(ModValue::Const(v));
+        }
+        let f = self.formula(spec, "value", ins, scope, target, expected)?;
+        // A static formula (a constant) never goes through the evaluator again.
+        Ok(match f.static_value() {
+            Some(v) => ModValue::Const(v.clone()),
+            None => ModValue::Formula(f),
+        })
+    }
+
+    /// Adds a prepared modifier under a new key, and returns the key.
+    pub(super) fn insert_modifier(&mut self, m: Modifier) -> ModKey {
+        self.next_seq += 1;
+        let key = match self.free_mods.pop() {
+            Some(k) => k,
+            None => {
+                self.mods.push(None);
+                ModKey(self.mods.len() as u32 - 1)
+            }
+        };
+        self.link_modifier(key, m);
+        key
+    }
+
+    /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list.
+    pub(super) fn link_modifier(&mut self, key: ModKey, m: Modifier) {
+        self.plan = None;
+        let target = m.target;
+        for &(_, read) in m.reads.iter() {
+            self.add_edge(read, target);
+        }
+        self.mod_ids.insert(m.id.clone(), key);
+        self.sources.entry(m.source.clone()).or_default().push(key);
+        // The global instance is never removed, so it needs no index (and would hold nearly
+        // every modifier).
+        for i in [m.on, m.from] {
+            if i != GLOBAL && self.by_instance[i.0 as usize].last() != Some(&key) {
+                self.by_instance[i.0 as usize].push(key);
+            }
+        }
+        let order = m.order();
+        let mods = &self.mods;
+        let list = &self.graph[target].mods;
+        // Keep the target's list sorted by (priority, inherent priority, insertion).
+        let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
+        self.mods[key.0 as usize] = Some(m);
+        self.graph[target].mods.insert(pos, key);
+    }
+
+    /// Detaches a modifier from everything and returns it.
+    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Modifier {
+        self.plan = None;
+        // Keys handed out are live until this function frees them.
+        let m = self.mods[key.0 as usize].take().expect("live modifier");
+        for &(_, read) in m.reads.iter() {
+            if self.graph.contains_node(read) {
+                self.remove_edge(read, m.target);
+            }
+        }
+        if let Some(list) = self.graph.node_weight_mut(m.target) {
+            list.mods.retain(|k| *k != key);
+        }
+        self.mod_ids.remove(&m.id);
+        if let Some(list) = self.sources.get_mut(&m.source) {
+            list.retain(|k| *k != key);
+            if list.is_empty() {
+                self.sources.remove(&m.source);
+            }
+        }
+        for i in [m.on, m.from] {
+            if i != GLOBAL {
+                self.by_instance[i.0 as usize].retain(|k| *k != key);
+            }
+        }
+        self.free_mods.push(key);
+        m
+    }
+
+    /// Removes the modifier with id `id`.
+    pub fn remove_modifier(&mut self, id: &str) -> Result<Report, SolveError> {
+        self.single(|s, p| s.op_remove_modifier(id, p))
+    }
+
+    /// Removes every modifier whose source is `source`.
+    pub fn remove_source(&mut self, source: &str) -> Result<Report, SolveError> {
+        self.single(|s, p| s.op_remove_source(source, p))
+    }
+}
