@@ -198,32 +198,6 @@ impl Diagnostic {
         self.help = Some(help.into());
         self
     }
-
-    /// Renders like rustc: the message, the place, the source line with the text underlined.
-    pub fn render(&self) -> String {
-        let mut out = format!("error[{}]: {}\n", self.code, self.message);
-        if let Some(at) = &self.at {
-            out.push_str(&format!("  --> {at}\n"));
-            let (line, col, line_text) = (at.line(), at.col(), at.line_text());
-            if line > 0 && !line_text.is_empty() {
-                let num = line.to_string();
-                let pad = " ".repeat(num.len());
-                let width = self.text.chars().count().max(1);
-                let indent: String = line_text
-                    .chars()
-                    .take(col.saturating_sub(1) as usize)
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
-                    .collect();
-                out.push_str(&format!(" {pad} |\n"));
-                out.push_str(&format!(" {num} | {line_text}\n"));
-                out.push_str(&format!(" {pad} | {indent}{}\n", "^".repeat(width)));
-            }
-        }
-        if let Some(h) = &self.help {
-            out.push_str(&format!("  = help: {h}\n"));
-        }
-        out
-    }
 }
 
 impl fmt::Display for Diagnostic {

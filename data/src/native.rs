@@ -635,6 +635,6 @@ modify = [{ var = "Bonus", set = "2" }, { var = "AC", add = "Bonus", when = "Arm
         );
         super::read_str(&text, "starter/items.toml", &mut d);
         let es = Ruleset::compile(d).unwrap_err();
-        insta::assert_snapshot!(es[0].render());
+        insta::assert_snapshot!(es[0].to_string());
     }
 }

@@ -28,7 +28,7 @@ fn load(root: &Path, campaigns: &[&str]) -> Arc<Ruleset> {
     match data::load(&paths) {
         Ok(r) => Arc::new(r),
         Err(errors) => {
-            let shown: Vec<String> = errors.iter().take(10).map(|e| e.render()).collect();
+            let shown: Vec<String> = errors.iter().take(10).map(|e| e.to_string()).collect();
             panic!("{} errors loading {campaigns:?}:\n{}", errors.len(), shown.join("\n"))
         }
     }
@@ -303,7 +303,7 @@ fn a_missing_referenced_file_is_an_error_at_the_campaign_line() {
     assert!(at.file().ends_with("_starfinder_core_rulebook.pcc"), "{}", at.file());
     assert_eq!(e.text, "scr_templates.lst");
     assert!(at.line_text().starts_with("TEMPLATE:"), "{}", at.line_text());
-    insta::assert_snapshot!(e.render().replace(at.file(), "CAMPAIGN"));
+    insta::assert_snapshot!(e.to_string().replace(at.file(), "CAMPAIGN"));
 }
 
 /// A load through [`data::Files`] records every file it read (and checked for); loading again

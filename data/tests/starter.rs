@@ -10,7 +10,7 @@ use std::sync::Arc;
 fn starter() -> Arc<Ruleset> {
     match data::load(&[data::starter_ruleset_dir()]) {
         Ok(r) => Arc::new(r),
-        Err(e) => panic!("{}", e.iter().map(|d| d.render()).collect::<String>()),
+        Err(e) => panic!("{}", e.iter().map(|d| format!("{d}\n")).collect::<String>()),
     }
 }
 

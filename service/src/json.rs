@@ -12,11 +12,12 @@
 //! protobuf JSON mapping (`code`, `message`, `operation`, `location`, `formula`, `span`, `help`,
 //! `cycle`, `cycleModifiers`), so a program reads every sheetd error the same way.
 
-use crate::engine::Problem;
+use crate::problem::Problem;
 use data::record;
 use formula::{Format, FormatRegistry, Value, canonical_decimal, parse_decimal};
 use rust_decimal::Decimal;
 use serde_json::{Value as Json, json};
+use solver::{Slot, Trace};
 use std::sync::Arc;
 
 /// Encodes a value as JSON.
@@ -43,7 +44,9 @@ pub fn record(v: &record::Value) -> Json {
     }
 }
 
-/// Encodes a diagnosed problem; absent fields are left out.
+/// Encodes a diagnosed problem; absent fields are left out:
+/// `{"code", "message", "operation", "location": {"file", "line", "col", "line_text"},
+/// "formula": {"text", "stage", "code", "span": [start, end]}, "help", "cycle", "modifiers"}`.
 pub fn problem(p: &Problem) -> Json {
     let mut o = serde_json::Map::new();
     o.insert("code".into(), json!(p.code));
@@ -54,21 +57,53 @@ pub fn problem(p: &Problem) -> Json {
     if let Some(l) = &p.location {
         o.insert(
             "location".into(),
-            json!({"file": l.file, "line": l.line, "col": l.col, "lineText": l.line_text}),
+            json!({"file": l.file, "line": l.line, "col": l.col, "line_text": l.line_text}),
         );
     }
     if let Some(f) = &p.formula {
-        o.insert("formula".into(), json!(f.text));
-        o.insert("span".into(), json!({"start": f.start, "end": f.end}));
+        let formula = json!({"text": f.text, "stage": f.stage, "code": f.code, "span": [f.start, f.end]});
+        o.insert("formula".into(), formula);
     }
     if let Some(h) = &p.help {
         o.insert("help".into(), json!(h));
     }
     if !p.cycle.is_empty() {
         o.insert("cycle".into(), json!(p.cycle));
-        o.insert("cycleModifiers".into(), json!(p.cycle_modifiers));
+        o.insert("modifiers".into(), json!(p.cycle_modifiers));
     }
     Json::Object(o)
+}
+
+/// Encodes a variable's value, or its error, as JSON.
+pub fn slot(slot: &Slot) -> Json {
+    match slot {
+        Ok(v) => encode(v),
+        Err(e) => json!({"error": {"code": e.code, "message": e.message, "modifier": &*e.modifier}}),
+    }
+}
+
+/// Encodes a trace: `{"trace": {"ref", "format", "default", "steps": [...], "value"}}`.
+pub fn trace(t: &Trace) -> Json {
+    let step = |s: &solver::TraceStep| {
+        json!({
+            "modifier": &*s.modifier,
+            "type": s.kind.name(),
+            "instruction": &*s.instruction,
+            "priority": s.priority,
+            "inherent_priority": s.inherent_priority,
+            "source": &*s.source,
+            "condition": s.condition,
+            "reads": s.reads.iter().map(|(r, v)| (r.to_string(), v.as_ref().map_or(Json::Null, slot))).collect::<serde_json::Map<String, Json>>(),
+            "after": s.after.as_ref().map_or(Json::Null, slot),
+        })
+    };
+    json!({"trace": {
+        "ref": t.var.to_string(),
+        "format": t.format.to_string(),
+        "default": encode(&t.default),
+        "steps": t.steps.iter().map(step).collect::<Vec<_>>(),
+        "value": slot(&t.value),
+    }})
 }
 
 /// Encodes a value with its format: `{"format": "NUMBER", "value": "2.5"}`.

@@ -28,5 +28,6 @@ pub mod cli;
 pub mod engine;
 pub mod grpc;
 pub mod json;
+pub mod problem;
 pub mod render;
 pub mod store;

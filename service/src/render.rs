@@ -1,21 +1,112 @@
-//! Rendering diagnostics for people: rustc-like, with the offending text underlined.
+//! The one renderer of diagnostics for people: rustc-like, through miette, with the offending
+//! text underlined. Formula errors ([`formula_error`]) and every other diagnosed problem — data
+//! (ruleset files), solver, sheet, request — ([`problem`]) go through the same handler.
 
+use crate::problem::Problem;
 use formula::FormulaError;
+use miette::{GraphicalReportHandler, LabeledSpan, MietteDiagnostic, NamedSource, Report};
 use std::io::IsTerminal;
 
-/// Renders `err` against `source` (the text its span points into), naming the source `name`.
-/// Colors are used only when stderr is a terminal and `NO_COLOR` is not set.
-pub fn render_error(err: &FormulaError, name: &str, source: &str) -> String {
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+/// Colors only when stderr is a terminal and `NO_COLOR` is not set.
+fn colors() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// The handler, 100 columns wide.
+fn handler(color: bool) -> GraphicalReportHandler {
     let theme =
         if color { miette::GraphicalTheme::unicode() } else { miette::GraphicalTheme::unicode_nocolor() };
-    let report =
-        miette::Report::new(err.clone()).with_source_code(miette::NamedSource::new(name, source.to_owned()));
+    GraphicalReportHandler::new_themed(theme).with_width(100)
+}
+
+fn render(report: &Report, color: bool, fallback: impl FnOnce() -> String) -> String {
     let mut out = String::new();
-    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
-    if handler.render_report(&mut out, report.as_ref()).is_err() {
+    if handler(color).render_report(&mut out, report.as_ref()).is_err() {
         // Rendering into a String cannot fail; fall back to the plain message all the same.
-        out = format!("error[{}]: {} at {}\n", err.code, err.message, err.span);
+        out = fallback();
     }
     out
+}
+
+/// Renders `err` against `source` (the text its span points into), naming the source `name`.
+pub fn formula_error(err: &FormulaError, name: &str, source: &str) -> String {
+    let report = Report::new(err.clone()).with_source_code(NamedSource::new(name, source.to_owned()));
+    render(&report, colors(), || format!("error[{}]: {} at {}\n", err.code, err.message, err.span))
+}
+
+/// Renders a diagnosed problem: its code and message; the formula with the span underlined, or
+/// the file's line (`file:line:col`) with the offending text underlined; the cycle; the help.
+pub fn problem(p: &Problem) -> String {
+    problem_in(p, colors())
+}
+
+fn problem_in(p: &Problem, color: bool) -> String {
+    let at = p.operation.map(|i| format!("operation {i}: ")).unwrap_or_default();
+    let mut d = MietteDiagnostic::new(format!("{at}{}", p.message)).with_code(p.full_code());
+    if let Some(h) = &p.help {
+        d = d.with_help(h.clone());
+    }
+    if !p.cycle.is_empty() {
+        let help = format!("the cycle: {} (modifiers {})", p.cycle.join(" → "), p.cycle_modifiers.join(", "));
+        d = d.with_help(p.help.as_ref().map_or(help.clone(), |h| format!("{h}\n{help}")));
+    }
+    let (source, span) = if let Some(f) = &p.formula {
+        let end = (f.end as usize).min(f.text.len());
+        let start = (f.start as usize).min(end);
+        // An empty span (the formula ended too soon) points at the place after the text.
+        let text = if start == end { format!("{} ", f.text) } else { f.text.clone() };
+        (Some(NamedSource::new("formula", text)), Some((start, (end - start).max(1))))
+    } else if let Some(l) = &p.location.as_ref().filter(|l| l.line > 0) {
+        // The line alone, after as many empty lines as precede it, so miette counts lines and
+        // columns as the file does.
+        let padding = "\n".repeat(l.line as usize - 1);
+        let col_bytes: usize =
+            l.line_text.chars().take(l.col.saturating_sub(1) as usize).map(char::len_utf8).sum();
+        let len = l.line_text[col_bytes..].chars().take(l.len.max(1) as usize).map(char::len_utf8).sum();
+        let text = format!("{padding}{}", l.line_text);
+        (Some(NamedSource::new(&l.file, text)), Some((padding.len() + col_bytes, len)))
+    } else {
+        (None, None)
+    };
+    if let Some(span) = span {
+        d = d.with_label(LabeledSpan::at(span, "here"));
+    }
+    let fallback = || format!("error[{}]: {at}{}\n", p.full_code(), p.message);
+    let report = Report::new(d);
+    let report = match source {
+        Some(s) => report.with_source_code(s),
+        None => report,
+    };
+    render(&report, color, fallback)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_error(text: &str) -> Problem {
+        let errors = data::load_str(text, "rules.toml").expect_err("the ruleset is broken");
+        Problem::of_diagnostic(&errors[0])
+    }
+
+    /// Data, solver and formula problems all render through miette, pointing at the text.
+    #[test]
+    fn every_kind_of_problem_renders_the_same_way() {
+        let data = load_error(
+            "[variables.PC]\nAC = \"NUMBER\"\n[global]\nmodify = [{ var = \"AC\", add = \"Nope + 1\" }]\n",
+        );
+        insta::assert_snapshot!("data_problem", problem_in(&data, false));
+        let mut sheet = solver::Sheet::new(std::sync::Arc::new(solver::RulesBuilder::new("PC").build()));
+        let spec = solver::ModifierSpec::new("m", "X", solver::ModKind::Set, "1 +", "t");
+        let solver_error = sheet.add_modifier(&spec).expect_err("no X");
+        insta::assert_snapshot!("solver_problem", problem_in(&Problem::of_solve_error(&solver_error), false));
+        let mut rules = solver::RulesBuilder::new("PC");
+        rules.declare("X", "PC", formula::Format::Number, false).expect("declared");
+        let mut sheet = solver::Sheet::new(std::sync::Arc::new(rules.build()));
+        let spec = solver::ModifierSpec::new("m", "X", solver::ModKind::Add, "2 * (1 +", "t");
+        let formula_error = sheet.add_modifier(&spec).expect_err("bad formula");
+        let mut p = Problem::of_solve_error(&formula_error).at_operation(3, Some("add_modifier.value"));
+        p.help = Some("close the parenthesis".to_owned());
+        insta::assert_snapshot!("formula_problem", problem_in(&p, false));
+    }
 }

@@ -144,6 +144,10 @@ fn service_layers_import_one_way() {
         ("service/src/engine/", &["crate::grpc", "crate::cli", "crate::json", "crate::render", "serde_json"]),
         ("service/src/grpc/", &["crate::cli", "crate::json", "crate::render"]),
         ("service/src/json.rs", &["crate::grpc", "crate::cli"]),
+        (
+            "service/src/problem.rs",
+            &["crate::engine", "crate::grpc", "crate::cli", "crate::json", "serde_json"],
+        ),
         ("service/src/render.rs", &["crate::grpc", "crate::cli", "crate::engine"]),
     ];
     let mut bad = Vec::new();

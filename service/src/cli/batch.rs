@@ -6,8 +6,8 @@
 //! `{"id": "...", "values": {"AC": "17", ...}}` or `{"id": "...", "error": [diagnostics]}`.
 //! Values are encoded as everywhere in sheetd's JSON (numbers as canonical decimal strings).
 
-use crate::engine::Problem;
 use crate::json;
+use crate::problem::Problem;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -141,7 +141,7 @@ fn batch(args: &BatchArgs) -> Result<usize, String> {
     let loaded = if args.ruleset.is_empty() { data::load_starter() } else { data::load(&args.ruleset) };
     let ruleset = Arc::new(loaded.map_err(|errors| {
         for e in &errors {
-            eprintln!("{}", e.render());
+            eprint!("{}", crate::render::problem(&crate::problem::Problem::of_diagnostic(e)));
         }
         format!("the ruleset could not be loaded: {} errors", errors.len())
     })?);

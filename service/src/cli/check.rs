@@ -65,7 +65,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
         Err(errors) => {
             for e in &errors {
-                eprintln!("{}", e.render());
+                eprint!("{}", crate::render::problem(&crate::problem::Problem::of_diagnostic(e)));
             }
             eprintln!(
                 "error: {} could not be loaded: {} error{}",

@@ -195,7 +195,7 @@ pub fn run(args: ClientArgs) -> ExitCode {
     }
 }
 
-/// A failed call for people: the status, then each diagnostic.
+/// A failed call for people: the status, then each diagnostic rendered.
 pub fn status_text(s: &Status) -> String {
     let mut out = format!("error: {:?}: {}", s.code(), s.message());
     for d in status::diagnostics(s) {
@@ -204,12 +204,8 @@ pub fn status_text(s: &Status) -> String {
         {
             out.push_str(&format!("\n  in formula `{}` at bytes {}..{}", d.formula, span.start, span.end));
         }
-        if let Some(l) = &d.location {
-            out.push_str(&format!("\n  --> {}:{}:{}\n   | {}", l.file, l.line, l.col, l.line_text));
-        }
-        if !d.help.is_empty() {
-            out.push_str(&format!("\n  help: {}", d.help));
-        }
+        out.push('\n');
+        out.push_str(&crate::render::problem(&convert::problem(&d)));
     }
     out
 }

@@ -15,7 +15,7 @@
 //! itself have stage `input` and span `null`.
 
 use crate::json::{decode_typed, encode_typed};
-use crate::render::render_error;
+use crate::render::formula_error;
 use clap::Args;
 use formula::{
     CheckEnv, EvalContext, Format, FormatRegistry, Formula, FormulaError, Library, Limits, Symbols, Value,
@@ -317,7 +317,7 @@ fn report(args: &EvalArgs, formula: &str, e: &RequestError) -> ExitCode {
     match e {
         RequestError::Input(m) => eprintln!("error: {m}"),
         RequestError::Formula(ErrorSite::Formula, err) => {
-            eprint!("{}", render_error(err, "formula", formula))
+            eprint!("{}", formula_error(err, "formula", formula))
         }
         RequestError::Formula(ErrorSite::Function(name), err) => {
             let body = args
@@ -325,7 +325,7 @@ fn report(args: &EvalArgs, formula: &str, e: &RequestError) -> ExitCode {
                 .iter()
                 .find_map(|d| d.split_once('=').filter(|(n, _)| n.trim() == name).map(|(_, b)| b))
                 .unwrap_or("");
-            eprint!("{}", render_error(err, &format!("function {name}"), body));
+            eprint!("{}", formula_error(err, &format!("function {name}"), body));
         }
     }
     ExitCode::from(1)

@@ -57,7 +57,7 @@ pub fn run(
         Ok(r) => Arc::new(r),
         Err(errors) => {
             for e in &errors {
-                eprintln!("{}", e.render());
+                eprint!("{}", crate::render::problem(&crate::problem::Problem::of_diagnostic(e)));
             }
             eprintln!(
                 "error: the ruleset could not be loaded: {} errors (run `sheetd check` for details)",

@@ -14,7 +14,8 @@
 //! ```
 
 use super::steps::{self, Rejection};
-use crate::json::{decode, encode};
+use crate::json::{self, decode};
+use crate::problem::Problem;
 use clap::Args;
 use formula::Value;
 use serde::Deserialize;
@@ -145,14 +146,6 @@ pub fn build_rules(s: &Scenario) -> Result<Rules, LoadError> {
     Ok(b.build())
 }
 
-/// Encodes a variable's value (or its error) as JSON.
-pub fn encode_slot(slot: &Slot) -> Json {
-    match slot {
-        Ok(v) => encode(v),
-        Err(e) => json!({"error": {"code": e.code, "message": e.message, "modifier": &*e.modifier}}),
-    }
-}
-
 /// Applies one step (as JSON) to a sheet.
 pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Report, Rejection> {
     let op = steps::solver_op(step).map_err(Rejection::Solve)?;
@@ -166,54 +159,13 @@ pub fn step_json(index: usize, result: &Result<Report, Rejection>) -> Json {
             "step": index,
             "changed": r.changed.iter().map(|c| json!({
                 "var": c.var.to_string(),
-                "old": c.old.as_ref().map_or(Json::Null, encode_slot),
-                "new": c.new.as_ref().map_or(Json::Null, encode_slot),
+                "old": c.old.as_ref().map_or(Json::Null, json::slot),
+                "new": c.new.as_ref().map_or(Json::Null, json::slot),
             })).collect::<Vec<_>>(),
             "recomputed": r.recomputed,
         }),
-        Err(e) => json!({"step": index, "error": error_json(e)}),
+        Err(e) => json!({"step": index, "error": json::problem(&e.problem())}),
     }
-}
-
-/// The JSON form of a rejected operation.
-pub fn error_json(e: &Rejection) -> Json {
-    let mut obj = Map::new();
-    obj.insert("code".into(), json!(e.code()));
-    obj.insert("message".into(), json!(e.message()));
-    let Some(e) = e.solve() else { return Json::Object(obj) };
-    if !e.cycle.is_empty() {
-        obj.insert("cycle".into(), json!(e.cycle));
-        obj.insert("modifiers".into(), json!(e.cycle_modifiers));
-    }
-    if let Some(f) = &e.formula {
-        let (err, text) = &**f;
-        obj.insert(
-            "formula".into(),
-            json!({"text": text, "stage": err.stage().as_str(), "code": err.code.as_str(), "span": [err.span.start, err.span.end]}),
-        );
-    }
-    Json::Object(obj)
-}
-
-/// The JSON form of a trace.
-pub fn trace_json(t: &Trace) -> Json {
-    json!({"trace": {
-        "ref": t.var.to_string(),
-        "format": t.format.to_string(),
-        "default": encode(&t.default),
-        "steps": t.steps.iter().map(|s| json!({
-            "modifier": &*s.modifier,
-            "type": s.kind.name(),
-            "instruction": &*s.instruction,
-            "priority": s.priority,
-            "inherent_priority": s.inherent_priority,
-            "source": &*s.source,
-            "condition": s.condition,
-            "reads": s.reads.iter().map(|(r, v)| (r.to_string(), v.as_ref().map_or(Json::Null, encode_slot))).collect::<Map<String, Json>>(),
-            "after": s.after.as_ref().map_or(Json::Null, encode_slot),
-        })).collect::<Vec<_>>(),
-        "value": encode_slot(&t.value),
-    }})
 }
 
 fn show(slot: &Option<Slot>) -> String {
@@ -275,15 +227,18 @@ fn print_json(sheet: &Sheet, outcomes: &[(String, Result<Report, Rejection>)], t
         println!("{}", step_json(i, r));
     }
     let values: Map<String, Json> =
-        sheet.values().iter().map(|(r, v)| (r.to_string(), encode_slot(v))).collect();
+        sheet.values().iter().map(|(r, v)| (r.to_string(), json::slot(v))).collect();
     println!("{}", json!({"values": values}));
     let mut ok = true;
     for t in traces {
         match sheet.trace(t) {
-            Ok(tr) => println!("{}", trace_json(&tr)),
+            Ok(tr) => println!("{}", json::trace(&tr)),
             Err(e) => {
                 ok = false;
-                println!("{}", json!({"trace": {"ref": t, "error": error_json(&Rejection::Solve(e))}}));
+                println!(
+                    "{}",
+                    json!({"trace": {"ref": t, "error": json::problem(&Problem::of_solve_error(&e))}})
+                );
             }
         }
     }

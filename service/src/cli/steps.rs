@@ -18,6 +18,7 @@
 //! (`{"number": "15"}`, `{"boolean": true}`, `{"text": "Left"}`). Earlier names are accepted
 //! too: `type` for `add_modifier.kind`, `id` for `add_instance.key`.
 
+use crate::problem::Problem;
 use data::{SheetError, SheetOp};
 use formula::Value;
 use serde::Deserialize;
@@ -120,12 +121,15 @@ impl Rejection {
         }
     }
 
-    /// The solver's error behind it, with cycles and formula spans.
-    pub fn solve(&self) -> Option<&SolveError> {
-        match self {
-            Rejection::Solve(e) => Some(e),
-            Rejection::Sheet(e) => e.solve.as_deref(),
-        }
+    /// The rejection as a diagnosed problem (a step applies alone: no operation index).
+    pub fn problem(&self) -> Problem {
+        let mut p = match self {
+            Rejection::Solve(e) => Problem::of_solve_error(e),
+            Rejection::Sheet(e) => Problem::of_sheet_error(e),
+        };
+        p.operation = None;
+        p.field = None;
+        p
     }
 }
 

@@ -1,13 +1,12 @@
 //! How the engine says no: [`EngineError`], one variant per kind of answer a caller must tell
-//! apart, and [`Problem`], one diagnosed problem (with its operation, field, formula span, file
-//! position or cycle) as the formula, solver and data layers report it.
+//! apart, carrying [`Problem`]s (`crate::problem`) when problems were diagnosed.
 //!
 //! The gRPC edge maps each variant to a status code and standard error details
 //! (`grpc/status.rs`); the CLI renders problems with the one diagnostic renderer.
 
+pub use crate::problem::{FormulaSpan, Location, Problem, summary};
 use crate::store::StoreError;
 use data::{Diagnostic, SheetError};
-use solver::SolveError;
 use std::fmt;
 
 /// What a request was about, for NOT_FOUND and ALREADY_EXISTS.
@@ -90,7 +89,7 @@ impl EngineError {
     /// The stable reason sent with the error (`ErrorInfo.reason`): the first problem's code, or
     /// one per variant.
     pub fn reason(&self) -> String {
-        let first = |p: &[Problem], or: &str| p.first().map_or(or.to_owned(), |p| p.code.clone());
+        let first = |p: &[Problem], or: &str| p.first().map_or(or.to_owned(), Problem::full_code);
         match self {
             EngineError::NotFound { what, .. } => format!("{}.not_found", what.name()),
             EngineError::AlreadyExists { what, .. } => format!("{}.already_exists", what.name()),
@@ -146,118 +145,6 @@ impl From<StoreError> for EngineError {
             StoreError::Conflict(m) => EngineError::precondition(format!("the store changed meanwhile: {m}")),
         }
     }
-}
-
-/// A position in a ruleset file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Location {
-    pub file: String,
-    pub line: u32,
-    pub col: u32,
-    pub line_text: String,
-}
-
-/// A formula and the byte span of the problem in it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FormulaSpan {
-    pub text: String,
-    pub start: u32,
-    pub end: u32,
-}
-
-/// One diagnosed problem.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Problem {
-    /// A stable code: `data.*`, `sheet.*`, `solver.*`, `request.*`, or a solver code with the
-    /// formula's code after a colon (`solver.formula:semantics.unknown_variable`).
-    pub code: String,
-    pub message: String,
-    /// The offending operation's index in its batch.
-    pub operation: Option<usize>,
-    /// The offending field of the operation (`add_modifier.value`), when one is to blame.
-    pub field: Option<&'static str>,
-    pub location: Option<Box<Location>>,
-    pub formula: Option<Box<FormulaSpan>>,
-    pub help: Option<String>,
-    /// For cycles: the variables around it (first repeated last) and the modifiers making it.
-    pub cycle: Vec<String>,
-    pub cycle_modifiers: Vec<String>,
-}
-
-impl Problem {
-    pub fn new(code: &str, message: impl Into<String>) -> Problem {
-        Problem { code: code.to_owned(), message: message.into(), ..Default::default() }
-    }
-
-    pub fn at_operation(mut self, index: usize, field: Option<&'static str>) -> Problem {
-        self.operation = Some(index);
-        self.field = field.or(self.field);
-        self
-    }
-
-    /// A ruleset diagnostic.
-    pub fn of_diagnostic(d: &Diagnostic) -> Problem {
-        Problem {
-            code: d.code.to_owned(),
-            message: d.message.clone(),
-            location: d.at.as_ref().map(|o| {
-                Box::new(Location {
-                    file: o.file().to_owned(),
-                    line: o.line(),
-                    col: o.col(),
-                    line_text: o.line_text().to_owned(),
-                })
-            }),
-            help: d.help.clone(),
-            ..Default::default()
-        }
-    }
-
-    /// A solver error.
-    pub fn of_solve_error(e: &SolveError) -> Problem {
-        let mut p = Problem {
-            code: e.code.as_str().to_owned(),
-            message: e.message.clone(),
-            cycle: e.cycle.clone(),
-            cycle_modifiers: e.cycle_modifiers.clone(),
-            ..Default::default()
-        };
-        if let Some(f) = &e.formula {
-            let (err, text) = &**f;
-            p.formula =
-                Some(Box::new(FormulaSpan { text: text.clone(), start: err.span.start, end: err.span.end }));
-            p.help = err.help.clone();
-            p.code = format!("{}:{}", e.code, err.code.as_str());
-        }
-        p
-    }
-
-    /// A rejected batch: the solver's error when the solver rejected it, with the operation.
-    pub fn of_sheet_error(e: &SheetError) -> Problem {
-        let p = match &e.solve {
-            Some(s) => Problem::of_solve_error(s),
-            None => Problem::new(e.code.as_str(), e.message.clone()),
-        };
-        let field = p.formula.as_ref().map(|_| "add_modifier.value");
-        p.at_operation(e.index, field)
-    }
-}
-
-/// One line for several problems: `operation 1: sheet.unknown_object: …; …`.
-pub fn summary(problems: &[Problem]) -> String {
-    problems
-        .iter()
-        .map(|d| {
-            let at = d.operation.map(|i| format!("operation {i}: ")).unwrap_or_default();
-            let cycle = if d.cycle.is_empty() {
-                String::new()
-            } else {
-                format!(" (cycle: {})", d.cycle.join(" → "))
-            };
-            format!("{at}{}: {}{cycle}", d.code, d.message)
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// A ruleset that failed to compile: `ruleset `x` has N errors; first: …`.

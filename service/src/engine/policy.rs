@@ -141,8 +141,7 @@ fn check_formula(text: &str, limits: &formula::Limits) -> Result<(), Box<Problem
     match formula::parse(text, limits) {
         Err(e) if e.code == formula::ErrorCode::TooComplex => {
             let mut p = Problem::new("request.formula_too_deep", e.message.clone());
-            p.formula =
-                Some(Box::new(FormulaSpan { text: text.to_owned(), start: e.span.start, end: e.span.end }));
+            p.formula = Some(Box::new(FormulaSpan::of(text, &e)));
             Err(Box::new(p))
         }
         _ => Ok(()),

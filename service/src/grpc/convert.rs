@@ -357,10 +357,45 @@ pub fn event(e: &Event) -> pb::WatchEvent {
     pb::WatchEvent { revision: e.revision, event: Some(event) }
 }
 
+/// A diagnostic message as a problem (the client's direction: for rendering it). A formula
+/// excerpt is moved back to the offsets of its span.
+pub fn problem(d: &pb::Diagnostic) -> Problem {
+    let formula = d.span.filter(|_| !d.formula.is_empty()).map(|s| {
+        let offset = d.formula_offset;
+        Box::new(crate::problem::FormulaSpan {
+            text: d.formula.clone(),
+            start: s.start.saturating_sub(offset),
+            end: s.end.saturating_sub(offset),
+            stage: "",
+            code: "",
+        })
+    });
+    Problem {
+        // The code as sent (a formula error's code already follows the solver's).
+        code: d.code.clone(),
+        message: d.message.clone(),
+        operation: d.operation.map(|i| i as usize),
+        field: None,
+        location: d.location.as_ref().map(|l| {
+            Box::new(crate::problem::Location {
+                file: l.file.clone(),
+                line: l.line,
+                col: l.col,
+                line_text: l.line_text.clone(),
+                len: 1,
+            })
+        }),
+        formula,
+        help: (!d.help.is_empty()).then(|| d.help.clone()),
+        cycle: d.cycle.clone(),
+        cycle_modifiers: d.cycle_modifiers.clone(),
+    }
+}
+
 /// A diagnosed problem as a message.
 pub fn diagnostic(p: &Problem) -> pb::Diagnostic {
     pb::Diagnostic {
-        code: p.code.clone(),
+        code: p.full_code(),
         message: p.message.clone(),
         operation: p.operation.map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
         location: p.location.as_ref().map(|l| pb::Location {

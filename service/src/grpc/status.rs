@@ -148,7 +148,7 @@ fn kind_detail(e: &EngineError) -> Option<Any> {
             let field_violations = if problems.is_empty() {
                 vec![violation(None, message, "request.invalid")]
             } else {
-                problems.iter().map(|p| violation(Some(p), &p.message, &p.code)).collect()
+                problems.iter().map(|p| violation(Some(p), &p.message, &p.full_code())).collect()
             };
             Some(any("google.rpc.BadRequest", &rpc::BadRequest { field_violations }))
         }
