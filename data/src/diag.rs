@@ -165,8 +165,8 @@ impl fmt::Display for Text {
 /// A problem found while loading a ruleset.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
-    /// A stable code, e.g. `data.unknown_scope` (see [`codes`]).
-    pub code: &'static str,
+    /// A stable code, e.g. [`DiagCode::UnknownScope`] (`data.unknown_scope`).
+    pub code: DiagCode,
     pub message: String,
     /// Where; `None` for problems with no place (a missing root file is reported at its path).
     pub at: Option<Origin>,
@@ -178,7 +178,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A problem with `text` at its origin.
-    pub fn at(code: &'static str, text: &Text, message: impl Into<String>) -> Diagnostic {
+    pub fn at(code: DiagCode, text: &Text, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code,
             message: message.into(),
@@ -189,7 +189,7 @@ impl Diagnostic {
     }
 
     /// A problem with no position in a file.
-    pub fn nowhere(code: &'static str, message: impl Into<String>) -> Diagnostic {
+    pub fn nowhere(code: DiagCode, message: impl Into<String>) -> Diagnostic {
         Diagnostic { code, message: message.into(), at: None, text: String::new(), help: None }
     }
 
@@ -211,41 +211,104 @@ impl fmt::Display for Diagnostic {
 }
 
 /// The stable diagnostic codes.
-pub mod codes {
+/// The stable codes of ruleset diagnostics, documented in `docs/ruleset-format.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DiagCode {
     /// A file cannot be read (missing, unreadable).
-    pub const FILE: &str = "data.file";
+    File,
     /// A line or value does not have the shape its token requires.
-    pub const SYNTAX: &str = "data.syntax";
+    Syntax,
     /// A scope name is not defined.
-    pub const UNKNOWN_SCOPE: &str = "data.unknown_scope";
+    UnknownScope,
     /// A scope is defined twice with different parents, or its parent is unknown.
-    pub const BAD_SCOPE: &str = "data.bad_scope";
+    BadScope,
     /// A format name is not defined.
-    pub const UNKNOWN_FORMAT: &str = "data.unknown_format";
+    UnknownFormat,
     /// A format is defined twice, or a default or literal does not fit its format.
-    pub const BAD_FORMAT: &str = "data.bad_format";
+    BadFormat,
     /// A variable declaration conflicts with another.
-    pub const VARIABLE_CONFLICT: &str = "data.variable_conflict";
+    VariableConflict,
     /// A function definition is invalid.
-    pub const BAD_FUNCTION: &str = "data.bad_function";
+    BadFunction,
     /// A modifier's variable is not visible from the object's scope.
-    pub const UNKNOWN_VARIABLE: &str = "data.unknown_variable";
+    UnknownVariable,
     /// A modifier type does not exist or does not fit the variable's format.
-    pub const BAD_MODIFIER_TYPE: &str = "data.bad_modifier_type";
+    BadModifierType,
     /// A PRIORITY is not a whole number from 0 up.
-    pub const BAD_PRIORITY: &str = "data.bad_priority";
+    BadPriority,
     /// A formula does not parse or check; the message carries the formula error.
-    pub const FORMULA: &str = "data.formula";
+    Formula,
     /// A modifier's literal value does not fit the variable's format.
-    pub const BAD_VALUE: &str = "data.bad_value";
+    BadValue,
     /// An object kind is not defined.
-    pub const UNKNOWN_KIND: &str = "data.unknown_kind";
+    UnknownKind,
     /// An object referred to (by `.MOD`, `.COPY=`, `GRANT`) does not exist.
-    pub const UNKNOWN_OBJECT: &str = "data.unknown_object";
+    UnknownObject,
     /// An object key is defined twice in one kind.
-    pub const DUPLICATE_OBJECT: &str = "data.duplicate_object";
+    DuplicateObject,
     /// A campaign file refers to a file that does not exist.
-    pub const MISSING_FILE: &str = "data.missing_file";
+    MissingFile,
     /// A `PART:n` is not a whole number from 1 up, or the kind has no parts.
-    pub const BAD_PART: &str = "data.bad_part";
+    BadPart,
+}
+
+impl DiagCode {
+    /// The code as written in outputs: `data.unknown_scope`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagCode::File => "data.file",
+            DiagCode::Syntax => "data.syntax",
+            DiagCode::UnknownScope => "data.unknown_scope",
+            DiagCode::BadScope => "data.bad_scope",
+            DiagCode::UnknownFormat => "data.unknown_format",
+            DiagCode::BadFormat => "data.bad_format",
+            DiagCode::VariableConflict => "data.variable_conflict",
+            DiagCode::BadFunction => "data.bad_function",
+            DiagCode::UnknownVariable => "data.unknown_variable",
+            DiagCode::BadModifierType => "data.bad_modifier_type",
+            DiagCode::BadPriority => "data.bad_priority",
+            DiagCode::Formula => "data.formula",
+            DiagCode::BadValue => "data.bad_value",
+            DiagCode::UnknownKind => "data.unknown_kind",
+            DiagCode::UnknownObject => "data.unknown_object",
+            DiagCode::DuplicateObject => "data.duplicate_object",
+            DiagCode::MissingFile => "data.missing_file",
+            DiagCode::BadPart => "data.bad_part",
+        }
+    }
+}
+
+impl fmt::Display for DiagCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for DiagCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// The codes as constants.
+pub mod codes {
+    use super::DiagCode;
+    pub const FILE: DiagCode = DiagCode::File;
+    pub const SYNTAX: DiagCode = DiagCode::Syntax;
+    pub const UNKNOWN_SCOPE: DiagCode = DiagCode::UnknownScope;
+    pub const BAD_SCOPE: DiagCode = DiagCode::BadScope;
+    pub const UNKNOWN_FORMAT: DiagCode = DiagCode::UnknownFormat;
+    pub const BAD_FORMAT: DiagCode = DiagCode::BadFormat;
+    pub const VARIABLE_CONFLICT: DiagCode = DiagCode::VariableConflict;
+    pub const BAD_FUNCTION: DiagCode = DiagCode::BadFunction;
+    pub const UNKNOWN_VARIABLE: DiagCode = DiagCode::UnknownVariable;
+    pub const BAD_MODIFIER_TYPE: DiagCode = DiagCode::BadModifierType;
+    pub const BAD_PRIORITY: DiagCode = DiagCode::BadPriority;
+    pub const FORMULA: DiagCode = DiagCode::Formula;
+    pub const BAD_VALUE: DiagCode = DiagCode::BadValue;
+    pub const UNKNOWN_KIND: DiagCode = DiagCode::UnknownKind;
+    pub const UNKNOWN_OBJECT: DiagCode = DiagCode::UnknownObject;
+    pub const DUPLICATE_OBJECT: DiagCode = DiagCode::DuplicateObject;
+    pub const MISSING_FILE: DiagCode = DiagCode::MissingFile;
+    pub const BAD_PART: DiagCode = DiagCode::BadPart;
 }

@@ -35,7 +35,7 @@ mod ruleset;
 pub mod source;
 
 pub use character::{Character, SheetCode, SheetError, SheetOp, codes as sheet_codes};
-pub use diag::{Diagnostic, Origin, SourceFile, Text};
+pub use diag::{DiagCode, Diagnostic, Origin, SourceFile, Text};
 pub use draft::{Draft, Presence};
 pub use ruleset::{Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Summary};
 pub use source::{Bundle, Files, ReadLimits};

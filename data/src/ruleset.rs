@@ -272,7 +272,12 @@ impl BoundFunction for BoundInput {
 }
 
 /// The diagnostic for a formula error in `text`, pointing at the span inside it.
-pub(crate) fn formula_diag(code: &'static str, text: &Text, e: &FormulaError, what: &str) -> Diagnostic {
+pub(crate) fn formula_diag(
+    code: crate::diag::DiagCode,
+    text: &Text,
+    e: &FormulaError,
+    what: &str,
+) -> Diagnostic {
     let (start, end) = (e.span.start as usize, e.span.end as usize);
     let (start, end) = (start.min(text.text.len()), end.min(text.text.len()));
     let at = if text.text.is_char_boundary(start) && text.text.is_char_boundary(end) && end >= start {

@@ -84,7 +84,7 @@ impl Problem {
     /// A ruleset diagnostic.
     pub fn of_diagnostic(d: &Diagnostic) -> Problem {
         Problem {
-            code: d.code.to_owned(),
+            code: d.code.as_str().to_owned(),
             message: d.message.clone(),
             location: d.at.as_ref().map(|o| {
                 Box::new(Location {

@@ -168,19 +168,13 @@ pub fn step_json(index: usize, result: &Result<Report, Rejection>) -> Json {
     }
 }
 
+/// A value for people, by the one text rendering ([`data::record::Value`]).
 fn show(slot: &Option<Slot>) -> String {
-    match slot {
-        None => "(none)".to_owned(),
-        Some(Ok(v)) => show_value(v),
-        Some(Err(e)) => format!("error: {}", e.message),
-    }
+    slot.as_ref().map_or("(none)".to_owned(), |s| data::record::Value::untyped(s).to_string())
 }
 
 fn show_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("{:?}", &**s),
-        other => other.to_string(),
-    }
+    show(&Some(Ok(v.clone())))
 }
 
 /// Prints a sheet's results: per-step outcomes, final values and traces, as JSON lines or tables.
