@@ -6,6 +6,79 @@
 
 use data::{Diagnostic, SheetError};
 use solver::SolveError;
+use std::fmt;
+
+/// The service's own stable codes: problems with a request (`request.*`), a batch line, and
+/// the reasons of errors that carry no diagnosed problem (`sheet.not_found`, …). The layers
+/// below have theirs: `formula::ErrorCode`, `solver::Code`, `data::SheetCode`, `data::DiagCode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// A formula longer than `--max-formula-length`.
+    FormulaTooLong,
+    /// A formula nested deeper than `--max-formula-depth`.
+    FormulaTooDeep,
+    /// An operation message with no operation in it.
+    MissingOperation,
+    /// An input value that is not a number, boolean or text.
+    BadValue,
+    /// A ruleset id that is not loaded (SolveBatch).
+    UnknownRuleset,
+    /// A message that is not valid protobuf for the method.
+    Malformed,
+    /// Any other invalid request.
+    Invalid,
+    /// A revision outside the sheet's history.
+    RevisionOutOfRange,
+    /// A line of `sheetd batch` input that is not a sheet specification.
+    BadLine,
+    SheetNotFound,
+    RulesetNotFound,
+    VariableNotFound,
+    SheetAlreadyExists,
+    RulesetAlreadyExists,
+    /// The sheet is not at the expected revision.
+    RevisionConflict,
+    /// The sheet's state refuses the request.
+    FailedPrecondition,
+    /// A server limit is reached.
+    LimitReached,
+    /// The store or the sheet's ruleset is not available.
+    Unavailable,
+    /// A stored record is damaged.
+    Damaged,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::FormulaTooLong => "request.formula_too_long",
+            Code::FormulaTooDeep => "request.formula_too_deep",
+            Code::MissingOperation => "request.missing_operation",
+            Code::BadValue => "request.bad_value",
+            Code::UnknownRuleset => "request.unknown_ruleset",
+            Code::Malformed => "request.malformed",
+            Code::Invalid => "request.invalid",
+            Code::RevisionOutOfRange => "request.revision_out_of_range",
+            Code::BadLine => "batch.bad_line",
+            Code::SheetNotFound => "sheet.not_found",
+            Code::RulesetNotFound => "ruleset.not_found",
+            Code::VariableNotFound => "variable.not_found",
+            Code::SheetAlreadyExists => "sheet.already_exists",
+            Code::RulesetAlreadyExists => "ruleset.already_exists",
+            Code::RevisionConflict => "sheet.revision_conflict",
+            Code::FailedPrecondition => "sheet.failed_precondition",
+            Code::LimitReached => "server.limit_reached",
+            Code::Unavailable => "server.unavailable",
+            Code::Damaged => "store.damaged",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A position in a ruleset file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +137,11 @@ pub struct Problem {
 impl Problem {
     pub fn new(code: &str, message: impl Into<String>) -> Problem {
         Problem { code: code.to_owned(), message: message.into(), ..Default::default() }
+    }
+
+    /// A problem with one of the service's own codes.
+    pub fn of(code: Code, message: impl Into<String>) -> Problem {
+        Problem::new(code.as_str(), message)
     }
 
     /// The code as the API reports it: the solver's formula errors carry the formula's code after

@@ -58,7 +58,8 @@ fn error_line(id: Json, problems: &[Problem]) -> Json {
 
 /// Solves one input line into one output line; `Err` marks a failed sheet.
 fn solve_line(ruleset: &Arc<data::Ruleset>, line: &str, number: usize) -> Result<Json, Json> {
-    let bad = |message: String| error_line(Json::Null, &[Problem::new("batch.bad_line", message)]);
+    let bad =
+        |message: String| error_line(Json::Null, &[Problem::of(crate::problem::Code::BadLine, message)]);
     let spec: Spec = serde_json::from_str(line).map_err(|e| bad(format!("line {number}: {e}")))?;
     let mut ops = Vec::with_capacity(spec.steps.len());
     for (i, s) in spec.steps.iter().enumerate() {

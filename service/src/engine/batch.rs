@@ -21,7 +21,7 @@ impl Engine {
         };
         let ruleset = self
             .ruleset_entry(ruleset_id)
-            .map_err(|e| vec![Problem::new("request.unknown_ruleset", e.to_string())])?;
+            .map_err(|e| vec![Problem::of(crate::problem::Code::UnknownRuleset, e.to_string())])?;
         policy::check_operations(ops, &self.limits.ops).map_err(problems)?;
         let mut c = Character::new(ruleset.current.load().ruleset.clone())
             .map_err(|e| vec![Problem::of_sheet_error(&e)])?;

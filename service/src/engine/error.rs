@@ -4,7 +4,7 @@
 //! The gRPC edge maps each variant to a status code and standard error details
 //! (`grpc/status.rs`); the CLI renders problems with the one diagnostic renderer.
 
-pub use crate::problem::{FormulaSpan, Location, Problem, summary};
+pub use crate::problem::{Code, FormulaSpan, Location, Problem, summary};
 use crate::store::StoreError;
 use data::{Diagnostic, SheetError};
 use std::fmt;
@@ -89,18 +89,22 @@ impl EngineError {
     /// The stable reason sent with the error (`ErrorInfo.reason`): the first problem's code, or
     /// one per variant.
     pub fn reason(&self) -> String {
-        let first = |p: &[Problem], or: &str| p.first().map_or(or.to_owned(), Problem::full_code);
-        match self {
-            EngineError::NotFound { what, .. } => format!("{}.not_found", what.name()),
-            EngineError::AlreadyExists { what, .. } => format!("{}.already_exists", what.name()),
-            EngineError::Conflict { .. } => "sheet.revision_conflict".to_owned(),
-            EngineError::OutOfRange(_) => "request.revision_out_of_range".to_owned(),
-            EngineError::Invalid { problems, .. } => first(problems, "request.invalid"),
-            EngineError::Precondition { problems, .. } => first(problems, "sheet.failed_precondition"),
-            EngineError::Exhausted(_) => "server.limit_reached".to_owned(),
-            EngineError::Unavailable(_) => "server.unavailable".to_owned(),
-            EngineError::DataLoss(_) => "store.damaged".to_owned(),
-        }
+        let first = |p: &[Problem], or: Code| p.first().map_or(or.as_str().to_owned(), Problem::full_code);
+        let code = match self {
+            EngineError::NotFound { what: Resource::Sheet, .. } => Code::SheetNotFound,
+            EngineError::NotFound { what: Resource::Ruleset, .. } => Code::RulesetNotFound,
+            EngineError::NotFound { what: Resource::Variable, .. } => Code::VariableNotFound,
+            EngineError::AlreadyExists { what: Resource::Ruleset, .. } => Code::RulesetAlreadyExists,
+            EngineError::AlreadyExists { .. } => Code::SheetAlreadyExists,
+            EngineError::Conflict { .. } => Code::RevisionConflict,
+            EngineError::OutOfRange(_) => Code::RevisionOutOfRange,
+            EngineError::Invalid { problems, .. } => return first(problems, Code::Invalid),
+            EngineError::Precondition { problems, .. } => return first(problems, Code::FailedPrecondition),
+            EngineError::Exhausted(_) => Code::LimitReached,
+            EngineError::Unavailable(_) => Code::Unavailable,
+            EngineError::DataLoss(_) => Code::Damaged,
+        };
+        code.as_str().to_owned()
     }
 
     /// The problems diagnosed, if any.

@@ -8,6 +8,7 @@
 //! [`data::Files`], configured here by [`Limits::read`] and the ruleset roots.
 
 use super::error::{EngineError, FormulaSpan, Problem};
+use crate::problem::Code;
 use data::SheetOp;
 use solver::Operation;
 use std::fmt;
@@ -129,8 +130,8 @@ pub fn check_operations(ops: &[SheetOp], limits: &OpLimits) -> Result<(), Engine
 
 fn check_formula(text: &str, limits: &formula::Limits) -> Result<(), Box<Problem>> {
     if text.len() > limits.max_len {
-        return Err(Box::new(Problem::new(
-            "request.formula_too_long",
+        return Err(Box::new(Problem::of(
+            Code::FormulaTooLong,
             format!(
                 "formula is {} bytes long; the limit is {} (--max-formula-length)",
                 text.len(),
@@ -140,7 +141,7 @@ fn check_formula(text: &str, limits: &formula::Limits) -> Result<(), Box<Problem
     }
     match formula::parse(text, limits) {
         Err(e) if e.code == formula::ErrorCode::TooComplex => {
-            let mut p = Problem::new("request.formula_too_deep", e.message.clone());
+            let mut p = Problem::of(Code::FormulaTooDeep, e.message.clone());
             p.formula = Some(Box::new(FormulaSpan::of(text, &e)));
             Err(Box::new(p))
         }

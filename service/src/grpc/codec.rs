@@ -55,7 +55,7 @@ impl<U: Message + Default> Decoder for CheckedDecoder<U> {
         self.inner.decode(buf).map_err(|e| {
             super::status::plain(
                 Code::InvalidArgument,
-                "request.malformed",
+                crate::problem::Code::Malformed.as_str(),
                 format!("the message is not valid protobuf for this call: {}", e.message()),
             )
         })

@@ -6,6 +6,7 @@ use crate::engine::EngineError;
 use crate::engine::{
     Applied, Event, EventKind, Explanation, Moved, Problem, RulesetInfo, RulesetOutcome, SheetInfo,
 };
+use crate::problem::Code;
 use data::SheetOp;
 use data::history::{Because, Cause, DiffKind, StepDiff, Typed, WhyChanged};
 use data::record::{self, Change, Kind, Variable};
@@ -33,7 +34,7 @@ pub fn operations(ops: &[pb::Operation]) -> Result<Vec<SheetOp>, EngineError> {
 /// One operation message as a sheet operation.
 pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
     use pb::operation::Op;
-    let missing = || Box::new(Problem::new("request.missing_operation", "the operation is empty"));
+    let missing = || Box::new(Problem::of(Code::MissingOperation, "the operation is empty"));
     Ok(match op.op.as_ref().ok_or_else(missing)? {
         Op::AddObject(o) => SheetOp::AddObject {
             kind: o.kind.clone(),
@@ -51,7 +52,7 @@ pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
                 .ok_or_else(|| "the value is missing".to_owned())
                 .and_then(input_value)
                 .map_err(|m| {
-                    let mut p = Problem::new("request.bad_value", format!("set_input `{}`: {m}", i.channel));
+                    let mut p = Problem::of(Code::BadValue, format!("set_input `{}`: {m}", i.channel));
                     p.field = Some("set_input.value");
                     Box::new(p)
                 })?,

@@ -146,7 +146,7 @@ fn kind_detail(e: &EngineError) -> Option<Any> {
         }
         EngineError::Invalid { problems, message } => {
             let field_violations = if problems.is_empty() {
-                vec![violation(None, message, "request.invalid")]
+                vec![violation(None, message, crate::problem::Code::Invalid.as_str())]
             } else {
                 problems.iter().map(|p| violation(Some(p), &p.message, &p.full_code())).collect()
             };
