@@ -44,8 +44,10 @@ pub enum Command {
     /// sheet file's steps add and remove game objects, set inputs and add ad-hoc modifiers
     /// (docs/ruleset-format.md). Each step's changed variables (old → new, in topological order) and the number of
     /// evaluations it took are printed, then every variable's final value, then a trace for
-    /// each --trace. A rejected step (unknown name, locked variable, cycle, bad formula) has no
-    /// effect and later steps still run. See docs/solver.md for the scenario format.
+    /// each --trace. With --sheet, each --why REF explains the last change of REF: the step, the
+    /// value before and after, the variables the change went through. A rejected step (unknown
+    /// name, locked variable, cycle, bad formula) has no effect and later steps still run. See
+    /// docs/solver.md for the scenario format and the JSON step format.
     Solve(solve::SolveArgs),
 
     /// Load rulesets and report what they hold, or every problem in them.
