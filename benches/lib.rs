@@ -46,6 +46,8 @@ impl EvalContext for NumberVars {
     }
 }
 
+pub mod workload;
+
 pub mod generator {
     //! The generator of benchmark sheets, deterministic for a given seed.
     //!

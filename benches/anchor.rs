@@ -1,0 +1,111 @@
+//! The anchor workload (`../shared/bench/anchor-workload/`, see `workload.rs`) at 2,000 and
+//! 20,000 variables — and 200,000 with `SHEETD_BENCH_200K=1` — one row per measure of the
+//! solver's performance table (issue 13): re-solve with the plan cached, the first solve after a
+//! structural change, building the sheet in one batch, the hub and leaf changes, and (at 2,000)
+//! the modifiers added one by one in file order. Each group has a baseline measured in the same
+//! run: reading one value.
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use sheetd_benches::workload::Workload;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn sizes() -> Vec<(usize, usize)> {
+    let mut s = vec![(2_000, 8_000), (20_000, 80_000)];
+    if std::env::var_os("SHEETD_BENCH_200K").is_some() {
+        s.push((200_000, 800_000));
+    }
+    s
+}
+
+/// Times `f` on a fresh copy of `sheet`'s state per iteration, leaving out `undo`.
+fn timed_change(
+    b: &mut criterion::Bencher<'_>,
+    sheet: &mut solver::Sheet,
+    mut f: impl FnMut(&mut solver::Sheet),
+    mut undo: impl FnMut(&mut solver::Sheet),
+) {
+    b.iter_custom(|iters| {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            let t = Instant::now();
+            f(sheet);
+            total += t.elapsed();
+            undo(sheet);
+        }
+        total
+    });
+}
+
+fn bench_anchor(c: &mut Criterion) {
+    for (vars, mods) in sizes() {
+        let Some(w) = Workload::generate(vars, mods) else { return };
+        let mut g = c.benchmark_group(format!("anchor_{vars}"));
+        if vars >= 20_000 {
+            g.sample_size(10);
+        }
+        let mut sheet = w.build();
+        sheet.solve_all();
+        let probe = format!("V{}", w.hub);
+        g.bench_function("baseline_value_of_one_variable", |b| b.iter(|| sheet.value(black_box(&probe))));
+        g.bench_function("resolve_plan_cached", |b| b.iter(|| black_box(&mut sheet).solve_all()));
+        let touch = Workload::add_one(w.leaf);
+        g.bench_function("first_solve_after_structural_change", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    sheet.add_modifier(&touch).expect("adds");
+                    sheet.remove_modifier("add-one").expect("removes");
+                    let t = Instant::now();
+                    black_box(sheet.solve_all());
+                    total += t.elapsed();
+                }
+                total
+            })
+        });
+        let rules = w.rules();
+        let ops = w.operations(&rules);
+        g.bench_function("build_sheet_one_batch", |b| {
+            b.iter_batched(
+                || ops.clone(),
+                |ops| {
+                    let mut s = solver::Sheet::new(rules.clone());
+                    s.apply(&ops).expect("applies");
+                    s
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        for (name, target) in [("hub_change", w.hub), ("leaf_change", w.leaf)] {
+            let spec = Workload::add_one(target);
+            g.bench_function(name, |b| {
+                timed_change(
+                    b,
+                    &mut sheet,
+                    |s| {
+                        black_box(s.add_modifier(&spec).expect("adds"));
+                    },
+                    |s| {
+                        s.remove_modifier("add-one").expect("removes");
+                    },
+                )
+            });
+        }
+        if vars == 2_000 {
+            g.sample_size(10);
+            g.bench_function("modifiers_one_by_one_in_file_order", |b| {
+                b.iter(|| {
+                    let mut s = solver::Sheet::new(rules.clone());
+                    for op in &ops {
+                        s.apply(std::slice::from_ref(op)).expect("applies");
+                    }
+                    s
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench_anchor);
+criterion_main!(benches);

@@ -1,0 +1,50 @@
+//! Heap held by one anchor-workload sheet, measured with a counting allocator:
+//! `cargo run --release -p sheetd-benches --example anchor_heap -- [VARS MODS]` (default 2,000
+//! and 8,000). Prints the bytes the rules take (shared by every sheet) and the bytes one sheet
+//! built from them adds, with the live bytes before as the baseline.
+
+use sheetd_benches::workload::Workload;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only a counter is kept.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on as it is.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on as it is.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn main() {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let (vars, mods) = (args.first().copied().unwrap_or(2_000), args.get(1).copied().unwrap_or(8_000));
+    let Some(w) = Workload::generate(vars, mods) else { return };
+    let before_rules = LIVE.load(Ordering::Relaxed);
+    let rules = w.rules();
+    let ops = w.operations(&rules);
+    let with_rules = LIVE.load(Ordering::Relaxed);
+    let mut sheet = solver::Sheet::new(rules.clone());
+    sheet.apply(&ops).expect("applies");
+    sheet.solve_all();
+    let with_sheet = LIVE.load(Ordering::Relaxed);
+    let kib = |b: usize| b as f64 / 1024.0;
+    println!("anchor workload, {vars} variables, {mods} modifiers:");
+    println!("  live before the rules         {:>10.1} KiB (baseline)", kib(before_rules));
+    println!("  rules and compiled modifiers  {:>10.1} KiB (shared)", kib(with_rules - before_rules));
+    println!("  one sheet                     {:>10.1} KiB", kib(with_sheet - with_rules));
+    println!("  solver's own estimate         {:>10.1} KiB (Sheet::footprint)", kib(sheet.footprint()));
+    drop(sheet);
+}

@@ -1,0 +1,26 @@
+//! The anchor workload's checks on the solver: every value exactly as the generator's
+//! arbitrary-precision reference computes it, and the hub and leaf changes.
+
+use sheetd_benches::workload::{Workload, sum};
+
+#[test]
+fn the_solver_solves_the_anchor_workload_exactly() {
+    let Some(w) = Workload::generate(2_000, 8_000) else { return };
+    assert_eq!(w.mods.len(), 8_000);
+    let mut sheet = w.build();
+    let expected = w.expected.as_ref().expect("the 2,000-variable workload has expected values");
+    for (i, want) in expected.iter().enumerate() {
+        let got = sheet.value(&format!("V{i}")).expect("declared").expect("a value");
+        assert_eq!(got, formula::Value::Number((*want).into()), "V{i}");
+    }
+    assert_eq!(sum(&sheet), 9_195_514);
+    // The hub: 1,428 variables change and the sum becomes 9,590,433; removing it restores all.
+    let report = sheet.add_modifier(&Workload::add_one(w.hub)).expect("adds");
+    assert_eq!((w.hub, report.changed.len()), (1, 1_428));
+    assert_eq!(sum(&sheet), 9_590_433);
+    sheet.remove_modifier("add-one").expect("removes");
+    assert_eq!(sum(&sheet), 9_195_514);
+    // The leaf: one variable changes.
+    let report = sheet.add_modifier(&Workload::add_one(w.leaf)).expect("adds");
+    assert_eq!(report.changed.len(), 1);
+}
