@@ -206,15 +206,18 @@ impl RulesBuilder {
         for (i, v) in self.vars.iter().enumerate() {
             by_name.entry(v.name.to_ascii_lowercase()).or_default().push((v.scope, VarDefId(i as u32)));
         }
-        Rules {
+        let mut rules = Rules {
             compiler: Compiler::new(Arc::new(self.library)),
             scopes: self.scopes,
             scope_names: self.scope_names,
             vars: self.vars,
             by_name,
             defaults: self.defaults,
+            var_defaults: Arc::from([]),
             formats: self.formats,
-        }
+        };
+        rules.var_defaults = rules.vars.iter().map(|v| rules.default_value(&v.format)).collect();
+        rules
     }
 }
 
@@ -244,6 +247,8 @@ pub struct Rules {
     /// Declarations by lowercased name: every scope declaring it.
     by_name: Map<String, Vec<(ScopeId, VarDefId)>>,
     defaults: HashMap<Format, Value>,
+    /// Every declaration's default value, by `VarDefId`: computed once, shared by every sheet.
+    var_defaults: Arc<[Value]>,
     compiler: Compiler,
     formats: FormatRegistry,
 }
@@ -308,6 +313,11 @@ impl Rules {
     /// Whether `ancestor` is `scope` or one of its ancestors.
     pub fn is_ancestor_or_self(&self, ancestor: ScopeId, scope: ScopeId) -> bool {
         ancestor_or_self(&self.scopes, ancestor, scope)
+    }
+
+    /// The default value of every declaration, by `VarDefId` (shared: sheets hold the `Arc`).
+    pub fn var_defaults(&self) -> &Arc<[Value]> {
+        &self.var_defaults
     }
 
     /// The value a variable of `format` starts from.

@@ -246,7 +246,8 @@ impl EvalContext for ModContext<'_> {
 impl Sheet {
     /// A new sheet over `rules`, with the global instance and its variables at their defaults.
     pub fn new(rules: Arc<Rules>) -> Sheet {
-        let defaults: Arc<[Value]> = rules.vars().iter().map(|v| rules.default_value(&v.format)).collect();
+        // The defaults are the rules': every sheet shares them.
+        let defaults = rules.var_defaults().clone();
         let mut sheet = Sheet {
             graph: StableDiGraph::default(),
             instances: Vec::new(),

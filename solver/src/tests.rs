@@ -636,3 +636,12 @@ proptest! {
         }
     }
 }
+
+/// Sheets over one `Rules` share its defaults instead of copying them.
+#[test]
+fn sheets_share_the_rules_defaults() {
+    let rules = globals(&["A", "B"]);
+    let (a, b) = (Sheet::new(rules.clone()), Sheet::new(rules.clone()));
+    assert_eq!(Arc::strong_count(rules.var_defaults()), 3, "the rules' own, and one per sheet");
+    assert_eq!((val(&a, "A"), val(&b, "B")), ("0".to_owned(), "0".to_owned()));
+}
