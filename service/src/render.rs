@@ -7,6 +7,10 @@ use formula::FormulaError;
 use miette::{GraphicalReportHandler, LabeledSpan, MietteDiagnostic, NamedSource, Report};
 use std::io::IsTerminal;
 
+/// Beyond this line number a file position is shown in the message only (the renderer pads the
+/// source with a newline per preceding line; a diagnostic from a server could name any line).
+const MAX_PADDED_LINE: u32 = 1_000_000;
+
 /// Colors only when stderr is a terminal and `NO_COLOR` is not set.
 fn colors() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
@@ -41,7 +45,10 @@ pub fn problem(p: &Problem) -> String {
 }
 
 fn problem_in(p: &Problem, color: bool) -> String {
-    let at = p.operation.map(|i| format!("operation {i}: ")).unwrap_or_default();
+    let mut at = p.operation.map(|i| format!("operation {i}: ")).unwrap_or_default();
+    if let Some(l) = p.location.as_ref().filter(|l| l.line > MAX_PADDED_LINE) {
+        at = format!("{}:{}:{}: {at}", l.file, l.line, l.col);
+    }
     let mut d = MietteDiagnostic::new(format!("{at}{}", p.message)).with_code(p.full_code());
     if let Some(h) = &p.help {
         d = d.with_help(h.clone());
@@ -56,7 +63,7 @@ fn problem_in(p: &Problem, color: bool) -> String {
         // An empty span (the formula ended too soon) points at the place after the text.
         let text = if start == end { format!("{} ", f.text) } else { f.text.clone() };
         (Some(NamedSource::new("formula", text)), Some((start, (end - start).max(1))))
-    } else if let Some(l) = &p.location.as_ref().filter(|l| l.line > 0) {
+    } else if let Some(l) = &p.location.as_ref().filter(|l| l.line > 0 && l.line <= MAX_PADDED_LINE) {
         // The line alone, after as many empty lines as precede it, so miette counts lines and
         // columns as the file does.
         let padding = "\n".repeat(l.line as usize - 1);
@@ -108,5 +115,12 @@ mod tests {
         let mut p = Problem::of_solve_error(&formula_error).at_operation(3, Some("add_modifier.value"));
         p.help = Some("close the parenthesis".to_owned());
         insta::assert_snapshot!("formula_problem", problem_in(&p, false));
+        // A position far down a file (as a server might send) is named, not padded to.
+        let mut far = data.clone();
+        if let Some(l) = far.location.as_mut() {
+            l.line = u32::MAX;
+        }
+        let shown = problem_in(&far, false);
+        assert!(shown.contains(&format!("rules.toml:{}:32", u32::MAX)) && shown.len() < 1_000, "{shown}");
     }
 }
