@@ -637,6 +637,68 @@ proptest! {
     }
 }
 
+/// The sheet's modifier ids in a fixed order (the sheet's own map iterates in a per-map order).
+fn sorted_ids(sheet: &Sheet) -> Vec<String> {
+    let mut ids: Vec<String> = sheet.modifier_ids().map(str::to_owned).collect();
+    ids.sort();
+    ids
+}
+
+/// A sheet's state built from steps alone, in batches of one (failures skipped).
+fn built_alone(rules: Arc<Rules>, steps: &[(usize, Step)]) -> Sheet {
+    let mut sheet = Sheet::new(rules);
+    for (n, step) in steps {
+        let ids = sorted_ids(&sheet);
+        if let Some(op) = step_operation(*n, step.clone(), &ids) {
+            let _ = sheet.apply(std::slice::from_ref(&op));
+        }
+    }
+    sheet
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Sheets built over one shared `Rules` are independent: interleaving two sheets' changes
+    /// gives each exactly the values (and traces) it has when built alone, and a copy of a sheet
+    /// does not see its original's later changes.
+    #[test]
+    fn sheets_sharing_rules_never_see_each_other(
+        a_steps in prop::collection::vec(arb_step(), 1..25),
+        b_steps in prop::collection::vec(arb_step(), 1..25),
+    ) {
+        let rules = prop_rules();
+        let a_steps: Vec<(usize, Step)> = a_steps.into_iter().enumerate().collect();
+        let b_steps: Vec<(usize, Step)> = b_steps.into_iter().enumerate().collect();
+        let (mut a, mut b) = (Sheet::new(rules.clone()), Sheet::new(rules.clone()));
+        let mut a_copy = None;
+        for i in 0..a_steps.len().max(b_steps.len()) {
+            for (sheet, steps) in [(&mut a, &a_steps), (&mut b, &b_steps)] {
+                let Some((n, step)) = steps.get(i) else { continue };
+                let ids = sorted_ids(sheet);
+                if let Some(op) = step_operation(*n, step.clone(), &ids) {
+                    let _ = sheet.apply(std::slice::from_ref(&op));
+                }
+            }
+            if i == a_steps.len() / 2 {
+                a_copy = Some((a.clone(), i));
+            }
+        }
+        for (sheet, steps) in [(&a, &a_steps), (&b, &b_steps)] {
+            let alone = built_alone(rules.clone(), steps);
+            prop_assert_eq!(sheet.values(), alone.values());
+            for (r, _) in sheet.values() {
+                let r = r.to_string();
+                prop_assert_eq!(sheet.trace(&r).unwrap(), alone.trace(&r).unwrap());
+            }
+        }
+        if let Some((copy, at)) = a_copy {
+            let upto = &a_steps[..=at.min(a_steps.len() - 1)];
+            prop_assert_eq!(copy.values(), built_alone(rules.clone(), upto).values());
+        }
+    }
+}
+
 /// Sheets over one `Rules` share its defaults instead of copying them.
 #[test]
 fn sheets_share_the_rules_defaults() {
