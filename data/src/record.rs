@@ -74,6 +74,21 @@ impl Value {
     }
 }
 
+impl Value {
+    /// The value as a channel input receives it: numbers exactly, booleans, text (a data
+    /// format's literal is parsed by the channel's format when applied). Lists and errors are
+    /// not inputs.
+    pub fn input(&self) -> Result<formula::Value, String> {
+        match &self.kind {
+            Kind::Number(n) => formula::parse_decimal(n).map(formula::Value::Number),
+            Kind::Boolean(b) => Ok(formula::Value::Boolean(*b)),
+            Kind::Text(t) => Ok(formula::Value::String(std::sync::Arc::from(t.as_str()))),
+            Kind::List(_) => Err("a list is not an input value".to_owned()),
+            Kind::Error { .. } => Err("an error is not an input value".to_owned()),
+        }
+    }
+}
+
 impl Kind {
     fn of(slot: &Slot) -> Kind {
         use formula::Value as V;
@@ -136,11 +151,10 @@ impl Variable {
 
 impl Change {
     pub fn of(c: &solver::Change) -> Change {
-        Change {
-            var: c.var.to_string(),
-            old: c.old.as_ref().map(|s| Value::of(&c.format, s)),
-            new: c.new.as_ref().map(|s| Value::of(&c.format, s)),
-        }
+        // The format's name once for both sides (this runs for every variable a change touches).
+        let format = c.format.to_string();
+        let value = |s: &Slot| Value { format: format.clone(), kind: Kind::of(s) };
+        Change { var: c.var.to_string(), old: c.old.as_ref().map(value), new: c.new.as_ref().map(value) }
     }
 }
 

@@ -5,10 +5,9 @@
 #[path = "common/server.rs"]
 mod server;
 
-use server::{Server, apply, ops, shown, value_of, values};
+use server::{Server, apply, http1, ops, shown, value_of, values};
 use sheetd::cli::client::Client;
 use sheetd::grpc::proto as pb;
-use std::io::{Read, Write};
 use std::process::Command;
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -309,16 +308,6 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     // Revision 1 was made with version 2: the sheet comes back on it (it moves on its next change).
     assert_eq!((info.ruleset_id.as_str(), info.ruleset_version, info.revision), ("tiny", 2, 1));
     assert_eq!(total(&mut c, "sheet-1", None).await, "22");
-}
-
-/// Sends one HTTP/1.1 request and returns the whole response.
-fn http1(addr: &str, request: &[u8]) -> Vec<u8> {
-    let mut s = std::net::TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
-    s.write_all(request).expect("send");
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -133,7 +133,6 @@ async fn rejections_carry_standard_details() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_raw_header_is_a_google_rpc_status() {
     use base64::Engine as _;
-    use std::io::{Read, Write};
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(&dir.path().join("data"), &[]);
     let mut c = server.client().await;
@@ -150,11 +149,7 @@ async fn the_raw_header_is_a_google_rpc_status() {
     )
     .into_bytes();
     request.extend_from_slice(&body);
-    let mut tcp = std::net::TcpStream::connect(&server.addr).expect("connect");
-    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
-    tcp.write_all(&request).expect("send");
-    let mut reply = Vec::new();
-    let _ = tcp.read_to_end(&mut reply);
+    let reply = server::http1(&server.addr, &request);
     let reply = String::from_utf8_lossy(&reply).into_owned();
     // In the headers (a trailers-only reply) or in the trailer frame: `name: value` either way.
     let header = |name: &str| {

@@ -260,6 +260,16 @@ impl ModifierSpec {
         self
     }
 
+    /// Sets where the modifier goes and its condition, each when given: the instance the
+    /// variable is resolved from, the instance its formulas' names resolve in, and a condition
+    /// formula (as requests, stored logs and step files carry them).
+    pub fn placed(mut self, on: Option<&str>, from: Option<&str>, condition: Option<&str>) -> Self {
+        self.on = on.map(Arc::from);
+        self.from = from.map(Arc::from);
+        self.condition = condition.map(Instruction::from);
+        self
+    }
+
     /// Sets a condition.
     pub fn when(mut self, condition: &str) -> Self {
         self.condition = Some(Instruction::from(condition));

@@ -214,12 +214,9 @@ fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
         }
     };
     let kind = ModKind::named(&m.kind)?;
-    let mut spec = ModifierSpec::new(&m.id, &m.var, kind, &value, m.source.as_deref().unwrap_or(&m.id))
-        .priority(priority);
-    spec.on = m.on.as_deref().map(Arc::from);
-    spec.from = m.from.as_deref().map(Arc::from);
-    spec.condition = m.condition.as_deref().map(Into::into);
-    Ok(spec)
+    Ok(ModifierSpec::new(&m.id, &m.var, kind, &value, m.source.as_deref().unwrap_or(&m.id))
+        .priority(priority)
+        .placed(m.on.as_deref(), m.from.as_deref(), m.condition.as_deref()))
 }
 
 /// A modifier's value as text: a formula or a literal, given as a string, number or boolean.

@@ -10,9 +10,8 @@ use crate::problem::Code;
 use data::SheetOp;
 use data::history::{Because, Cause, DiffKind, StepDiff, Typed, WhyChanged};
 use data::record::{self, Change, Kind, Variable};
-use formula::{Value, parse_decimal};
-use solver::{Instruction, ModKind, ModifierSpec, Operation, Trace, TraceStep};
-use std::sync::Arc;
+use formula::Value;
+use solver::{ModKind, ModifierSpec, Operation, Trace, TraceStep};
 
 // ---------------------------------------------------------------------------------------------
 // In
@@ -64,10 +63,11 @@ pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
                 p.field = Some("add_modifier.kind");
                 Box::new(p)
             })?;
-            let mut spec = ModifierSpec::new(&m.id, &m.var, kind, &m.value, source).priority(m.priority);
-            spec.on = m.on.as_deref().map(Arc::from);
-            spec.from = m.from.as_deref().map(Arc::from);
-            spec.condition = m.condition.as_deref().map(Instruction::from);
+            let spec = ModifierSpec::new(&m.id, &m.var, kind, &m.value, source).priority(m.priority).placed(
+                m.on.as_deref(),
+                m.from.as_deref(),
+                m.condition.as_deref(),
+            );
             SheetOp::Solver(Operation::AddModifier(spec))
         }
         Op::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(id.clone())),
@@ -81,18 +81,12 @@ pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
     })
 }
 
-/// A message value as an input value: numbers exactly, booleans, text (literals of data formats
-/// are parsed by the channel's format).
+/// A message value as an input value (see [`record::Value::input`]).
 fn input_value(v: &pb::Value) -> Result<Value, String> {
-    use pb::value::Kind;
-    match &v.kind {
-        Some(Kind::Number(n)) => parse_decimal(n).map(Value::Number),
-        Some(Kind::Boolean(b)) => Ok(Value::Boolean(*b)),
-        Some(Kind::Text(t)) => Ok(Value::String(Arc::from(t.as_str()))),
-        Some(Kind::List(_)) => Err("a list is not an input value".to_owned()),
-        Some(Kind::Error(_)) => Err("an error is not an input value".to_owned()),
-        None => Err("the value is missing".to_owned()),
+    if v.kind.is_none() {
+        return Err("the value is missing".to_owned());
     }
+    recorded(v).input()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,8 +11,7 @@ use super::{Logged, Snapshot};
 use data::SheetOp;
 use data::history::Revision;
 use data::record::{Change, Kind, Value, Variable};
-use solver::{Instruction, ModKind, ModifierSpec, Operation};
-use std::sync::Arc;
+use solver::{ModKind, ModifierSpec, Operation};
 
 /// Where a ruleset loads from.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -367,15 +366,16 @@ fn operation(op: OperationRecord) -> Result<SheetOp, String> {
         Op::RemoveObject(id) => SheetOp::RemoveObject(id),
         Op::SetInput(i) => {
             let v = value(i.value.ok_or("set_input without a value")?)?;
-            SheetOp::SetInput { channel: i.channel, on: i.on, value: input(v)? }
+            SheetOp::SetInput { channel: i.channel, on: i.on, value: v.input()? }
         }
         Op::AddModifier(m) => {
             let source = if m.source.is_empty() { "request" } else { &m.source };
             let kind = ModKind::named(&m.kind).map_err(|e| e.message)?;
-            let mut spec = ModifierSpec::new(&m.id, &m.var, kind, &m.value, source).priority(m.priority);
-            spec.on = m.on.as_deref().map(Arc::from);
-            spec.from = m.from.as_deref().map(Arc::from);
-            spec.condition = m.condition.as_deref().map(Instruction::from);
+            let spec = ModifierSpec::new(&m.id, &m.var, kind, &m.value, source).priority(m.priority).placed(
+                m.on.as_deref(),
+                m.from.as_deref(),
+                m.condition.as_deref(),
+            );
             SheetOp::Solver(Operation::AddModifier(spec))
         }
         Op::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(id)),
@@ -385,17 +385,6 @@ fn operation(op: OperationRecord) -> Result<SheetOp, String> {
         }
         Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
     })
-}
-
-/// A recorded input value as the value the channel receives (numbers exactly; text is parsed by
-/// the channel's format when applied).
-fn input(v: Value) -> Result<formula::Value, String> {
-    match v.kind {
-        Kind::Number(n) => formula::parse_decimal(&n).map(formula::Value::Number),
-        Kind::Boolean(b) => Ok(formula::Value::Boolean(b)),
-        Kind::Text(t) => Ok(formula::Value::String(Arc::from(t))),
-        Kind::List(_) | Kind::Error { .. } => Err("an input value is a number, boolean or text".to_owned()),
-    }
 }
 
 fn value(v: ValueRecord) -> Result<Value, String> {

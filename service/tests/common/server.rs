@@ -218,3 +218,16 @@ pub fn values(sheet: &str, vars: &[&str], revision: Option<u64>) -> pb::ValuesRe
         revision,
     }
 }
+
+/// Sends raw bytes to `addr` over one TCP connection and returns everything the server sends
+/// back until it closes (a plain HTTP/1.1 exchange with `Connection: close`).
+#[allow(dead_code, reason = "not every test file uses it")]
+pub fn http1(addr: &str, request: &[u8]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(request).expect("send");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
