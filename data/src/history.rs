@@ -294,11 +294,11 @@ fn attribute(
         };
         let target_after = name(character, var);
         let is_target = |r: &VarRef| Some(r) == target_before.as_ref() || Some(r) == target_after.as_ref();
-        let reached =
-            report.evaluated.iter().any(is_target) || report.changed.iter().any(|c| is_target(&c.var));
+        let changed: Vec<VarRef> = report.named(character.sheet()).into_iter().map(|c| c.var).collect();
+        let reached = report.evaluated.iter().any(is_target) || changed.iter().any(is_target);
         if reached {
             let deps = dependencies(character, var);
-            let via = report.changed.iter().map(|c| &c.var).filter(|r| deps.contains(*r)).cloned().collect();
+            let via = changed.into_iter().filter(|r| deps.contains(r)).collect();
             let mut description = ops[i].to_string();
             if upto > i + 1 {
                 description = format!("{description} (with operations {}–{} of its batch)", i + 1, upto - 1);

@@ -149,6 +149,12 @@ impl Variable {
     }
 }
 
+/// Every change `report` records, as records, named against `sheet` right after the operation
+/// (removed variables first, then the rest in topological order).
+pub fn changes(report: &solver::Report, sheet: &solver::Sheet) -> Vec<Change> {
+    report.named(sheet).iter().map(Change::of).collect()
+}
+
 impl Change {
     pub fn of(c: &solver::Change) -> Change {
         // The format's name once for both sides (this runs for every variable a change touches).

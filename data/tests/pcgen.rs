@@ -95,8 +95,8 @@ fn starfinder_strength_follows_its_channel() {
     assert!(pos("STR.Score") < pos("STR.Mod") && pos("STR.Mod") < pos("STR"));
     let rep = c.apply(&[input("StatScore", "STR", 7)]).unwrap();
     assert_eq!(num(&c, "STR.Mod"), "-2", "floor(-1.5)");
-    assert_eq!(rep.changed.len(), 5);
-    assert!(rep.changed.iter().all(|ch| ch.var.to_string().to_uppercase().contains("STR")));
+    assert_eq!(rep.len(), 5);
+    assert!(rep.named(c.sheet()).iter().all(|ch| ch.var.to_string().to_uppercase().contains("STR")));
     // Other stats were untouched and sit at d20Mod(0) = -5.
     assert_eq!(num(&c, "DEX.Mod"), "-5");
     // The trace names the data line the modifier comes from.
@@ -120,7 +120,7 @@ fn pathfinder_ancestries_grant_walking_and_sizes_set_face_with_priority() {
     // Swapping the ancestry in one batch: Walk goes with the Dwarf and comes back with the Elf.
     let rep = c.apply(&[SheetOp::RemoveObject("Dwarf".into()), add("RACE", "Elf", None, None)]).unwrap();
     assert_eq!(num(&c, "Walk.Speed"), "30");
-    assert!(rep.changed.iter().any(|ch| ch.var.to_string() == "Walk.Speed"));
+    assert!(rep.named(c.sheet()).iter().any(|ch| ch.var.to_string() == "Walk.Speed"));
     c.apply(&[SheetOp::RemoveObject("Elf".into())]).unwrap();
     assert!(c.sheet().value("Walk.Speed").is_err(), "Walk exists only while granted");
     assert_eq!(num(&c, "RaceType_Humanoid"), "false");

@@ -94,7 +94,7 @@ fn the_example_character_changes() {
     assert_eq!(v(&c, "AC"), "12");
     assert_eq!(v(&c, "Walk.Speed"), "20");
     assert_eq!(v(&c, "Athletics.Total"), "3", "no armor check penalty when not armored");
-    assert!(rep.changed.iter().any(|ch| ch.var.to_string() == "AC"));
+    assert!(rep.named(c.sheet()).iter().any(|ch| ch.var.to_string() == "AC"));
     // A ward sets a floor under the armor bonus (MAX at priority 50).
     c.apply(&[add("CONDITION", "Warded", None, None)]).unwrap();
     assert_eq!(v(&c, "ArmorBonus"), "4");

@@ -14,8 +14,6 @@ use formula::{EvalContext, Format, Formula, FormulaError, Num, Value, VarId, num
 use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use rust_decimal::Decimal;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -69,8 +67,8 @@ impl fmt::Display for VarRef {
     }
 }
 
-/// One variable whose value changed: `old` is `None` for a variable created by the operation,
-/// `new` is `None` for one removed.
+/// One variable whose value changed, named: `old` is `None` for a variable created by the
+/// operation, `new` is `None` for one removed. [`Report::named`] gives these.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
     pub var: VarRef,
@@ -80,16 +78,58 @@ pub struct Change {
     pub new: Option<Slot>,
 }
 
+/// One variable whose value changed, as the solver records it: the variable's handle, not its
+/// name (names are made only when a caller asks, by [`Report::named`] or [`Sheet::name`]).
+/// `old` is `None` for a variable the operation created.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delta {
+    pub var: Var,
+    pub old: Option<Slot>,
+    pub new: Slot,
+}
+
 /// What a mutation did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
-    /// Variables whose value changed: removed ones first, then the rest in topological order.
-    pub changed: Vec<Change>,
+    /// Variables the operation removed (with their instances), named — their handles end with
+    /// the operation — in name order.
+    pub removed: Vec<Change>,
+    /// The other variables whose value changed, in topological order.
+    pub changed: Vec<Delta>,
     /// How many variable evaluations the mutation performed.
     pub recomputed: usize,
     /// The variables evaluated, in order — filled only when
     /// [`Sheet::record_evaluations`] is on (for diagnostics and tests).
     pub evaluated: Vec<VarRef>,
+}
+
+impl Report {
+    /// How many variables changed (removed ones included).
+    pub fn len(&self) -> usize {
+        self.removed.len() + self.changed.len()
+    }
+
+    /// Whether no variable changed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every change, named: removed variables first, then the rest in topological order.
+    /// `sheet` is the sheet the report came from, before any later change to its instances
+    /// (a handle outlives its variable only until the instance is removed; a change to a
+    /// variable that is gone is left out).
+    pub fn named(&self, sheet: &Sheet) -> Vec<Change> {
+        let mut all = self.removed.clone();
+        all.extend(self.changed.iter().filter_map(|d| {
+            Some(Change {
+                var: sheet.name(d.var)?,
+                format: sheet.format(d.var)?.clone(),
+                old: d.old.clone(),
+                new: Some(d.new.clone()),
+            })
+        }));
+        all
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -109,10 +149,6 @@ struct Node {
     value: Slot,
     /// Modifiers on this variable, in application order.
     mods: Vec<ModKey>,
-    /// Topological level: for every edge u → v, level(u) < level(v).
-    level: u32,
-    /// Recomputation epoch in which this node was queued.
-    mark: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -200,8 +236,8 @@ pub struct Sheet {
     /// Default value of each variable definition, by `VarDefId` (copied from the rules once).
     defaults: Arc<[Value]>,
     record_evaluations: bool,
-    /// The full-solve plan; `None` after any structural change (built again when needed).
-    plan: Option<Box<plan::Plan>>,
+    /// The plan every evaluation goes through, and the dense mirror of the values.
+    plan: plan::Plan,
 }
 
 /// The modifier's formulas read variables through this context.
@@ -263,7 +299,7 @@ impl Sheet {
             defaults,
             rules,
             record_evaluations: false,
-            plan: None,
+            plan: plan::Plan::default(),
         };
         let global_key: Arc<str> = sheet.rules.scope_def(sheet.rules.global()).name.clone();
         sheet.create_instance(global_key, sheet.rules.global(), None);
@@ -288,6 +324,7 @@ impl Sheet {
         let mods: usize = self.mods.iter().flatten().map(|m| size_of::<Modifier>() + 8 * m.reads.len()).sum();
         let nodes: usize = self.graph.node_weights().map(|n| size_of::<Node>() + 8 * n.mods.len()).sum();
         nodes
+            + self.plan.footprint()
             + self.graph.edge_count() * 24
             + mods
             + self.instances.len() * (size_of::<Option<Instance>>() + 32)
@@ -301,23 +338,17 @@ impl Sheet {
 
     /// Creates an instance in a free slot (the last freed) or a new one at the end.
     fn create_instance(&mut self, key: Arc<str>, scope: ScopeId, parent: Option<InstanceId>) -> InstanceId {
-        self.plan = None;
         let reused = self.free_instances.pop();
         let id = reused.unwrap_or(InstanceId(self.instances.len() as u32));
         let vars = self.rules.scope_def(scope).vars.clone();
-        let nodes: Box<[NodeIndex]> = vars
-            .iter()
-            .map(|&def| {
-                self.graph.add_node(Node {
-                    def,
-                    owner: id,
-                    value: Ok(self.defaults[def.0 as usize].clone()),
-                    mods: Vec::new(),
-                    level: 0,
-                    mark: 0,
-                })
-            })
-            .collect();
+        let mut nodes = Vec::with_capacity(vars.len());
+        for &def in vars.iter() {
+            let value: Slot = Ok(self.defaults[def.0 as usize].clone());
+            let node = self.graph.add_node(Node { def, owner: id, value: value.clone(), mods: Vec::new() });
+            self.plan.node_added(node, &value);
+            nodes.push(node);
+        }
+        let nodes: Box<[NodeIndex]> = nodes.into();
         let instance = Instance { key: key.clone(), scope, parent, children: Vec::new(), nodes };
         if reused.is_some() {
             self.instances[id.0 as usize] = Some(instance);

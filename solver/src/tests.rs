@@ -29,8 +29,8 @@ fn names(refs: &[VarRef]) -> Vec<String> {
     refs.iter().map(|r| r.to_string()).collect()
 }
 
-fn changes(r: &Report) -> Vec<String> {
-    r.changed
+fn changes(sheet: &Sheet, r: &Report) -> Vec<String> {
+    r.named(sheet)
         .iter()
         .map(|c| {
             let show = |s: &Option<Slot>| s.as_ref().map_or("null".to_owned(), num);
@@ -108,7 +108,7 @@ fn appendages_walkthrough() {
     let f = sheet.add_modifier(&ModifierSpec::new("f", "Toes", ModKind::Add, "10", "data")).unwrap();
     assert_eq!(names(&f.evaluated), ["Toes", "Feet", "Appendages"], "each once, in topological order");
     assert_eq!(f.recomputed, 3);
-    assert_eq!(changes(&f), ["Toes 0→10", "Feet 0→2", "Appendages 12→24"]);
+    assert_eq!(changes(&sheet, &f), ["Toes 0→10", "Feet 0→2", "Appendages 12→24"]);
     // The SET at priority 1000 recomputes Toes only: its value does not change, so nothing
     // after it is recomputed (early cutoff).
     let g = sheet
@@ -227,7 +227,7 @@ fn equipment_rules() -> Arc<Rules> {
 fn local_variables_are_independent_per_instance() {
     let mut sheet = Sheet::new(equipment_rules());
     let r = sheet.add_instance("sword1", "PC.EQUIPMENT", None).unwrap();
-    assert_eq!(changes(&r), ["sword1.MyPlusValue null→0", "sword1.Name null→"]);
+    assert_eq!(changes(&sheet, &r), ["sword1.MyPlusValue null→0", "sword1.Name null→"]);
     sheet.add_instance("sword2", "PC.EQUIPMENT", None).unwrap();
     sheet
         .add_modifier(&ModifierSpec::new("p1", "MyPlusValue", ModKind::Set, "1", "Longsword +1").on("sword1"))
@@ -258,7 +258,7 @@ fn local_variables_are_independent_per_instance() {
     // Removing the equipment removes its part, their variables and every modifier on or from them.
     let r = sheet.remove_instance("sword2").unwrap();
     assert_eq!(
-        changes(&r),
+        changes(&sheet, &r),
         ["sword2#1.Bonus 6→null", "sword2.MyPlusValue 3→null", "sword2.Name →null", "AC 6→0"]
     );
     assert_eq!(sheet.modifier_count(), 2);
@@ -398,7 +398,7 @@ fn batches_apply_together_or_not_at_all() {
     assert_eq!(val(&sheet, "AC"), "17");
     assert_eq!(val(&sheet, "Total"), "34");
     assert_eq!(names(&report.evaluated), ["shield.Bonus", "AC", "Total"]);
-    let changed: Vec<String> = report.changed.iter().map(|c| c.var.to_string()).collect();
+    let changed: Vec<String> = report.named(&sheet).iter().map(|c| c.var.to_string()).collect();
     assert_eq!(changed, ["shield.Bonus", "AC", "Total"]);
     assert_eq!(report.changed[0].old, None, "a created variable has no old value");
     assert_eq!(
@@ -434,10 +434,10 @@ fn batches_apply_together_or_not_at_all() {
     let report = sheet
         .apply(&[item("tmp"), on_item("t", "tmp", "5"), Operation::RemoveInstance("tmp".into())])
         .unwrap();
-    assert!(report.changed.is_empty(), "{:?}", report.changed);
+    assert!(report.is_empty(), "{:?}", report.changed);
     // The batch removal commits: the shield's variables are reported removed, AC drops back.
     let report = sheet.apply(&[Operation::RemoveInstance("shield".into())]).unwrap();
-    let changed: Vec<String> = report.changed.iter().map(|c| c.var.to_string()).collect();
+    let changed: Vec<String> = report.named(&sheet).iter().map(|c| c.var.to_string()).collect();
     assert_eq!(changed, ["shield.Bonus", "AC", "Total"]);
     assert_eq!(val(&sheet, "AC"), "13");
 

@@ -11,14 +11,13 @@
 //! {"set_input": {"channel": "StatScore", "on": "STR", "value": 14}}
 //! ```
 
-use super::solve::print_results;
+use super::solve::{Stepped, print_results};
 use super::steps::{self, Rejection};
 use data::Character;
 use data::history::{DiffKind, Log, Revision, Typed, WhyChanged, why_changed};
 use data::record;
 use serde::Deserialize;
 use serde_json::Value as Json;
-use solver::Report;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -76,13 +75,14 @@ pub fn run(
     // Each accepted step is one revision (revision 0: the sheet as created).
     let mut history = vec![Revision { number: 0, ruleset_version: 1, operations: vec![], moved_from: None }];
     let mut step_of_revision = vec![None];
-    let outcomes: Vec<(String, Result<Report, Rejection>)> = file
+    let outcomes: Vec<(String, Result<Stepped, Rejection>)> = file
         .steps
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let r = steps::sheet_op(s).and_then(|op| {
                 let report = character.apply(std::slice::from_ref(&op)).map_err(Rejection::Sheet)?;
+                let report = Stepped::of(&report, character.sheet());
                 let number = history.len() as u64;
                 history.push(Revision { number, ruleset_version: 1, operations: vec![op], moved_from: None });
                 step_of_revision.push(Some(i));
@@ -109,11 +109,11 @@ fn explain_last_change(
     ruleset: &Arc<data::Ruleset>,
     history: &[Revision],
     step_of_revision: &[Option<usize>],
-    outcomes: &[(String, Result<Report, Rejection>)],
+    outcomes: &[(String, Result<Stepped, Rejection>)],
     var: &str,
     as_json: bool,
 ) -> bool {
-    let changed_var = |r: &Report| r.changed.iter().any(|c| c.var.to_string().eq_ignore_ascii_case(var));
+    let changed_var = |r: &Stepped| r.changed.iter().any(|c| c.var.to_string().eq_ignore_ascii_case(var));
     let last = (1..history.len())
         .rev()
         .find(|&rev| step_of_revision[rev].is_some_and(|i| outcomes[i].1.as_ref().is_ok_and(changed_var)));

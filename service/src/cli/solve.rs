@@ -20,7 +20,7 @@ use clap::Args;
 use formula::Value;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json, json};
-use solver::{Report, Rules, RulesBuilder, Sheet, Slot, SolveError, Trace};
+use solver::{Change, Report, Rules, RulesBuilder, Sheet, Slot, SolveError, Trace};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -146,14 +146,29 @@ pub fn build_rules(s: &Scenario) -> Result<Rules, LoadError> {
     Ok(b.build())
 }
 
+/// What an accepted step did, named when it was applied (later steps may remove what it
+/// changed).
+pub struct Stepped {
+    pub changed: Vec<Change>,
+    pub recomputed: usize,
+}
+
+impl Stepped {
+    /// `report`, named against `sheet` right after the step.
+    pub fn of(report: &Report, sheet: &Sheet) -> Stepped {
+        Stepped { changed: report.named(sheet), recomputed: report.recomputed }
+    }
+}
+
 /// Applies one step (as JSON) to a sheet.
-pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Report, Rejection> {
+pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Stepped, Rejection> {
     let op = steps::solver_op(step).map_err(Rejection::Solve)?;
-    sheet.apply(std::slice::from_ref(&op)).map_err(|e| Rejection::Solve(e.error))
+    let report = sheet.apply(std::slice::from_ref(&op)).map_err(|e| Rejection::Solve(e.error))?;
+    Ok(Stepped::of(&report, sheet))
 }
 
 /// The JSON line for a step's outcome.
-pub fn step_json(index: usize, result: &Result<Report, Rejection>) -> Json {
+pub fn step_json(index: usize, result: &Result<Stepped, Rejection>) -> Json {
     match result {
         Ok(r) => json!({
             "step": index,
@@ -181,7 +196,7 @@ fn show_value(v: &Value) -> String {
 /// Returns false when a trace was asked for a variable that does not exist.
 pub fn print_results(
     sheet: &Sheet,
-    outcomes: &[(String, Result<Report, Rejection>)],
+    outcomes: &[(String, Result<Stepped, Rejection>)],
     traces: &[String],
     as_json: bool,
 ) -> bool {
@@ -216,7 +231,7 @@ pub fn print_results(
     ok
 }
 
-fn print_json(sheet: &Sheet, outcomes: &[(String, Result<Report, Rejection>)], traces: &[String]) -> bool {
+fn print_json(sheet: &Sheet, outcomes: &[(String, Result<Stepped, Rejection>)], traces: &[String]) -> bool {
     for (i, (_, r)) in outcomes.iter().enumerate() {
         println!("{}", step_json(i, r));
     }
@@ -290,7 +305,7 @@ fn run_scenario(path: &std::path::Path, args: &SolveArgs) -> ExitCode {
     };
     let (scenario, rules) = scenario;
     let mut sheet = Sheet::new(Arc::new(rules));
-    let outcomes: Vec<(String, Result<Report, Rejection>)> =
+    let outcomes: Vec<(String, Result<Stepped, Rejection>)> =
         scenario.steps.iter().map(|s| (steps::describe(s), apply_step(&mut sheet, s))).collect();
     if print_results(&sheet, &outcomes, &args.traces, args.json) {
         ExitCode::SUCCESS

@@ -148,7 +148,7 @@ impl Engine {
                 operations: ops,
                 moved_from: None,
             },
-            changes: report.changed.iter().map(Change::of).collect(),
+            changes: record::changes(&report, character.sheet()),
         };
         let record = SheetRecord { id: id.clone(), ruleset_id: ruleset.id.clone() };
         let snapshot = Snapshot { revision: 0, values: values.clone() };
@@ -298,7 +298,7 @@ impl Engine {
         };
         let character = moved_to.as_mut().unwrap_or(&mut st.character);
         let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e))?;
-        let changes: Vec<Change> = report.changed.iter().map(Change::of).collect();
+        let changes: Vec<Change> = record::changes(&report, character.sheet());
         let revision = st.revision + 1;
         let mut all_changes = moved.as_ref().map(|m| m.changes.clone()).unwrap_or_default();
         all_changes.extend(changes.iter().cloned());

@@ -174,7 +174,6 @@ impl Sheet {
         for k in keys {
             self.op_unlink(k, pending);
         }
-        self.plan = None;
         let parent = self.instance(root).parent;
         if let Some(p) = parent
             && let Some(p) = self.instances[p.0 as usize].as_mut()
@@ -235,6 +234,7 @@ impl Sheet {
         let mut changes = Vec::with_capacity(removed.len());
         for (n, change) in removed {
             self.graph.remove_node(n);
+            self.plan.node_removed(n);
             // Created and removed in the same batch: it never existed as far as the report goes.
             if let Some(i) = created.iter().position(|c| *c == n) {
                 created.swap_remove(i);
@@ -270,6 +270,7 @@ impl Sheet {
                     if let Some(inst) = self.instances[id.0 as usize].take() {
                         for n in inst.nodes.iter() {
                             self.graph.remove_node(*n);
+                            self.plan.node_removed(*n);
                         }
                         self.instance_keys.remove(&inst.key);
                         if let Some(p) = inst.parent
@@ -304,6 +305,5 @@ impl Sheet {
                 }
             }
         }
-        self.plan = None;
     }
 }

@@ -9,68 +9,123 @@ impl Sheet {
 
     /// Recomputes `dirty` nodes and whatever their changes reach, in topological order, each at
     /// most once; `created` nodes report `old: None`; `removed` changes are reported first.
+    ///
+    /// The queue is a bucket per level, scanned upwards (every edge goes up a level, so a
+    /// variable's inputs are final before it is reached; no heap); within a level, variables go
+    /// in index order. Each variable is evaluated through the plan when it can be
+    /// ([`plan::Plan::eval`]), else by [`Sheet::compute`]; a variable whose value did not
+    /// change does not wake its dependents (early cutoff).
     pub(super) fn recompute(
         &mut self,
         dirty: impl Iterator<Item = NodeIndex>,
         created: &[NodeIndex],
         removed: Vec<Change>,
     ) -> Report {
+        let mut plan = std::mem::take(&mut self.plan);
+        plan.refresh(self);
+        let mut created = created.to_vec();
+        created.sort_unstable();
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             // After wrapping, clear marks so no node looks queued.
-            for w in self.graph.node_weights_mut() {
-                w.mark = 0;
-            }
+            plan.mark.fill(0);
             self.epoch = 1;
         }
         let epoch = self.epoch;
-        let mut heap: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
+        let mut buckets = plan.take_buckets(0);
+        let (mut lo, mut hi) = (usize::MAX, 0);
         for n in dirty {
-            let node = &mut self.graph[n];
-            if node.mark != epoch {
-                node.mark = epoch;
-                heap.push(Reverse((node.level, n.index() as u32)));
+            if let Some(level) = plan.enqueue(&mut buckets, n.index(), epoch) {
+                (lo, hi) = (lo.min(level), hi.max(level));
             }
         }
-        let mut report = Report { changed: removed, recomputed: 0, evaluated: Vec::new() };
-        while let Some(Reverse((_, index))) = heap.pop() {
-            let n = NodeIndex::new(index as usize);
-            let new = self.compute(n, None);
-            report.recomputed += 1;
-            if self.record_evaluations {
-                report.evaluated.push(self.var_ref(n));
-            }
-            let is_new = created.contains(&n);
-            let old = &self.graph[n].value;
-            if !is_new && slot_eq(old, &new) {
-                continue;
-            }
-            let old = std::mem::replace(&mut self.graph[n].value, new.clone());
-            report.changed.push(Change {
-                var: self.var_ref(n),
-                format: self.rules.var(self.graph[n].def).format.clone(),
-                old: if is_new { None } else { Some(old) },
-                new: Some(new),
-            });
-            let mut next = self.graph.neighbors_directed(n, Direction::Outgoing).detach();
-            while let Some(s) = next.next_node(&self.graph) {
-                let w = &mut self.graph[s];
-                if w.mark != epoch {
-                    w.mark = epoch;
-                    heap.push(Reverse((w.level, s.index() as u32)));
+        let mut report = Report { removed, changed: Vec::new(), recomputed: 0, evaluated: Vec::new() };
+        let mut level = lo;
+        while level <= hi {
+            let mut bucket = std::mem::take(&mut buckets[level]);
+            bucket.sort_unstable();
+            for &index in &bucket {
+                let i = index as usize;
+                report.recomputed += 1;
+                if self.record_evaluations {
+                    report.evaluated.push(self.var_ref(NodeIndex::new(i)));
+                }
+                let is_new = created.binary_search(&NodeIndex::new(i)).is_ok();
+                let Some(change) = self.settle(&mut plan, i, is_new) else { continue };
+                report.changed.push(change);
+                for k in 0..plan.succ[i].len() {
+                    let s = plan.succ[i][k] as usize;
+                    if let Some(l) = plan.enqueue(&mut buckets, s, epoch) {
+                        hi = hi.max(l);
+                    }
                 }
             }
+            bucket.clear();
+            buckets[level] = bucket;
+            level += 1;
         }
+        plan.put_buckets(buckets);
+        self.plan = plan;
         report
+    }
+
+    /// Evaluates variable `i` again and stores its value; the change, unless the value is the
+    /// same and the variable not `is_new` (then nothing is written: early cutoff).
+    #[inline]
+    fn settle(&mut self, plan: &mut plan::Plan, i: usize, is_new: bool) -> Option<Delta> {
+        let n = NodeIndex::new(i);
+        let (old, new) = match plan.eval(i) {
+            Some(num) => {
+                if !is_new && plan.holds(i, num) {
+                    return None;
+                }
+                plan.set_num(i, num);
+                let new: Slot = Ok(Value::Number(num.to_decimal()));
+                (std::mem::replace(&mut self.graph[n].value, new.clone()), new)
+            }
+            None => {
+                let new = self.compute(n, None);
+                if !is_new && slot_eq(&self.graph[n].value, &new) {
+                    return None;
+                }
+                plan.mirror(n, &new);
+                (std::mem::replace(&mut self.graph[n].value, new.clone()), new)
+            }
+        };
+        Some(Delta { var: Var::new(n), old: if is_new { None } else { Some(old) }, new })
     }
 
     /// Recomputes every variable from scratch, in topological order; returns how many
     /// evaluations that took. Values are the same as the incremental ones (a property test
     /// checks this); this is what a full solve costs.
     pub fn solve_all(&mut self) -> usize {
-        let mut plan = self.plan.take().unwrap_or_else(|| Box::new(plan::Plan::build(self)));
-        let count = plan.run(self);
-        self.plan = Some(plan);
+        let mut plan = std::mem::take(&mut self.plan);
+        plan.refresh(self);
+        let order = plan.take_order(self);
+        for &index in &order {
+            let i = index as usize;
+            let n = NodeIndex::new(i);
+            match plan.eval(i) {
+                Some(Num::Int(x)) if plan.holds_whole(i, x) => {}
+                Some(num) => {
+                    plan.set_num(i, num);
+                    // Overwrite the decimal in place when the variable already holds one.
+                    match &mut self.graph[n].value {
+                        Ok(Value::Number(d)) => *d = num.to_decimal(),
+                        other => *other = Ok(Value::Number(num.to_decimal())),
+                    }
+                }
+                None => {
+                    // Not for the plan, or an error: the reference computation says exactly what.
+                    let slot = self.compute(n, None);
+                    plan.mirror(n, &slot);
+                    self.graph[n].value = slot;
+                }
+            }
+        }
+        let count = order.len();
+        plan.put_order(order);
+        self.plan = plan;
         count
     }
 

@@ -50,8 +50,8 @@ impl Sheet {
         if from == to {
             return Some(vec![from]);
         }
-        let limit = self.graph[to].level;
-        if self.graph[from].level >= limit {
+        let limit = self.plan.level_of(to);
+        if self.plan.level_of(from) >= limit {
             // Levels increase along every edge: nothing at or above `to`'s level reaches it.
             return None;
         }
@@ -69,7 +69,7 @@ impl Sheet {
                     path.reverse();
                     return Some(path);
                 }
-                if self.graph[next].level < limit && next != from && !parent.contains_key(&next) {
+                if self.plan.level_of(next) < limit && next != from && !parent.contains_key(&next) {
                     parent.insert(next, n);
                     stack.push(next);
                 }
@@ -79,23 +79,24 @@ impl Sheet {
     }
 
     pub(super) fn add_edge(&mut self, from: NodeIndex, to: NodeIndex) {
-        self.plan = None;
         if let Some(e) = self.graph.find_edge(from, to) {
             self.graph[e] += 1;
             return;
         }
         self.graph.add_edge(from, to, 1);
-        let needed = self.graph[from].level + 1;
-        if self.graph[to].level < needed {
+        self.plan.edge_added(from, to);
+        let needed = self.plan.level_of(from) + 1;
+        if self.plan.level_of(to) < needed {
             // Raise `to` and everything after it that would no longer be above its inputs.
-            self.graph[to].level = needed;
-            let mut stack = vec![to];
+            self.plan.levels_changed();
+            self.plan.level[to.index()] = needed;
+            let mut stack = vec![to.index()];
             while let Some(n) = stack.pop() {
-                let level = self.graph[n].level + 1;
-                let mut next = self.graph.neighbors_directed(n, Direction::Outgoing).detach();
-                while let Some(s) = next.next_node(&self.graph) {
-                    if self.graph[s].level < level {
-                        self.graph[s].level = level;
+                let level = self.plan.level[n] + 1;
+                for k in 0..self.plan.succ[n].len() {
+                    let s = self.plan.succ[n][k] as usize;
+                    if self.plan.level[s] < level {
+                        self.plan.level[s] = level;
                         stack.push(s);
                     }
                 }
@@ -109,6 +110,7 @@ impl Sheet {
                 self.graph[e] -= 1;
             } else {
                 self.graph.remove_edge(e);
+                self.plan.edge_removed(from, to);
             }
         }
     }

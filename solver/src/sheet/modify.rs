@@ -234,8 +234,8 @@ impl Sheet {
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list.
     pub(super) fn link_modifier(&mut self, key: ModKey, m: Modifier) {
-        self.plan = None;
         let target = m.target;
+        self.plan.touch(target);
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
         }
@@ -259,9 +259,10 @@ impl Sheet {
 
     /// Detaches a modifier from everything and returns it.
     pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Modifier {
-        self.plan = None;
         // Keys handed out are live until this function frees them.
         let m = self.mods[key.0 as usize].take().expect("live modifier");
+        self.plan.touch(m.target);
+        self.plan.release(key.0);
         for &(_, read) in m.reads.iter() {
             if self.graph.contains_node(read) {
                 self.remove_edge(read, m.target);

@@ -1,27 +1,40 @@
-//! The full-solve plan: a sheet's modifiers flattened into contiguous arrays in topological
-//! order, for recomputing every variable from scratch.
+//! The plan: a sheet's NUMBER modifiers flattened into contiguous arrays, indexed by variable,
+//! kept up to date across structural changes, and the dense mirror of every value the plan's
+//! programs read. Both the incremental recomputation and the full solve evaluate through it.
 //!
-//! A full solve touches every modifier once. Walking the graph for it means chasing a pointer
-//! per modifier into a heap-scattered table and then into its formula, and reading every input
-//! through the graph's node weights: on a sheet of thousands of modifiers the time goes to cache
-//! misses, not arithmetic. The plan lays out, per variable in topological order, its NUMBER
-//! modifiers in application order (24 bytes each), the whole-number programs of their formulas
-//! copied inline with inputs renumbered to positions in a dense array of integers, so a full
-//! solve streams through memory and, in the common case, never touches a formula.
+//! Evaluating a variable by walking the graph means chasing a pointer per modifier into a
+//! heap-scattered table and then into its formula, and reading every input through the graph's
+//! node weights: on a sheet of thousands of modifiers the time goes to cache misses, not
+//! arithmetic. The plan lays out, per variable, its NUMBER modifiers in application order (24
+//! bytes each), the whole-number programs of their formulas copied inline with inputs renumbered
+//! to variable indexes, and mirrors every value in two dense arrays (`ints`: whole values as
+//! `i64`; `nums`: every number), so an evaluation streams through memory and, in the common
+//! case, never touches a formula.
 //!
-//! The plan is built on the first full solve after a structural change (any modifier, instance
-//! or edge added or removed) and reused until the next one. It is an optimisation only: a
-//! variable the plan cannot handle — not a NUMBER, a modifier with a condition, an input
-//! without a value, any evaluation error — is computed by [`Sheet::compute`], the one function
-//! that defines values, and the property tests hold both paths to the same results. Within the
-//! plan, a step that does not stay whole (7/2, overflow of `i64`) continues on [`Num`]s with
-//! the formula's general evaluation, which is exact.
+//! **Kept, not rebuilt.** A structural change marks only what it touched:
+//! - a modifier linked or unlinked marks its target *stale*; the target's entry is written again
+//!   (appended at the end of the arrays, the old range left as garbage) before the next
+//!   evaluation, once however many modifiers the batch changed;
+//! - a variable added or removed, or a level raised, marks the full solve's order stale; it is
+//!   sorted again (by level) only when a full solve needs it;
+//! - when garbage outweighs the live entries, every entry is written again from scratch.
+//!
+//! **Invariants.**
+//! - `ints[i]` and `nums[i]` always describe the value in the graph's node `i` (every write of a
+//!   value goes through [`Plan::mirror`]); a value that is not a number, or an error, is
+//!   `NOT_WHOLE`/`None`.
+//! - Before an evaluation, no entry is stale (`refresh`).
+//!
+//! The plan is an optimisation only: a variable it cannot handle — not a NUMBER, a modifier
+//! with a condition, an input without a value, any evaluation error — is computed by
+//! [`Sheet::compute`], the one function that defines values, and the property tests hold both
+//! paths to the same results. Within the plan, a step that does not stay whole (7/2, overflow of
+//! `i64`) continues on [`Num`]s with the formula's general evaluation, which is exact.
 
-use super::{ModValue, Modifier, Sheet};
+use super::{ModValue, Modifier, Sheet, Slot};
 use crate::modifier::ModKind;
 use formula::{EvalContext, Formula, IntOp, Num, Value, VarId, run_int};
 use petgraph::stable_graph::NodeIndex;
-use petgraph::visit::NodeIndexable;
 use rust_decimal::Decimal;
 use std::sync::Arc;
 
@@ -29,35 +42,66 @@ use std::sync::Arc;
 /// this way: it then just takes the general path).
 const NOT_WHOLE: i64 = i64::MIN;
 
-/// The plan of a sheet (see the module docs).
-#[derive(Clone, Debug)]
+/// No formula: in [`Plan::formula_of`].
+const NONE: u32 = u32::MAX;
+
+/// Garbage (abandoned modifier records) tolerated before every entry is written again.
+const GARBAGE_SLACK: usize = 4096;
+
+/// The plan of a sheet (see the module docs). Every per-variable vector is indexed by the
+/// variable's node index.
+#[derive(Clone, Debug, Default)]
 pub(super) struct Plan {
-    /// Every variable, in topological order.
     vars: Vec<PlanVar>,
-    /// The modifiers of the planned variables, variable after variable.
+    /// Each variable's value when it is a whole `i64`, else [`NOT_WHOLE`].
+    ints: Vec<i64>,
+    /// Each variable's value when it is a number; `None`: not a number, or an error.
+    nums: Vec<Option<Num>>,
+    /// Modifier records, variable after variable (with garbage between).
     mods: Vec<PlanMod>,
     /// Decimal constants (rare), by `PlanValue::Dec`.
     decimals: Vec<Decimal>,
-    /// Formulas, by `PlanValue::Formula`.
+    /// Formulas, by `PlanValue::Formula`: one per planned modifier, kept while it is linked.
     formulas: Vec<PlanFormula>,
-    /// Inputs of formulas for the general path: positions in `vars`, in slot order.
+    /// The formula of each modifier, by modifier key (`NONE`: none yet).
+    formula_of: Vec<u32>,
+    /// Slots of `formulas` free for reuse.
+    free_formulas: Vec<u32>,
+    /// Inputs of formulas for the general path: node indexes, in slot order.
     reads: Vec<u32>,
-    /// Whole-number programs of formulas, with variables renumbered to positions in `vars`.
+    /// Whole-number programs of formulas, with variables renumbered to node indexes.
     int_ops: Vec<IntOp>,
-    /// The values of the solve in progress, by position; `None`: not a number (or an error).
-    values: Vec<Option<Num>>,
-    /// The same values when whole, else [`NOT_WHOLE`]: what whole-number programs read.
-    ints: Vec<i64>,
+    /// Records in `mods`, and formulas in `formulas`, that no entry refers to any more.
+    garbage: usize,
+    /// Where an entry's records are built before they are copied into place (reused).
+    scratch: Vec<PlanMod>,
+    /// Variables whose entry must be written again before the next evaluation.
+    stale: Vec<u32>,
+    /// Every live variable in ascending (level, index): the full solve's order.
+    order: Vec<u32>,
+    /// Whether `order` must be sorted again.
+    order_stale: bool,
+    /// The recomputation's queue: variables waiting, by level (reused between runs).
+    buckets: Vec<Vec<u32>>,
+    /// Each variable's topological level: for every edge u → v, `level[u] < level[v]`.
+    pub(super) level: Vec<u32>,
+    /// The recomputation epoch in which each variable was queued.
+    pub(super) mark: Vec<u32>,
+    /// Each variable's dependents: the targets of its outgoing edges, each once.
+    pub(super) succ: Vec<Vec<u32>>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct PlanVar {
-    node: NodeIndex,
     /// The default, when the plan computes this variable; `None` sends it to `Sheet::compute`.
     start: Option<Num>,
     /// Its modifiers: `mods[first..end]`.
     first: u32,
     end: u32,
+    /// The records reserved for it, `mods[first..cap]`: an entry that grows within them is
+    /// written in place.
+    cap: u32,
+    stale: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -82,6 +126,9 @@ struct PlanFormula {
     /// Its inputs: `reads[first..first + count]`.
     first: u32,
     count: u32,
+    /// Its whole-number program: `int_ops[ops..ops + len]` (`len` 0: none).
+    ops: u32,
+    len: u32,
 }
 
 /// Formulas on the general path read their inputs from the dense array of numbers, by slot.
@@ -104,53 +151,208 @@ impl EvalContext for PlanContext<'_> {
     }
 }
 
+/// Whether two numbers are the same value (`3` and `3.0` are).
+#[inline(always)]
+fn same(a: Num, b: Num) -> bool {
+    match (a, b) {
+        (Num::Int(x), Num::Int(y)) => x == y,
+        (a, b) => a.to_decimal() == b.to_decimal(),
+    }
+}
+
 impl Plan {
-    /// The plan of `sheet` as it is now.
-    pub(super) fn build(sheet: &Sheet) -> Plan {
-        let graph = &sheet.graph;
-        let mut order: Vec<(u32, NodeIndex)> = graph.node_indices().map(|n| (graph[n].level, n)).collect();
-        order.sort_unstable_by_key(|(l, n)| (*l, n.index()));
-        let mut position = vec![u32::MAX; graph.node_bound()];
-        for (i, (_, n)) in order.iter().enumerate() {
-            position[n.index()] = i as u32;
+    // ---- keeping the plan ----
+
+    /// A variable was created in node `n` with value `value`.
+    pub(super) fn node_added(&mut self, n: NodeIndex, value: &Slot) {
+        let i = n.index();
+        if self.vars.len() <= i {
+            self.vars.resize(i + 1, PlanVar::default());
+            self.ints.resize(i + 1, NOT_WHOLE);
+            self.nums.resize(i + 1, None);
+            self.level.resize(i + 1, 0);
+            self.mark.resize(i + 1, 0);
+            self.succ.resize_with(i + 1, Vec::new);
         }
-        let mut plan = Plan {
-            vars: Vec::with_capacity(order.len()),
-            mods: Vec::new(),
-            decimals: Vec::new(),
-            formulas: Vec::new(),
-            reads: Vec::new(),
-            int_ops: Vec::new(),
-            values: vec![None; order.len()],
-            ints: vec![NOT_WHOLE; order.len()],
-        };
-        for &(_, node) in &order {
-            let n = &graph[node];
-            let first = plan.mods.len() as u32;
-            let mut start = match &sheet.defaults[n.def.0 as usize] {
-                Value::Number(d) => Some(Num::from_decimal(*d)),
-                _ => None,
-            };
-            for m in n.mods.iter().filter_map(|k| sheet.mods[k.0 as usize].as_ref()) {
-                if start.is_none() {
-                    break;
-                }
-                match plan.step(m, &position) {
-                    Some(pm) => plan.mods.push(pm),
-                    None => start = None,
-                }
-            }
-            if start.is_none() {
-                plan.mods.truncate(first as usize);
-            }
-            plan.vars.push(PlanVar { node, start, first, end: plan.mods.len() as u32 });
-        }
-        plan
+        self.level[i] = 0;
+        self.mark[i] = 0;
+        self.succ[i].clear();
+        let old = self.vars[i];
+        self.garbage += (old.cap - old.first) as usize;
+        self.vars[i] = PlanVar::default();
+        self.mirror(n, value);
+        self.touch(n);
+        self.order_stale = true;
     }
 
-    /// `m` as a plan step, or `None` when the plan cannot compute it (a condition, a value that
-    /// is not a NUMBER).
-    fn step(&mut self, m: &Modifier, position: &[u32]) -> Option<PlanMod> {
+    /// Node `n`'s variable was removed.
+    pub(super) fn node_removed(&mut self, n: NodeIndex) {
+        self.touch(n);
+        if let Some(s) = self.succ.get_mut(n.index()) {
+            s.clear();
+        }
+        self.order_stale = true;
+    }
+
+    /// The level of node `n`.
+    #[inline(always)]
+    pub(super) fn level_of(&self, n: NodeIndex) -> u32 {
+        self.level.get(n.index()).copied().unwrap_or(0)
+    }
+
+    /// A first edge `from → to` was added.
+    pub(super) fn edge_added(&mut self, from: NodeIndex, to: NodeIndex) {
+        if let Some(s) = self.succ.get_mut(from.index()) {
+            s.push(to.index() as u32);
+        }
+    }
+
+    /// The last edge `from → to` was removed.
+    pub(super) fn edge_removed(&mut self, from: NodeIndex, to: NodeIndex) {
+        if let Some(s) = self.succ.get_mut(from.index())
+            && let Some(p) = s.iter().position(|x| *x == to.index() as u32)
+        {
+            s.swap_remove(p);
+        }
+    }
+
+    /// Node `n`'s modifiers changed.
+    #[inline]
+    pub(super) fn touch(&mut self, n: NodeIndex) {
+        if let Some(v) = self.vars.get_mut(n.index())
+            && !v.stale
+        {
+            v.stale = true;
+            self.stale.push(n.index() as u32);
+        }
+    }
+
+    /// Some variable's level changed.
+    pub(super) fn levels_changed(&mut self) {
+        self.order_stale = true;
+    }
+
+    /// Records that node `n` now holds `value`.
+    #[inline]
+    pub(super) fn mirror(&mut self, n: NodeIndex, value: &Slot) {
+        let num = match value {
+            Ok(Value::Number(d)) => Some(Num::from_decimal(*d)),
+            _ => None,
+        };
+        self.set(n.index(), num);
+    }
+
+    #[inline(always)]
+    fn set(&mut self, i: usize, num: Option<Num>) {
+        if let (Some(int), Some(slot)) = (self.ints.get_mut(i), self.nums.get_mut(i)) {
+            *int = match num {
+                Some(Num::Int(x)) => x,
+                _ => NOT_WHOLE,
+            };
+            *slot = num;
+        }
+    }
+
+    /// Writes every stale entry again (or all of them, when garbage outweighs the rest), so
+    /// the plan matches `sheet`.
+    pub(super) fn refresh(&mut self, sheet: &Sheet) {
+        if self.stale.is_empty() {
+            return;
+        }
+        if self.garbage > GARBAGE_SLACK.max(self.mods.len() / 2) {
+            self.compact(sheet);
+            return;
+        }
+        let stale = std::mem::take(&mut self.stale);
+        for &i in &stale {
+            self.write(sheet, i as usize);
+        }
+        self.stale = stale;
+        self.stale.clear();
+    }
+
+    /// Writes every entry again from scratch, dropping the garbage.
+    fn compact(&mut self, sheet: &Sheet) {
+        self.mods.clear();
+        self.decimals.clear();
+        self.formulas.clear();
+        self.formula_of.clear();
+        self.free_formulas.clear();
+        self.reads.clear();
+        self.int_ops.clear();
+        self.garbage = 0;
+        self.stale.clear();
+        for v in &mut self.vars {
+            *v = PlanVar::default();
+        }
+        for i in 0..self.vars.len() {
+            self.write(sheet, i);
+        }
+    }
+
+    /// Writes variable `i`'s entry from the sheet: its default and modifiers, in place when they
+    /// fit in the records reserved for it, else appended with room to grow.
+    fn write(&mut self, sheet: &Sheet, i: usize) {
+        let old = self.vars[i];
+        // Decimal constants are written again with the entry: the old ones are garbage.
+        let decimals = self
+            .mods
+            .get(old.first as usize..old.end as usize)
+            .map_or(0, |m| m.iter().filter(|m| matches!(m.value, PlanValue::Dec(_))).count());
+        self.garbage += decimals;
+        let Some(n) = sheet.graph.node_weight(NodeIndex::new(i)) else {
+            self.vars[i] = PlanVar { start: None, end: old.first, stale: false, ..old };
+            return;
+        };
+        let mut start = match &sheet.defaults[n.def.0 as usize] {
+            Value::Number(d) => Some(Num::from_decimal(*d)),
+            _ => None,
+        };
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        for (key, m) in n.mods.iter().filter_map(|k| Some((k.0, sheet.mods[k.0 as usize].as_ref()?))) {
+            match self.step(key, m) {
+                Some(pm) => scratch.push(pm),
+                None => {
+                    start = None;
+                    break;
+                }
+            }
+        }
+        if start.is_none() {
+            scratch.clear();
+        }
+        let len = scratch.len() as u32;
+        let (first, cap) = if len <= old.cap - old.first {
+            (old.first, old.cap)
+        } else {
+            self.garbage += (old.cap - old.first) as usize;
+            let first = self.mods.len() as u32;
+            (first, first + (2 * len).max(4))
+        };
+        let end = first + len;
+        if cap as usize > self.mods.len() {
+            self.mods.resize(cap as usize, PlanMod { kind: ModKind::Set, value: PlanValue::Whole(0) });
+        }
+        self.mods[first as usize..end as usize].copy_from_slice(&scratch);
+        self.scratch = scratch;
+        self.vars[i] = PlanVar { start, first, end, cap, stale: false };
+    }
+
+    /// Modifier `key` was unlinked: its formula's slot is free.
+    pub(super) fn release(&mut self, key: u32) {
+        if let Some(f) = self.formula_of.get_mut(key as usize)
+            && *f != NONE
+        {
+            self.free_formulas.push(*f);
+            *f = NONE;
+            self.garbage += 1;
+        }
+    }
+
+    /// `m` (modifier `key`) as a plan step, or `None` when the plan cannot compute it (a
+    /// condition, a value that is not a NUMBER).
+    fn step(&mut self, key: u32, m: &Modifier) -> Option<PlanMod> {
         if m.condition.is_some() || m.kind == ModKind::Append {
             return None;
         }
@@ -163,66 +365,155 @@ impl Plan {
             (ModValue::Formula(f), None)
                 if *f.format() == formula::Format::Number && m.value_slots.len() == f.variables().len() =>
             {
-                let first = self.reads.len() as u32;
-                for node in m.value_slots.iter() {
-                    self.reads.push(*position.get(node.index())?);
-                }
-                let ops = self.int_ops.len() as u32;
-                if let Some(program) = f.int_program() {
-                    let renumbered = program.iter().map(|op| match *op {
-                        IntOp::Var(slot) => {
-                            let pos = m.value_slots.get(slot as usize).and_then(|n| position.get(n.index()));
-                            // An unknown position reads as "not whole": the general path decides.
-                            IntOp::Var(pos.copied().unwrap_or(u32::MAX))
-                        }
-                        op => op,
-                    });
-                    self.int_ops.extend(renumbered);
-                }
-                let len = self.int_ops.len() as u32 - ops;
-                self.formulas.push(PlanFormula {
-                    formula: f.clone(),
-                    first,
-                    count: m.value_slots.len() as u32,
-                });
-                PlanValue::Formula { index: self.formulas.len() as u32 - 1, ops, len }
+                let index = match self.formula_of.get(key as usize) {
+                    Some(&index) if index != NONE => index,
+                    _ => self.add_formula(key, m, f),
+                };
+                let pf = self.formulas.get(index as usize)?;
+                PlanValue::Formula { index, ops: pf.ops, len: pf.len }
             }
             _ => return None,
         };
         Some(PlanMod { kind: m.kind, value })
     }
 
-    /// Recomputes every variable of `sheet` in topological order; returns how many.
-    pub(super) fn run(&mut self, sheet: &mut Sheet) -> usize {
-        for (i, v) in self.vars.iter().enumerate() {
-            let fast = v.start.and_then(|start| self.run_var(v, start));
-            let value = match fast {
-                Some(n) => {
-                    // Overwrite the decimal in place when the variable already holds one.
-                    match &mut sheet.graph[v.node].value {
-                        Ok(Value::Number(d)) => *d = n.to_decimal(),
-                        other => *other = Ok(Value::Number(n.to_decimal())),
-                    }
-                    Some(n)
+    /// Lays out modifier `key`'s formula `f`: its inputs and whole-number program, renumbered to
+    /// node indexes. Returns its slot in `formulas`.
+    fn add_formula(&mut self, key: u32, m: &Modifier, f: &Arc<Formula>) -> u32 {
+        let first = self.reads.len() as u32;
+        self.reads.extend(m.value_slots.iter().map(|n| n.index() as u32));
+        let ops = self.int_ops.len() as u32;
+        if let Some(program) = f.int_program() {
+            let renumbered = program.iter().map(|op| match *op {
+                IntOp::Var(slot) => {
+                    let node = m.value_slots.get(slot as usize).map(|n| n.index() as u32);
+                    // An unknown slot reads as "not whole": the general path decides.
+                    IntOp::Var(node.unwrap_or(u32::MAX))
                 }
-                None => {
-                    // Not for the plan, or an error: the reference computation says exactly what.
-                    let slot = sheet.compute(v.node, None);
-                    let n = match &slot {
-                        Ok(Value::Number(d)) => Some(Num::from_decimal(*d)),
-                        _ => None,
-                    };
-                    sheet.graph[v.node].value = slot;
-                    n
-                }
-            };
-            self.values[i] = value;
-            self.ints[i] = match value {
-                Some(Num::Int(x)) => x,
-                _ => NOT_WHOLE,
-            };
+                op => op,
+            });
+            self.int_ops.extend(renumbered);
         }
-        self.vars.len()
+        let len = self.int_ops.len() as u32 - ops;
+        let pf = PlanFormula { formula: f.clone(), first, count: m.value_slots.len() as u32, ops, len };
+        let index = match self.free_formulas.pop() {
+            Some(i) => {
+                self.formulas[i as usize] = pf;
+                i
+            }
+            None => {
+                self.formulas.push(pf);
+                self.formulas.len() as u32 - 1
+            }
+        };
+        if self.formula_of.len() <= key as usize {
+            self.formula_of.resize(key as usize + 1, NONE);
+        }
+        self.formula_of[key as usize] = index;
+        index
+    }
+
+    /// Every live variable of `sheet` in ascending (level, index), sorted again if needed.
+    pub(super) fn order(&mut self, sheet: &Sheet) -> &[u32] {
+        if self.order_stale {
+            let graph = &sheet.graph;
+            let mut keyed: Vec<(u32, u32)> =
+                graph.node_indices().map(|n| (self.level_of(n), n.index() as u32)).collect();
+            keyed.sort_unstable();
+            self.order.clear();
+            self.order.extend(keyed.into_iter().map(|(_, i)| i));
+            self.order_stale = false;
+        }
+        &self.order
+    }
+
+    /// Takes the order out (to iterate it while evaluating); give it back with `put_order`.
+    pub(super) fn take_order(&mut self, sheet: &Sheet) -> Vec<u32> {
+        self.order(sheet);
+        std::mem::take(&mut self.order)
+    }
+
+    pub(super) fn put_order(&mut self, order: Vec<u32>) {
+        self.order = order;
+    }
+
+    // ---- the queue ----
+
+    /// Takes the queue's buckets out, at least `levels` of them, every one empty.
+    pub(super) fn take_buckets(&mut self, levels: usize) -> Vec<Vec<u32>> {
+        let mut b = std::mem::take(&mut self.buckets);
+        if b.len() < levels {
+            b.resize_with(levels, Vec::new);
+        }
+        b
+    }
+
+    /// Queues variable `i` in `buckets` at its level, unless it was queued in this `epoch`;
+    /// returns the level when queued.
+    #[inline(always)]
+    pub(super) fn enqueue(&mut self, buckets: &mut Vec<Vec<u32>>, i: usize, epoch: u32) -> Option<usize> {
+        let mark = self.mark.get_mut(i)?;
+        if *mark == epoch {
+            return None;
+        }
+        *mark = epoch;
+        let level = self.level[i] as usize;
+        if buckets.len() <= level {
+            buckets.resize_with(level + 1, Vec::new);
+        }
+        buckets[level].push(i as u32);
+        Some(level)
+    }
+
+    pub(super) fn put_buckets(&mut self, buckets: Vec<Vec<u32>>) {
+        self.buckets = buckets;
+    }
+
+    // ---- evaluating ----
+
+    /// The value of variable `i` as the plan computes it, or `None` when the plan does not
+    /// compute it or hit an error (the caller then uses `Sheet::compute`).
+    #[inline(always)]
+    pub(super) fn eval(&self, i: usize) -> Option<Num> {
+        let v = self.vars.get(i)?;
+        let start = v.start?;
+        self.run_var(v, start)
+    }
+
+    /// Whether variable `i` currently holds the number `num`.
+    #[inline(always)]
+    pub(super) fn holds(&self, i: usize, num: Num) -> bool {
+        if let Num::Int(x) = num
+            && x != NOT_WHOLE
+            && self.ints.get(i) == Some(&x)
+        {
+            return true;
+        }
+        self.nums.get(i).copied().flatten().is_some_and(|old| same(old, num))
+    }
+
+    /// Whether variable `i` holds exactly the whole number `x` (same value and representation).
+    #[inline(always)]
+    pub(super) fn holds_whole(&self, i: usize, x: i64) -> bool {
+        x != NOT_WHOLE && self.ints.get(i) == Some(&x)
+    }
+
+    /// Records that variable `i` now holds `num` (the caller writes the graph).
+    #[inline(always)]
+    pub(super) fn set_num(&mut self, i: usize, num: Num) {
+        self.set(i, Some(num));
+    }
+
+    /// About how many bytes the plan holds.
+    pub(super) fn footprint(&self) -> usize {
+        use std::mem::size_of;
+        self.vars.len() * (size_of::<PlanVar>() + 8 + size_of::<Option<Num>>())
+            + self.mods.len() * size_of::<PlanMod>()
+            + self.formulas.len() * size_of::<PlanFormula>()
+            + (self.reads.len() + self.order.len()) * 4
+            + self.succ.iter().map(|s| 24 + 4 * s.capacity()).sum::<usize>()
+            + self.level.len() * 8
+            + self.int_ops.len() * size_of::<IntOp>()
     }
 
     /// One variable's value: on machine integers while every step stays whole, then on
@@ -276,7 +567,7 @@ impl Plan {
             return None;
         }
         let program = self.int_ops.get(ops as usize..(ops + len) as usize)?;
-        run_int(program, |pos| self.ints.get(pos as usize).copied().filter(|x| *x != NOT_WHOLE))
+        run_int(program, |i| self.ints.get(i as usize).copied().filter(|x| *x != NOT_WHOLE))
     }
 
     /// A step on [`Num`]s, or `None` on any error (the caller recomputes the variable the
@@ -291,7 +582,7 @@ impl Plan {
                 } else {
                     let f = self.formulas.get(index as usize)?;
                     let reads = self.reads.get(f.first as usize..(f.first + f.count) as usize)?;
-                    let cx = PlanContext { values: &self.values, reads };
+                    let cx = PlanContext { values: &self.nums, reads };
                     let input =
                         if f.formula.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
                     f.formula.evaluate_num(&cx, input.as_ref()).ok()?

@@ -18,6 +18,12 @@ use petgraph::stable_graph::NodeIndex;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Var(NodeIndex);
 
+impl Var {
+    pub(super) fn new(node: NodeIndex) -> Var {
+        Var(node)
+    }
+}
+
 impl Sheet {
     /// The variable named by `reference`: `Hands` for a global, `<instance id>.<Name>` for a
     /// local (`sword1.MyPlusValue`); names match case-insensitively. `None` when there is none
@@ -85,7 +91,7 @@ impl Sheet {
         let mut out: Vec<(u32, String, NodeIndex)> = self
             .graph
             .neighbors_directed(var.0, Direction::Outgoing)
-            .map(|n| (self.graph[n].level, self.var_ref(n).to_string(), n))
+            .map(|n| (self.plan.level_of(n), self.var_ref(n).to_string(), n))
             .collect();
         out.sort();
         out.into_iter().map(|(_, _, n)| Var(n)).collect()

@@ -1,0 +1,65 @@
+//! One row of the anchor workload's table in a fixed loop, for profiling with perf or
+//! callgrind: `anchor_loop <resolve|first|build|hub|leaf|onebyone> [rounds] [variables]`.
+//! Example: `valgrind --tool=callgrind ./target/release/examples/anchor_loop hub 200`.
+
+use sheetd_benches::workload::Workload;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let what = args.next().unwrap_or_else(|| "hub".to_owned());
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
+    let vars: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2_000);
+    let Some(w) = Workload::generate(vars, vars * 4) else {
+        eprintln!("the anchor generator (../shared/bench/anchor-workload/gen.py) is not reachable");
+        std::process::exit(2);
+    };
+    let rules = w.rules();
+    let ops = w.operations(&rules);
+    let mut sheet = w.build();
+    sheet.solve_all();
+    let mut timed = Duration::ZERO;
+    for _ in 0..rounds {
+        let t = Instant::now();
+        match what.as_str() {
+            "resolve" => {
+                black_box(sheet.solve_all());
+            }
+            "first" => {
+                sheet.add_modifier(&Workload::add_one(w.leaf)).expect("adds");
+                sheet.remove_modifier("add-one").expect("removes");
+                let t = Instant::now();
+                black_box(sheet.solve_all());
+                timed += t.elapsed();
+                continue;
+            }
+            "build" => {
+                let mut s = solver::Sheet::new(rules.clone());
+                s.apply(&ops).expect("applies");
+                black_box(s);
+            }
+            "onebyone" => {
+                let mut s = solver::Sheet::new(rules.clone());
+                for op in &ops {
+                    s.apply(std::slice::from_ref(op)).expect("applies");
+                }
+                black_box(s);
+            }
+            "hub" | "leaf" => {
+                let target = if what == "hub" { w.hub } else { w.leaf };
+                black_box(sheet.add_modifier(&Workload::add_one(target)).expect("adds"));
+                timed += t.elapsed();
+                sheet.remove_modifier("add-one").expect("removes");
+                continue;
+            }
+            other => {
+                eprintln!("unknown row `{other}`: resolve, first, build, hub, leaf or onebyone");
+                std::process::exit(2);
+            }
+        }
+        timed += t.elapsed();
+    }
+    let per = timed.as_nanos() as f64 / rounds.max(1) as f64 / 1000.0;
+    println!("{what} at {vars} variables: {rounds} rounds, {per:.2} µs each");
+}
