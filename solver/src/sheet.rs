@@ -311,6 +311,25 @@ impl Sheet {
         self.record_evaluations = on;
     }
 
+    /// A copy whose plan is laid out again from nothing, then solved: what the kept plan must
+    /// agree with (for tests).
+    #[cfg(test)]
+    pub(crate) fn replanned(&self) -> Sheet {
+        let mut copy = self.clone();
+        let mut plan = std::mem::take(&mut copy.plan);
+        plan.compact(&copy);
+        plan.levels_changed();
+        copy.plan = plan;
+        copy.solve_all();
+        copy
+    }
+
+    /// How many times the plan was laid out again from scratch (for tests).
+    #[cfg(test)]
+    pub(crate) fn plan_compactions(&self) -> usize {
+        self.plan.compactions()
+    }
+
     /// How many instance slots the sheet holds, live or free (for tests of reuse).
     #[cfg(test)]
     pub(crate) fn instance_slots(&self) -> usize {

@@ -45,8 +45,9 @@ const NOT_WHOLE: i64 = i64::MIN;
 /// No formula: in [`Plan::formula_of`].
 const NONE: u32 = u32::MAX;
 
-/// Garbage (abandoned modifier records) tolerated before every entry is written again.
-const GARBAGE_SLACK: usize = 4096;
+/// Garbage (abandoned modifier records) tolerated before every entry is written again (small
+/// in tests, so that tests reach compaction).
+const GARBAGE_SLACK: usize = if cfg!(test) { 64 } else { 4096 };
 
 /// The plan of a sheet (see the module docs). Every per-variable vector is indexed by the
 /// variable's node index.
@@ -81,6 +82,9 @@ pub(super) struct Plan {
     order: Vec<u32>,
     /// Whether `order` must be sorted again.
     order_stale: bool,
+    /// How many compactions ran (tests check that they happen).
+    #[cfg(test)]
+    compactions: usize,
     /// The recomputation's queue: variables waiting, by level (reused between runs).
     buckets: Vec<Vec<u32>>,
     /// Each variable's topological level: for every edge u → v, `level[u] < level[v]`.
@@ -227,6 +231,12 @@ impl Plan {
         }
     }
 
+    /// How many times every entry was written again from scratch (for tests).
+    #[cfg(test)]
+    pub(super) fn compactions(&self) -> usize {
+        self.compactions
+    }
+
     /// Some variable's level changed.
     pub(super) fn levels_changed(&mut self) {
         self.order_stale = true;
@@ -272,7 +282,11 @@ impl Plan {
     }
 
     /// Writes every entry again from scratch, dropping the garbage.
-    fn compact(&mut self, sheet: &Sheet) {
+    pub(super) fn compact(&mut self, sheet: &Sheet) {
+        #[cfg(test)]
+        {
+            self.compactions += 1;
+        }
         self.mods.clear();
         self.decimals.clear();
         self.formulas.clear();
