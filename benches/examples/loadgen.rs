@@ -1,18 +1,21 @@
 //! `loadgen`: measures the daemon over loopback, against a baseline in the same run.
 //!
 //! ```text
-//! cargo run --release -p sheetd-benches --example loadgen -- [--calls N] [--batch N]
+//! cargo run --release -p sheetd-benches --example loadgen -- [--calls N] [--batch N] [--seconds N]
 //! ```
 //!
 //! It starts `sheetd serve` in-process (starter ruleset, a fresh store in a temporary
 //! directory, 127.0.0.1) and, over one client connection:
 //! 1. Apply round trip: a one-object change (adding or removing the example character's armor,
 //!    alternately), each durable (fsync) before the reply. Interleaved call by call with the
-//!    baseline, an empty unary call (`Ping`), so both see the same machine conditions.
-//!    Prints p50 and p99 of both.
-//! 2. SolveBatch throughput: N example characters streamed through one SolveBatch call;
-//!    prints sheets per second, with the same sheets solved in-process on all cores (no
-//!    gRPC) as the baseline.
+//!    baselines, an empty unary call (`Ping`) and one write + fsync of a file in the same
+//!    directory, of the size of the Apply's reply (about what the log record holds), so all see
+//!    the same machine conditions. Prints p50 and p99 of each, and Apply against Ping + fsync.
+//! 2. Durable Applies per second with 1, 8 and 64 concurrent clients (each on its own sheet,
+//!    `--seconds` each): the store's group commit lets concurrent writers share an fsync.
+//! 3. SolveBatch throughput: N example characters streamed through one SolveBatch call;
+//!    prints sheets per second (and per core), with the same sheets solved in-process on all
+//!    cores (no gRPC) as the baseline.
 
 use sheetd::grpc::config::ServeArgs;
 use sheetd::grpc::proto as pb;
@@ -34,6 +37,7 @@ fn example() -> Vec<pb::Operation> {
 fn main() {
     let calls: usize = arg("--calls", 2000);
     let batch: usize = arg("--batch", 20_000);
+    let seconds: u64 = arg("--seconds", 3);
     let dir = tempfile::tempdir().expect("temp dir");
     let port =
         std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
@@ -78,26 +82,37 @@ fn main() {
         })
         .expect("step");
 
-        let (mut apply, mut ping) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+        let (mut apply, mut ping, mut fsync) =
+            (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls));
+        let baseline_file = std::fs::File::create(dir.path().join("fsync-baseline")).expect("baseline file");
+        let mut record = vec![0u8; 512];
         for i in 0..(calls + calls / 10) {
             let t = Instant::now();
             client.ping(pb::PingRequest {}).await.expect("ping");
             let p = t.elapsed();
+            let t = Instant::now();
+            std::os::unix::fs::FileExt::write_all_at(&baseline_file, &record, 0).expect("write");
+            baseline_file.sync_data().expect("fsync");
+            let f = t.elapsed();
             let ops = if i % 2 == 0 { armor_off.clone() } else { armor_on.clone() };
             let t = Instant::now();
-            client
+            let reply = client
                 .apply(pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: ops })
                 .await
-                .expect("apply");
+                .expect("apply")
+                .into_inner();
             let a = t.elapsed();
+            record.resize(prost::Message::encoded_len(&reply), 0x5a);
             if i >= calls / 10 {
                 // The first tenth warms up.
                 ping.push(p);
                 apply.push(a);
+                fsync.push(f);
             }
         }
         apply.sort();
         ping.sort();
+        fsync.sort();
         println!("Apply round trip, one-object change, durable ({calls} calls, loopback):");
         println!(
             "  Apply          p50 {}  p99 {}",
@@ -109,6 +124,60 @@ fn main() {
             micros(percentile(&ping, 0.5)),
             micros(percentile(&ping, 0.99))
         );
+        println!(
+            "  fsync baseline p50 {}  p99 {}  (write + fsync of {} bytes)",
+            micros(percentile(&fsync, 0.5)),
+            micros(percentile(&fsync, 0.99)),
+            record.len()
+        );
+        for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+            let base = percentile(&ping, p) + percentile(&fsync, p);
+            println!(
+                "  Apply / (Ping + fsync) at {name}: {:.2} ({} against {})",
+                percentile(&apply, p).as_secs_f64() / base.as_secs_f64(),
+                micros(percentile(&apply, p)),
+                micros(base)
+            );
+        }
+
+        println!("Durable Applies per second, concurrent clients each on its own sheet ({seconds} s each):");
+        for clients in [1usize, 8, 64] {
+            let mut ids = Vec::with_capacity(clients);
+            for _ in 0..clients {
+                let created = client
+                    .create_sheet(pb::CreateSheetRequest { operations: example(), ..Default::default() })
+                    .await
+                    .expect("create")
+                    .into_inner();
+                ids.push(created.sheet.expect("info").id);
+            }
+            let until = Instant::now() + Duration::from_secs(seconds);
+            let start = Instant::now();
+            let workers: Vec<_> = ids
+                .into_iter()
+                .map(|id| {
+                    let mut c = client.clone();
+                    let (on, off) = (armor_on.clone(), armor_off.clone());
+                    tokio::spawn(async move {
+                        let mut done = 0u64;
+                        while Instant::now() < until {
+                            let ops = if done % 2 == 0 { off.clone() } else { on.clone() };
+                            c.apply(pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: ops })
+                                .await
+                                .expect("apply");
+                            done += 1;
+                        }
+                        done
+                    })
+                })
+                .collect();
+            let mut total = 0;
+            for w in workers {
+                total += w.await.expect("client");
+            }
+            let rate = total as f64 / start.elapsed().as_secs_f64();
+            println!("  {clients:>2} clients   {rate:>8.0} Applies/s   ({total} in all)");
+        }
 
         let items: Vec<pb::BatchItem> = (0..batch)
             .map(|i| pb::BatchItem {
@@ -148,13 +217,15 @@ fn main() {
         let local = t.elapsed();
         println!("SolveBatch, {batch} example characters on the starter ruleset ({threads} cores):");
         println!(
-            "  SolveBatch over gRPC    {:.0} sheets/s ({:.2} s)",
+            "  SolveBatch over gRPC    {:.0} sheets/s, {:.0} per core ({:.2} s)",
             batch as f64 / grpc.as_secs_f64(),
+            batch as f64 / grpc.as_secs_f64() / threads as f64,
             grpc.as_secs_f64()
         );
         println!(
-            "  in-process baseline     {:.0} sheets/s ({:.2} s)",
+            "  in-process baseline     {:.0} sheets/s, {:.0} per core ({:.2} s)",
             batch as f64 / local.as_secs_f64(),
+            batch as f64 / local.as_secs_f64() / threads as f64,
             local.as_secs_f64()
         );
     });

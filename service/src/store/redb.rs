@@ -10,6 +10,14 @@
 //!
 //! Every write is one redb transaction committed with immediate durability (fsync).
 //!
+//! **Group commit.** Appends to sheets' logs (one per Apply) are committed together: an append
+//! joins a queue; the first appender to find no commit in progress becomes the *leader*, takes
+//! every append queued, writes them in one transaction — each checked against its sheet's last
+//! revision in turn, so two appends to one sheet behave as if one after the other — commits
+//! (one fsync), and hands each waiting appender its own result. Appenders that arrive during the
+//! commit wait for the next one. So concurrent writers share an fsync while every caller still
+//! returns only once its own record is durable; a lone writer pays one transaction, as before.
+//!
 //! Integrity: every record is sealed as `0xFF 'S'`, a CRC-32 of its key and payload, then the
 //! payload. A record whose checksum or decoding fails is reported as [`StoreError::Damaged`]
 //! naming the table and key (the sheet and revision), so one damaged sheet answers DATA_LOSS
@@ -21,7 +29,9 @@ use super::records::{LogRecord, RulesetRecord, RulesetVersion, SheetRecord, Snap
 use super::{Logged, Record, Snapshot, Store, StoreError};
 use prost::Message;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const RULESETS: TableDefinition<&str, &[u8]> = TableDefinition::new("rulesets");
@@ -96,6 +106,33 @@ fn rev_key(table: &str, sheet: &str, revision: u64) -> String {
 pub struct RedbStore {
     db: Database,
     path: PathBuf,
+    /// Appends waiting for a commit, and the results of committed ones (see the module docs).
+    group: Mutex<Group>,
+    /// Signalled when a group commit ends.
+    committed: Condvar,
+}
+
+/// The group commit's state, under [`RedbStore::group`].
+#[derive(Default)]
+struct Group {
+    /// Appends not yet taken by a leader, by ticket.
+    queue: Vec<(u64, Append)>,
+    /// Results not yet collected by their appender, by ticket.
+    done: HashMap<u64, Result<(), StoreError>>,
+    /// The next ticket.
+    next: u64,
+    /// Whether a leader is committing.
+    leader: bool,
+    /// How many group commits ran (for tests).
+    commits: u64,
+}
+
+/// One append, sealed and ready to write.
+struct Append {
+    sheet: String,
+    revision: u64,
+    log: Vec<u8>,
+    snapshot: Option<(u64, Vec<u8>)>,
 }
 
 impl RedbStore {
@@ -112,7 +149,7 @@ impl RedbStore {
                 .create(&path)
                 .map_err(|e| StoreError::Failed(format!("cannot open store {}: {e}", path.display())))
         })?;
-        let store = RedbStore { db, path };
+        let store = RedbStore { db, path, group: Mutex::default(), committed: Condvar::new() };
         store.write("create tables", |tx| {
             tx.open_table(META)?;
             tx.open_table(RULESETS)?;
@@ -161,6 +198,45 @@ impl RedbStore {
             }
             Ok(())
         })
+    }
+
+    /// The group commit's state. (No code panics while holding it: a poisoned lock is still
+    /// consistent, so it is taken as it is.)
+    fn group(&self) -> MutexGuard<'_, Group> {
+        self.group.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes `batch` in one transaction, each append checked against its sheet's last revision
+    /// as the transaction has it so far; returns each ticket's result. When the transaction
+    /// fails, every append in it fails with that error.
+    fn commit_appends(&self, batch: &[(u64, Append)]) -> Vec<(u64, Result<(), StoreError>)> {
+        let written = self.write("save revisions", |tx| {
+            let mut log = tx.open_table(LOG)?;
+            let mut snapshots = tx.open_table(SNAPSHOTS)?;
+            let mut results = Vec::with_capacity(batch.len());
+            for (ticket, a) in batch {
+                let sheet = a.sheet.as_str();
+                let last =
+                    log.range((sheet, 0)..=(sheet, u64::MAX))?.next_back().transpose()?.map(|(k, _)| k.value().1);
+                if a.revision == 0 || last != Some(a.revision - 1) {
+                    results.push((*ticket, Err(StoreError::Conflict(match last {
+                        Some(l) => format!("sheet `{sheet}` is at revision {l}, not {}", a.revision.saturating_sub(1)),
+                        None => format!("sheet `{sheet}` has no log"),
+                    }))));
+                    continue;
+                }
+                log.insert((sheet, a.revision), a.log.as_slice())?;
+                if let Some((r, bytes)) = &a.snapshot {
+                    snapshots.insert((sheet, *r), bytes.as_slice())?;
+                }
+                results.push((*ticket, Ok(())));
+            }
+            Ok(results)
+        });
+        match written {
+            Ok(results) => results,
+            Err(e) => batch.iter().map(|(ticket, _)| (*ticket, Err(e.clone()))).collect(),
+        }
     }
 
     /// The store file.
@@ -292,33 +368,38 @@ impl Store for RedbStore {
 
     fn append(&self, sheet: &str, entry: &Logged, snapshot: Option<&Snapshot>) -> Result<(), StoreError> {
         let revision = entry.revision.number;
-        let l = seal(&rev_key("log", sheet, revision), &LogRecord::of(entry).encode_to_vec());
-        let n = snapshot.map(|s| {
-            (
-                s.revision,
-                seal(&rev_key("snapshots", sheet, s.revision), &SnapshotRecord::of(s).encode_to_vec()),
-            )
-        });
-        let (written, last) = self.write("save revision", |tx| {
-            let mut log = tx.open_table(LOG)?;
-            let last =
-                log.range((sheet, 0)..=(sheet, u64::MAX))?.next_back().transpose()?.map(|(k, _)| k.value().1);
-            if revision == 0 || last != Some(revision - 1) {
-                return Ok((false, last));
+        let append = Append {
+            sheet: sheet.to_owned(),
+            revision,
+            log: seal(&rev_key("log", sheet, revision), &LogRecord::of(entry).encode_to_vec()),
+            snapshot: snapshot.map(|s| {
+                (s.revision, seal(&rev_key("snapshots", sheet, s.revision), &SnapshotRecord::of(s).encode_to_vec()))
+            }),
+        };
+        let mut group = self.group();
+        let ticket = group.next;
+        group.next += 1;
+        group.queue.push((ticket, append));
+        loop {
+            if let Some(result) = group.done.remove(&ticket) {
+                return result;
             }
-            log.insert((sheet, revision), l.as_slice())?;
-            if let Some((r, bytes)) = &n {
-                tx.open_table(SNAPSHOTS)?.insert((sheet, *r), bytes.as_slice())?;
+            if !group.leader {
+                // Lead: commit everything queued (our own append included, unless an earlier
+                // leader took it, in which case its result is in `done` by now).
+                group.leader = true;
+                let batch = std::mem::take(&mut group.queue);
+                drop(group);
+                let results = self.commit_appends(&batch);
+                group = self.group();
+                group.leader = false;
+                group.commits += 1;
+                group.done.extend(results);
+                self.committed.notify_all();
+                continue;
             }
-            Ok((true, last))
-        })?;
-        if written {
-            return Ok(());
+            group = self.committed.wait(group).unwrap_or_else(PoisonError::into_inner);
         }
-        Err(StoreError::Conflict(match last {
-            Some(l) => format!("sheet `{sheet}` is at revision {l}, not {}", revision.saturating_sub(1)),
-            None => format!("sheet `{sheet}` has no log"),
-        }))
     }
 
     fn log(&self, sheet: &str, from: u64, to: u64, max: usize) -> Result<Vec<Logged>, StoreError> {
@@ -395,7 +476,7 @@ pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
         }
         Err(e) => damage.push(Damage { record: "(pages)".into(), why: e.to_string() }),
     }
-    let store = RedbStore { db, path };
+    let store = RedbStore { db, path, group: Mutex::default(), committed: Condvar::new() };
     let ids = |r: Vec<Result<(), (String, StoreError)>>, table: &str, damage: &mut Vec<Damage>| {
         for e in r.into_iter().filter_map(Result::err) {
             damage.push(Damage { record: id_key(table, &e.0), why: e.1.to_string() });
@@ -499,6 +580,55 @@ mod tests {
         }
         assert!(matches!(store.append("nope", &entry(1), None), Err(StoreError::Conflict(_))));
         assert_eq!(revisions(&store.log("a", 0, 9, usize::MAX).expect("log")), [0, 1]);
+    }
+
+    /// Appends that queue while a commit is in progress are committed together, in one
+    /// transaction: every one durable when its call returns, each checked in turn (two appends
+    /// to one sheet in a group behave as one after the other: the second conflicts if it does
+    /// not follow the first).
+    #[test]
+    fn concurrent_appends_share_one_commit() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = std::sync::Arc::new(RedbStore::open(dir.path(), 1 << 20).expect("open"));
+        let sheets: Vec<String> = (0..12).map(|i| format!("s{i}")).collect();
+        for id in &sheets {
+            let rec = SheetRecord { id: id.clone(), ruleset_id: "starter".into() };
+            store.create_sheet(&rec, &entry(0), &Snapshot::default()).expect("create");
+        }
+        // Hold the leader's place, so that every append below queues; then let them go.
+        store.group().leader = true;
+        let mut calls: Vec<(String, u64)> = sheets.iter().map(|s| (s.clone(), 1)).collect();
+        // Two appends of revision 1 to one sheet: one of them must conflict.
+        calls.push(("s0".into(), 1));
+        let threads: Vec<_> = calls
+            .into_iter()
+            .map(|(sheet, r)| {
+                let store = store.clone();
+                std::thread::spawn(move || (sheet.clone(), store.append(&sheet, &entry(r), None)))
+            })
+            .collect();
+        while store.group().queue.len() < sheets.len() + 1 {
+            std::thread::yield_now();
+        }
+        let before = store.group().commits;
+        {
+            let mut g = store.group();
+            g.leader = false;
+        }
+        store.committed.notify_all();
+        let results: Vec<(String, Result<(), StoreError>)> =
+            threads.into_iter().map(|t| t.join().expect("appender")).collect();
+        assert_eq!(store.group().commits - before, 1, "all thirteen appends in one commit");
+        let s0: Vec<&Result<(), StoreError>> = results.iter().filter(|(s, _)| s == "s0").map(|(_, r)| r).collect();
+        assert_eq!(s0.iter().filter(|r| r.is_ok()).count(), 1, "{s0:?}");
+        assert!(s0.iter().any(|r| matches!(r, Err(StoreError::Conflict(_)))), "{s0:?}");
+        assert!(results.iter().filter(|(s, _)| s != "s0").all(|(_, r)| r.is_ok()), "{results:?}");
+        drop(store);
+        // Durable: a reopened store has every sheet at revision 1.
+        let store = RedbStore::open(dir.path(), 1 << 20).expect("reopen");
+        for id in &sheets {
+            assert_eq!(revisions(&store.log(id, 0, 9, usize::MAX).expect("log")), [0, 1], "{id}");
+        }
     }
 
     /// A changed byte in a record, or a record moved to another key, is found by its checksum;
