@@ -161,10 +161,14 @@ fn main() {
                     tokio::spawn(async move {
                         let mut done = 0u64;
                         while Instant::now() < until {
-                            let ops = if done % 2 == 0 { off.clone() } else { on.clone() };
-                            c.apply(pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: ops })
-                                .await
-                                .expect("apply");
+                            let ops = if done.is_multiple_of(2) { off.clone() } else { on.clone() };
+                            c.apply(pb::ApplyRequest {
+                                sheet_id: id.clone(),
+                                expected_revision: None,
+                                operations: ops,
+                            })
+                            .await
+                            .expect("apply");
                             done += 1;
                         }
                         done

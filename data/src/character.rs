@@ -196,6 +196,13 @@ struct State {
     next_seq: u64,
 }
 
+/// A ruleset's new character, without the ruleset (which holds it: holding the ruleset back
+/// would keep both alive forever).
+pub(crate) struct Blank {
+    sheet: Sheet,
+    state: State,
+}
+
 /// A character sheet over a shared ruleset.
 #[derive(Clone)]
 pub struct Character {
@@ -210,7 +217,24 @@ fn err(code: SheetCode, message: String) -> SheetError {
 
 impl Character {
     /// A new character: global modifiers applied and always-present objects (stats, saves) added.
+    ///
+    /// The starting state is built once per ruleset, on its first character, and copied for
+    /// every character after (a copy of the solved sheet, not a rebuild).
     pub fn new(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {
+        let blank = ruleset.blank.get_or_init(|| {
+            Character::build(ruleset.clone()).map(|c| Blank { sheet: c.sheet, state: c.state })
+        });
+        match blank {
+            Ok(b) => {
+                Ok(Character { ruleset: ruleset.clone(), sheet: b.sheet.clone(), state: b.state.clone() })
+            }
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// A new character built from the ruleset: global modifiers, then the objects always
+    /// present, in one batch.
+    fn build(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {
         let sheet = Sheet::new(ruleset.rules().clone());
         let mut c = Character { ruleset, sheet, state: State::default() };
         let mut ops = Vec::new();

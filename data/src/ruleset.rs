@@ -126,6 +126,9 @@ pub struct Ruleset {
     files: Vec<String>,
     summary: Summary,
     warnings: Vec<Diagnostic>,
+    /// A new character's starting state — global modifiers and objects always present, solved —
+    /// built once, on the first [`crate::Character::new`], and copied for every character after.
+    pub(crate) blank: std::sync::OnceLock<Result<crate::character::Blank, crate::SheetError>>,
 }
 
 impl std::fmt::Debug for Ruleset {

@@ -174,3 +174,26 @@ fn rulesets_and_characters_cross_threads() {
     let got: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(got, ["0", "0", "1", "1"]);
 }
+
+/// Characters of one ruleset start from one blank, built once and copied: a new character has
+/// the same values, modifiers and traces as the first, whatever was done to the first since,
+/// and a change to one character never shows in another.
+#[test]
+fn new_characters_are_copies_of_one_blank_and_stay_apart() {
+    let ruleset = starter();
+    let blank = Character::new(ruleset.clone()).unwrap().sheet().values();
+    let mut first = Character::new(ruleset.clone()).unwrap();
+    first.apply(&[add("EQUIPMENT", "Ring Hauberk", Some("armor"), None)]).unwrap();
+    let first_values = first.sheet().values();
+    assert_ne!(first_values, blank);
+    let second = Character::new(ruleset.clone()).unwrap();
+    assert_eq!(second.sheet().values(), blank, "the blank is untouched by the first character");
+    first.apply(&[SheetOp::RemoveObject("armor".into())]).unwrap();
+    assert_ne!(first.sheet().values(), first_values);
+    let third = Character::new(ruleset).unwrap();
+    assert_eq!(third.sheet().values(), blank);
+    assert_eq!(second.sheet().values(), blank);
+    for (r, v) in third.sheet().values() {
+        assert_eq!(third.sheet().trace(&r.to_string()).unwrap().value, v, "{r}");
+    }
+}

@@ -103,6 +103,7 @@ impl Compiler {
             files: draft.files,
             summary,
             warnings: self.warnings,
+            blank: std::sync::OnceLock::new(),
         })
     }
 

@@ -216,13 +216,22 @@ impl RedbStore {
             let mut results = Vec::with_capacity(batch.len());
             for (ticket, a) in batch {
                 let sheet = a.sheet.as_str();
-                let last =
-                    log.range((sheet, 0)..=(sheet, u64::MAX))?.next_back().transpose()?.map(|(k, _)| k.value().1);
+                let last = log
+                    .range((sheet, 0)..=(sheet, u64::MAX))?
+                    .next_back()
+                    .transpose()?
+                    .map(|(k, _)| k.value().1);
                 if a.revision == 0 || last != Some(a.revision - 1) {
-                    results.push((*ticket, Err(StoreError::Conflict(match last {
-                        Some(l) => format!("sheet `{sheet}` is at revision {l}, not {}", a.revision.saturating_sub(1)),
-                        None => format!("sheet `{sheet}` has no log"),
-                    }))));
+                    results.push((
+                        *ticket,
+                        Err(StoreError::Conflict(match last {
+                            Some(l) => format!(
+                                "sheet `{sheet}` is at revision {l}, not {}",
+                                a.revision.saturating_sub(1)
+                            ),
+                            None => format!("sheet `{sheet}` has no log"),
+                        })),
+                    ));
                     continue;
                 }
                 log.insert((sheet, a.revision), a.log.as_slice())?;
@@ -373,7 +382,10 @@ impl Store for RedbStore {
             revision,
             log: seal(&rev_key("log", sheet, revision), &LogRecord::of(entry).encode_to_vec()),
             snapshot: snapshot.map(|s| {
-                (s.revision, seal(&rev_key("snapshots", sheet, s.revision), &SnapshotRecord::of(s).encode_to_vec()))
+                (
+                    s.revision,
+                    seal(&rev_key("snapshots", sheet, s.revision), &SnapshotRecord::of(s).encode_to_vec()),
+                )
             }),
         };
         let mut group = self.group();
@@ -619,7 +631,8 @@ mod tests {
         let results: Vec<(String, Result<(), StoreError>)> =
             threads.into_iter().map(|t| t.join().expect("appender")).collect();
         assert_eq!(store.group().commits - before, 1, "all thirteen appends in one commit");
-        let s0: Vec<&Result<(), StoreError>> = results.iter().filter(|(s, _)| s == "s0").map(|(_, r)| r).collect();
+        let s0: Vec<&Result<(), StoreError>> =
+            results.iter().filter(|(s, _)| s == "s0").map(|(_, r)| r).collect();
         assert_eq!(s0.iter().filter(|r| r.is_ok()).count(), 1, "{s0:?}");
         assert!(s0.iter().any(|r| matches!(r, Err(StoreError::Conflict(_)))), "{s0:?}");
         assert!(results.iter().filter(|(s, _)| s != "s0").all(|(_, r)| r.is_ok()), "{results:?}");
