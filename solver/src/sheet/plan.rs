@@ -269,7 +269,10 @@ impl Plan {
         if self.stale.is_empty() {
             return;
         }
-        if self.garbage > GARBAGE_SLACK.max(self.mods.len() / 2) {
+        // Lay everything out again when garbage outweighs the rest, or when a change touched a
+        // large part of the sheet (a sheet being built): the full layout is in topological
+        // order, which a full solve then streams through.
+        if self.garbage > GARBAGE_SLACK.max(self.mods.len() / 2) || self.stale.len() * 4 > self.vars.len() {
             self.compact(sheet);
             return;
         }
@@ -299,9 +302,12 @@ impl Plan {
         for v in &mut self.vars {
             *v = PlanVar::default();
         }
-        for i in 0..self.vars.len() {
-            self.write(sheet, i);
+        // Live variables in topological order (variables without a node keep empty entries).
+        let order = self.take_order(sheet);
+        for &i in &order {
+            self.write(sheet, i as usize);
         }
+        self.put_order(order);
     }
 
     /// Writes variable `i`'s entry from the sheet: its default and modifiers, in place when they
