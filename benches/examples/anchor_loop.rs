@@ -20,6 +20,7 @@ fn main() {
     let mut sheet = w.build();
     sheet.solve_all();
     let mut timed = Duration::ZERO;
+    let mut evaluations = 0;
     for _ in 0..rounds {
         let t = Instant::now();
         match what.as_str() {
@@ -48,8 +49,9 @@ fn main() {
             }
             "hub" | "leaf" => {
                 let target = if what == "hub" { w.hub } else { w.leaf };
-                black_box(sheet.add_modifier(&Workload::add_one(target)).expect("adds"));
+                let report = sheet.add_modifier(&Workload::add_one(target)).expect("adds");
                 timed += t.elapsed();
+                evaluations = black_box(report).recomputed;
                 sheet.remove_modifier("add-one").expect("removes");
                 continue;
             }
@@ -61,5 +63,12 @@ fn main() {
         timed += t.elapsed();
     }
     let per = timed.as_nanos() as f64 / rounds.max(1) as f64 / 1000.0;
-    println!("{what} at {vars} variables: {rounds} rounds, {per:.2} µs each");
+    if evaluations > 0 {
+        let each = per * 1000.0 / evaluations as f64;
+        println!(
+            "{what} at {vars} variables: {rounds} rounds, {per:.2} µs each, {evaluations} evaluations ({each:.1} ns each)"
+        );
+    } else {
+        println!("{what} at {vars} variables: {rounds} rounds, {per:.2} µs each");
+    }
 }
