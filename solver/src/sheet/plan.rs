@@ -120,7 +120,8 @@ enum PlanValue {
     Whole(i64),
     /// Another constant: `decimals[i]`.
     Dec(u32),
-    /// `formulas[index]`, whose whole-number program (if any) is `int_ops[ops..ops + len]`.
+    /// `formulas[index]`, whose whole-number program (if any) is `int_ops[ops..ops + len]`
+    /// (copied from the formula's record so that the whole-number path never reads it).
     Formula { index: u32, ops: u32, len: u32 },
 }
 
@@ -433,8 +434,9 @@ impl Plan {
         index
     }
 
-    /// Every live variable of `sheet` in ascending (level, index), sorted again if needed.
-    pub(super) fn order(&mut self, sheet: &Sheet) -> &[u32] {
+    /// Takes out every live variable of `sheet` in ascending (level, index), sorted again if
+    /// needed (to iterate it while evaluating); give it back with `put_order`.
+    pub(super) fn take_order(&mut self, sheet: &Sheet) -> Vec<u32> {
         if self.order_stale {
             let graph = &sheet.graph;
             let mut keyed: Vec<(u32, u32)> =
@@ -444,12 +446,6 @@ impl Plan {
             self.order.extend(keyed.into_iter().map(|(_, i)| i));
             self.order_stale = false;
         }
-        &self.order
-    }
-
-    /// Takes the order out (to iterate it while evaluating); give it back with `put_order`.
-    pub(super) fn take_order(&mut self, sheet: &Sheet) -> Vec<u32> {
-        self.order(sheet);
         std::mem::take(&mut self.order)
     }
 
