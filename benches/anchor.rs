@@ -2,7 +2,8 @@
 //! 20,000 variables — and 200,000 with `SHEETD_BENCH_200K=1` — one row per measure of the
 //! solver's performance table (issue 13): re-solve with the plan cached, the first solve after a
 //! structural change, building the sheet in one batch, the hub and leaf changes, and (at 2,000)
-//! the modifiers added one by one in file order. Each group has a baseline measured in the same
+//! the modifiers added one by one in file order, each recomputed at once or deferred to one
+//! `settle`. Each group has a baseline measured in the same
 //! run: reading one value.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
@@ -99,6 +100,17 @@ fn bench_anchor(c: &mut Criterion) {
                     for op in &ops {
                         s.apply(std::slice::from_ref(op)).expect("applies");
                     }
+                    s
+                })
+            });
+            g.bench_function("modifiers_one_by_one_deferred", |b| {
+                b.iter(|| {
+                    let mut s = solver::Sheet::new(rules.clone());
+                    s.defer();
+                    for op in &ops {
+                        s.apply(std::slice::from_ref(op)).expect("applies");
+                    }
+                    black_box(s.settle());
                     s
                 })
             });

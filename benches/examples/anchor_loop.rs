@@ -1,5 +1,5 @@
 //! One row of the anchor workload's table in a fixed loop, for profiling with perf or
-//! callgrind: `anchor_loop <resolve|first|build|hub|leaf|onebyone> [rounds] [variables]`.
+//! callgrind: `anchor_loop <resolve|first|build|hub|leaf|onebyone|deferred> [rounds] [variables]`.
 //! Example: `valgrind --tool=callgrind ./target/release/examples/anchor_loop hub 200`.
 
 use sheetd_benches::workload::Workload;
@@ -40,6 +40,14 @@ fn main() {
                 s.apply(&ops).expect("applies");
                 black_box(s);
             }
+            "deferred" => {
+                let mut s = solver::Sheet::new(rules.clone());
+                s.defer();
+                for op in &ops {
+                    s.apply(std::slice::from_ref(op)).expect("applies");
+                }
+                black_box(s.settle());
+            }
             "onebyone" => {
                 let mut s = solver::Sheet::new(rules.clone());
                 for op in &ops {
@@ -56,7 +64,7 @@ fn main() {
                 continue;
             }
             other => {
-                eprintln!("unknown row `{other}`: resolve, first, build, hub, leaf or onebyone");
+                eprintln!("unknown row `{other}`: resolve, first, build, hub, leaf, onebyone or deferred");
                 std::process::exit(2);
             }
         }

@@ -24,3 +24,20 @@ fn the_solver_solves_the_anchor_workload_exactly() {
     let report = sheet.add_modifier(&Workload::add_one(w.leaf)).expect("adds");
     assert_eq!(report.changed.len(), 1);
 }
+
+/// Loading the workload's modifiers one at a time while deferring, then settling once, gives
+/// the generator's exact values, evaluating each variable at most once.
+#[test]
+fn the_workload_loaded_one_by_one_and_settled_once_is_exact() {
+    let Some(w) = Workload::generate(2_000, 8_000) else { return };
+    let rules = w.rules();
+    let mut sheet = solver::Sheet::new(rules.clone());
+    sheet.defer();
+    for op in w.operations(&rules) {
+        assert!(sheet.apply(&[op]).expect("applies").is_empty());
+    }
+    let report = sheet.settle();
+    // Each variable with a modifier once (those without keep their default and are not touched).
+    assert!(report.recomputed <= 2_000, "{} evaluations", report.recomputed);
+    assert_eq!(sum(&sheet), 9_195_514);
+}

@@ -236,6 +236,9 @@ pub struct Sheet {
     /// Default value of each variable definition, by `VarDefId` (copied from the rules once).
     defaults: Arc<[Value]>,
     record_evaluations: bool,
+    /// While deferring ([`Sheet::defer`]): what operations touched since, to recompute at
+    /// [`Sheet::settle`].
+    deferred: Option<batch::Deferred>,
     /// The plan every evaluation goes through, and the dense mirror of the values.
     plan: plan::Plan,
 }
@@ -300,6 +303,7 @@ impl Sheet {
             rules,
             record_evaluations: false,
             plan: plan::Plan::default(),
+            deferred: None,
         };
         let global_key: Arc<str> = sheet.rules.scope_def(sheet.rules.global()).name.clone();
         sheet.create_instance(global_key, sheet.rules.global(), None);

@@ -747,3 +747,62 @@ fn the_kept_plan_survives_thousands_of_changes() {
     let expected: i64 = 7 + (0..3_000i64).filter(|r| r % 3 == 0).map(|r| 3 + r % 7).sum::<i64>();
     assert_eq!(val(&sheet, "B"), expected.to_string());
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Operations applied one at a time while deferring change the structure at once (and are
+    /// rejected exactly when they would be otherwise) but report nothing; `settle` then
+    /// recomputes once, each variable at most once, to the same values as applying them one by
+    /// one, and reports every variable whose value differs from before deferring.
+    #[test]
+    fn deferred_operations_settle_to_the_same_values(
+        warm_up in prop::collection::vec(arb_step(), 0..10),
+        steps in prop::collection::vec(arb_step(), 1..40),
+    ) {
+        let mut now = Sheet::new(prop_rules());
+        for (n, step) in warm_up.into_iter().enumerate() {
+            let ids: Vec<String> = now.modifier_ids().map(str::to_owned).collect();
+            if let Some(op) = step_operation(n, step, &ids) {
+                let _ = now.apply(&[op]);
+            }
+        }
+        let mut later = now.clone();
+        later.record_evaluations(true);
+        let before = later.values();
+        later.defer();
+        prop_assert!(later.is_deferring());
+        for (n, step) in steps.into_iter().enumerate() {
+            let ids: Vec<String> = now.modifier_ids().map(str::to_owned).collect();
+            let Some(op) = step_operation(n + 100, step, &ids) else { continue };
+            let immediate = now.apply(std::slice::from_ref(&op));
+            let deferred = later.apply(&[op]);
+            prop_assert_eq!(immediate.is_ok(), deferred.is_ok());
+            if let Ok(r) = deferred {
+                prop_assert!(r.is_empty() && r.recomputed == 0, "{r:?}");
+            }
+        }
+        let report = later.settle();
+        prop_assert!(!later.is_deferring());
+        check_report(&report)?;
+        prop_assert_eq!(later.values(), now.values());
+        let after = later.values();
+        let reported: std::collections::BTreeSet<String> =
+            report.named(&later).iter().map(|c| c.var.to_string()).collect();
+        let old: std::collections::BTreeMap<String, Slot> =
+            before.iter().map(|(r, v)| (r.to_string(), v.clone())).collect();
+        let new: std::collections::BTreeMap<String, Slot> =
+            after.iter().map(|(r, v)| (r.to_string(), v.clone())).collect();
+        for name in old.keys().chain(new.keys()) {
+            if old.get(name) != new.get(name) {
+                prop_assert!(reported.contains(name), "{name} changed but is not reported");
+            }
+        }
+        for d in &report.changed {
+            if let (Some(o), Some(r)) = (&d.old, later.name(d.var)) {
+                prop_assert_eq!(Some(o), old.get(&r.to_string()), "{}", r);
+            }
+        }
+        prop_assert!(later.settle().is_empty(), "settling twice reports nothing");
+    }
+}

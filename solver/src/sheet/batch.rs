@@ -55,6 +55,16 @@ pub(super) struct Pending {
     undo: Vec<Undo>,
 }
 
+/// What deferred batches touched, for the next [`Sheet::settle`] (or what one batch touched,
+/// for its own recomputation).
+#[derive(Default, Clone)]
+pub(super) struct Deferred {
+    dirty: Vec<NodeIndex>,
+    created: Vec<NodeIndex>,
+    /// Variables removed, named, with their values before.
+    removed: Vec<Change>,
+}
+
 enum Undo {
     /// An instance created, and whether it reused a free slot (else it was pushed at the end).
     AddedInstance(InstanceId, bool),
@@ -228,24 +238,66 @@ impl Sheet {
         pending.undo.push(Undo::RemovedModifier(key, Box::new(m)));
     }
 
-    /// Ends a successful batch: drops the removed variables and recomputes.
+    /// Ends a successful batch: drops the removed variables and recomputes — or, while the
+    /// sheet defers (see [`Sheet::defer`]), adds what the batch touched to what the next
+    /// [`Sheet::settle`] recomputes, and reports nothing.
     fn commit(&mut self, pending: Pending) -> Report {
-        let Pending { dirty, mut created, removed, .. } = pending;
-        let mut changes = Vec::with_capacity(removed.len());
+        let Pending { dirty, created, removed, .. } = pending;
+        let deferring = self.deferred.is_some();
+        let mut d = self.deferred.take().unwrap_or_default();
+        d.dirty.extend(dirty);
+        d.created.extend(created);
         for (n, change) in removed {
             self.graph.remove_node(n);
             self.plan.node_removed(n);
-            // Created and removed in the same batch: it never existed as far as the report goes.
-            if let Some(i) = created.iter().position(|c| *c == n) {
-                created.swap_remove(i);
+            // Created and removed before a recomputation: it never existed as far as reports go.
+            if let Some(i) = d.created.iter().position(|c| *c == n) {
+                d.created.swap_remove(i);
             } else {
-                changes.push(change);
+                d.removed.push(change);
             }
         }
-        changes.sort_by_key(|c| c.var.to_string());
+        if deferring {
+            self.deferred = Some(d);
+            return Report::default();
+        }
+        self.recompute_touched(d)
+    }
+
+    /// Recomputes what batches touched: their dirty and created variables (those still
+    /// there), reporting the removed ones first.
+    fn recompute_touched(&mut self, d: Deferred) -> Report {
+        let Deferred { dirty, created, mut removed } = d;
+        removed.sort_by_key(|c| c.var.to_string());
         let live = |n: &NodeIndex| self.graph.contains_node(*n);
         let dirty: Vec<NodeIndex> = dirty.into_iter().filter(live).chain(created.iter().copied()).collect();
-        self.recompute(dirty.into_iter(), &created, changes)
+        self.recompute(dirty.into_iter(), &created, removed)
+    }
+
+    /// From now on, operations change the structure and are checked as always, but values are
+    /// not recomputed until [`Sheet::settle`]: loading many operations one at a time then costs
+    /// one recomputation, like one batch. Until then, reads see the values as of the last
+    /// recomputation. Deferring twice is the same as once.
+    pub fn defer(&mut self) {
+        if self.deferred.is_none() {
+            self.deferred = Some(Deferred::default());
+        }
+    }
+
+    /// Whether operations are being deferred (values may be out of date until
+    /// [`Sheet::settle`]).
+    pub fn is_deferring(&self) -> bool {
+        self.deferred.is_some()
+    }
+
+    /// Stops deferring and recomputes, once, everything the deferred operations affected; the
+    /// report covers them all (old values as of [`Sheet::defer`]). Without deferred operations,
+    /// an empty report.
+    pub fn settle(&mut self) -> Report {
+        match self.deferred.take() {
+            Some(d) => self.recompute_touched(d),
+            None => Report::default(),
+        }
     }
 
     /// Ends a failed batch: undoes everything it did, last first.

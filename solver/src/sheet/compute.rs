@@ -51,7 +51,7 @@ impl Sheet {
                     report.evaluated.push(self.var_ref(NodeIndex::new(i)));
                 }
                 let is_new = created.binary_search(&NodeIndex::new(i)).is_ok();
-                let Some(change) = self.settle(&mut plan, i, is_new) else { continue };
+                let Some(change) = self.reevaluate(&mut plan, i, is_new) else { continue };
                 report.changed.push(change);
                 for k in 0..plan.succ[i].len() {
                     let s = plan.succ[i][k] as usize;
@@ -72,7 +72,7 @@ impl Sheet {
     /// Evaluates variable `i` again and stores its value; the change, unless the value is the
     /// same and the variable not `is_new` (then nothing is written: early cutoff).
     #[inline]
-    fn settle(&mut self, plan: &mut plan::Plan, i: usize, is_new: bool) -> Option<Delta> {
+    fn reevaluate(&mut self, plan: &mut plan::Plan, i: usize, is_new: bool) -> Option<Delta> {
         let n = NodeIndex::new(i);
         let (old, new) = match plan.eval(i) {
             Some(num) => {
