@@ -15,7 +15,7 @@
 //! (`V1`; the leaf is the last variable).
 
 use formula::Format;
-use solver::{Instruction, ModKind, ModifierSpec, Operation, Rules, RulesBuilder, Sheet};
+use solver::{Instruction, ModKind, ModifierSpec, Operation, Rules, RulesBuilder, Sheet, Target};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -118,7 +118,8 @@ impl Workload {
         Arc::new(b.build())
     }
 
-    /// The modifiers as solver operations, each formula compiled first (as a ruleset would).
+    /// The modifiers as solver operations, each formula compiled and each target resolved
+    /// first (as a ruleset does: a sheet then adds them by index, never by name).
     pub fn operations(&self, rules: &Rules) -> Vec<Operation> {
         let global = rules.global();
         self.mods
@@ -131,6 +132,7 @@ impl Workload {
                 let mut spec =
                     ModifierSpec::new(&format!("m{n}"), &format!("V{}", m.target), m.kind, "0", "anchor");
                 spec.value = value;
+                spec.var = Target::Def(rules.resolve(global, &format!("V{}", m.target)).expect("declared"));
                 Operation::AddModifier(spec)
             })
             .collect()

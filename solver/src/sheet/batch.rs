@@ -84,6 +84,12 @@ impl Sheet {
             undo: Vec::with_capacity(ops.len()),
             ..Pending::default()
         };
+        // A large batch of adds (a sheet being built) grows the tables once, not by doubling.
+        let adds = ops.iter().filter(|op| matches!(op, Operation::AddModifier(_))).count();
+        if adds > 16 {
+            self.mods.reserve(adds.saturating_sub(self.free_mods.len()));
+            self.mod_ids.reserve(adds);
+        }
         for (index, op) in ops.iter().enumerate() {
             let result = match op {
                 Operation::AddInstance { key, scope, parent } => {

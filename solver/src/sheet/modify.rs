@@ -42,9 +42,14 @@ impl Sheet {
         };
         let reads = self.reads(spec, from, [value_formula, condition.as_ref()])?;
         let slots = |f: Option<&Arc<Formula>>| -> Box<[NodeIndex]> {
-            // Every variable of both formulas is in `reads` (built just above).
+            // Every variable of both formulas is in `reads` (built just above), so the exact
+            // capacity is filled and the boxing does not reallocate.
             f.map_or(Box::default(), |f| {
-                f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)).collect()
+                let mut slots = Vec::with_capacity(f.variables().len());
+                slots.extend(
+                    f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)),
+                );
+                slots.into_boxed_slice()
             })
         };
         let value_slots = slots(value_formula);
@@ -130,7 +135,10 @@ impl Sheet {
         from: InstanceId,
         formulas: [Option<&Arc<Formula>>; 2],
     ) -> Result<Vec<(VarId, NodeIndex)>, SolveError> {
-        let mut reads: Vec<(VarId, NodeIndex)> = Vec::new();
+        // Room for every variable of both (a formula's variables are distinct, so this is exact
+        // unless the condition reads what the value reads).
+        let mut reads: Vec<(VarId, NodeIndex)> =
+            Vec::with_capacity(formulas.iter().flatten().map(|f| f.variables().len()).sum());
         for f in formulas.into_iter().flatten() {
             for v in f.variables() {
                 if reads.iter().any(|(r, _)| *r == v) {
