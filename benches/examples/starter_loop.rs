@@ -1,0 +1,26 @@
+//! The in-process half of SolveBatch in a fixed loop, for profiling: N times, the example
+//! character of `data/examples/starter-character.json` built on the starter ruleset (a new
+//! character, its operations applied in one batch, every value read out as records):
+//! `valgrind --tool=callgrind ./target/release/examples/starter_loop 200` or under `perf record`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+fn main() {
+    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2_000);
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
+    let steps = sheetd::cli::client::Steps { steps: vec![], file: Some(file) };
+    let wire = sheetd::cli::client::operations(&steps).expect("example sheet");
+    let ops = sheetd::grpc::convert::operations(&wire).expect("operations");
+    let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
+    let start = Instant::now();
+    let mut values = 0;
+    for _ in 0..rounds {
+        let mut c = data::Character::new(ruleset.clone()).expect("sheet");
+        c.apply(black_box(&ops)).expect("solves");
+        values += black_box(data::record::values(&c)).len();
+    }
+    let per = start.elapsed().as_secs_f64() * 1e6 / rounds.max(1) as f64;
+    println!("{rounds} characters, {values} values, {per:.1} µs each ({:.0} per second)", 1e6 / per);
+}
