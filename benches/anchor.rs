@@ -1,7 +1,8 @@
 //! The anchor workload (`../shared/bench/anchor-workload/`, see `workload.rs`) at 2,000 and
 //! 20,000 variables — and 200,000 with `SHEETD_BENCH_200K=1` — one row per measure of the
 //! solver's performance table (issue 13): re-solve with the plan cached, the first solve after a
-//! structural change, building the sheet in one batch, the hub and leaf changes, and (at 2,000)
+//! structural change, building the sheet in one batch, a sheet from the compiled (built) sheet,
+//! the hub and leaf changes, and (at 2,000)
 //! the modifiers added one by one in file order, each recomputed at once or deferred to one
 //! `settle`. Each group has a baseline measured in the same
 //! run: reading one value.
@@ -35,6 +36,53 @@ fn timed_change(
             undo(sheet);
         }
         total
+    });
+}
+
+/// A sheet from the compiled ruleset: a copy of the built sheet shares its shape (variables,
+/// modifiers, graph, plan) and allocates only its values; then one plan run solves it.
+fn bench_compiled(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    sheet: &mut solver::Sheet,
+) {
+    sheet.prepare_to_share();
+    let compiled = sheet.clone();
+    g.bench_function("sheet_from_compiled", |b| b.iter_with_large_drop(|| black_box(&compiled).clone()));
+    g.bench_function("sheet_from_compiled_and_solved", |b| {
+        b.iter_with_large_drop(|| {
+            let mut s = black_box(&compiled).clone();
+            s.solve_all();
+            s
+        })
+    });
+}
+
+/// The modifiers added one by one in file order, recomputed at once or deferred to one settle.
+fn bench_one_by_one(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rules: &std::sync::Arc<solver::Rules>,
+    ops: &[solver::Operation],
+) {
+    g.sample_size(10);
+    g.bench_function("modifiers_one_by_one_in_file_order", |b| {
+        b.iter(|| {
+            let mut s = solver::Sheet::new(rules.clone());
+            for op in ops {
+                s.apply(std::slice::from_ref(op)).expect("applies");
+            }
+            s
+        })
+    });
+    g.bench_function("modifiers_one_by_one_deferred", |b| {
+        b.iter(|| {
+            let mut s = solver::Sheet::new(rules.clone());
+            s.defer();
+            for op in ops {
+                s.apply(std::slice::from_ref(op)).expect("applies");
+            }
+            black_box(s.settle());
+            s
+        })
     });
 }
 
@@ -77,6 +125,7 @@ fn bench_anchor(c: &mut Criterion) {
                 BatchSize::LargeInput,
             )
         });
+        bench_compiled(&mut g, &mut sheet);
         for (name, target) in [("hub_change", w.hub), ("leaf_change", w.leaf)] {
             let spec = Workload::add_one(target);
             g.bench_function(name, |b| {
@@ -93,27 +142,7 @@ fn bench_anchor(c: &mut Criterion) {
             });
         }
         if vars == 2_000 {
-            g.sample_size(10);
-            g.bench_function("modifiers_one_by_one_in_file_order", |b| {
-                b.iter(|| {
-                    let mut s = solver::Sheet::new(rules.clone());
-                    for op in &ops {
-                        s.apply(std::slice::from_ref(op)).expect("applies");
-                    }
-                    s
-                })
-            });
-            g.bench_function("modifiers_one_by_one_deferred", |b| {
-                b.iter(|| {
-                    let mut s = solver::Sheet::new(rules.clone());
-                    s.defer();
-                    for op in &ops {
-                        s.apply(std::slice::from_ref(op)).expect("applies");
-                    }
-                    black_box(s.settle());
-                    s
-                })
-            });
+            bench_one_by_one(&mut g, &rules, &ops);
         }
         g.finish();
     }

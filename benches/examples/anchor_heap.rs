@@ -1,7 +1,8 @@
 //! Heap held by one anchor-workload sheet, measured with a counting allocator:
 //! `cargo run --release -p sheetd-benches --example anchor_heap -- [VARS MODS]` (default 2,000
-//! and 8,000). Prints the bytes the rules take (shared by every sheet) and the bytes one sheet
-//! built from them adds, with the live bytes before as the baseline.
+//! and 8,000). Prints the bytes the rules take (shared by every sheet), the bytes one sheet
+//! built from them adds (its shape and values), and the bytes a sheet copied from that compiled
+//! sheet adds (its values only), with the live bytes before as the baseline.
 
 use sheetd_benches::workload::Workload;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -40,11 +41,24 @@ fn main() {
     sheet.apply(&ops).expect("applies");
     sheet.solve_all();
     let with_sheet = LIVE.load(Ordering::Relaxed);
+    let estimate = sheet.footprint();
+    // Sheets from the compiled one: each shares its shape and holds only its values.
+    let copies: Vec<solver::Sheet> = (0..10).map(|_| sheet.clone()).collect();
+    let with_copies = LIVE.load(Ordering::Relaxed);
+    let mut solved = sheet.clone();
+    solved.solve_all();
+    let with_solved = LIVE.load(Ordering::Relaxed);
     let kib = |b: usize| b as f64 / 1024.0;
     println!("anchor workload, {vars} variables, {mods} modifiers:");
     println!("  live before the rules         {:>10.1} KiB (baseline)", kib(before_rules));
     println!("  rules and compiled modifiers  {:>10.1} KiB (shared)", kib(with_rules - before_rules));
     println!("  one sheet                     {:>10.1} KiB", kib(with_sheet - with_rules));
-    println!("  solver's own estimate         {:>10.1} KiB (Sheet::footprint)", kib(sheet.footprint()));
-    drop(sheet);
+    println!("  solver's own estimate         {:>10.1} KiB (Sheet::footprint)", kib(estimate));
+    println!(
+        "  a sheet from the compiled one {:>10.1} KiB (mean of 10 copies sharing its shape)",
+        kib((with_copies - with_sheet) / copies.len())
+    );
+    println!("  … then solved                 {:>10.1} KiB", kib(with_solved - with_copies));
+    println!("  its own estimate              {:>10.1} KiB (Sheet::footprint)", kib(solved.footprint()));
+    drop((copies, solved, sheet));
 }

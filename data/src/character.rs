@@ -255,6 +255,8 @@ impl Character {
             message: format!("setting up the sheet: {}", e.error.message),
             solve: Some(Box::new(e.error)),
         })?;
+        // Every character starts as a copy of this one: its copies share its shape.
+        c.sheet.prepare_to_share();
         Ok(c)
     }
 

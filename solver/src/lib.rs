@@ -10,6 +10,9 @@
 //! - [`Sheet`]: scope instances (this sword, that part), one variable node per instance variable
 //!   in a petgraph dependency graph, and modifiers (SET, MULTIPLY, DIVIDE, ADD, MAX, MIN; APPEND
 //!   for arrays) applied in (user priority, inherent priority, insertion) order from the default.
+//!   A sheet's structure (its *shape*) is held by `Arc` and shared by its copies until one
+//!   changes it; its values are its own, so a sheet copied from a built one (a ruleset's
+//!   compiled starting sheet) costs its values only.
 //! - Incremental recomputation: after each mutation, exactly the affected variables are
 //!   recomputed in topological order, each at most once, stopping where a value is unchanged.
 //! - Cycles are rejected when the modifier that would close one is added, naming the path.

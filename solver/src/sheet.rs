@@ -23,6 +23,7 @@ mod graph;
 mod modify;
 mod plan;
 mod query;
+mod values;
 
 pub use batch::{BatchError, Operation};
 pub use query::Var;
@@ -146,7 +147,6 @@ struct Instance {
 struct Node {
     def: VarDefId,
     owner: InstanceId,
-    value: Slot,
     /// Modifiers on this variable, in application order.
     mods: Vec<ModKey>,
 }
@@ -213,10 +213,32 @@ pub struct Trace {
     pub value: Slot,
 }
 
-/// The per-character state. Owned by one writer; `Clone` gives an independent what-if copy
-/// (cost: a copy of every instance, node, edge and modifier — O(variables + modifiers)).
+/// The per-character state. Owned by one writer.
+///
+/// A sheet is its *shape* — instances, variables, modifiers, the dependency graph and the
+/// plan, everything but values — held by `Arc` and shared, plus its own values. `Clone` copies
+/// only the values (a 2,000-variable sheet of whole numbers: 16 KB) and shares the shape; the
+/// first structural change to either copy (an instance or a modifier added or removed) gives
+/// that copy a shape of its own (copy on write, O(variables + modifiers) once). So a ruleset's
+/// starting sheet, built once, is the compiled form every sheet of the ruleset starts from, and
+/// a what-if copy costs its values.
 #[derive(Clone)]
 pub struct Sheet {
+    /// The structure, shared with every copy until one of them changes it.
+    shape: Arc<Shape>,
+    /// The values: this sheet's own.
+    vals: values::Values,
+    record_evaluations: bool,
+    /// While deferring ([`Sheet::defer`]): what operations touched since, to recompute at
+    /// [`Sheet::settle`].
+    deferred: Option<batch::Deferred>,
+}
+
+/// Everything about a sheet but its values: what sheets copied from one another share (see
+/// [`Sheet`]). It changes only through `Arc::make_mut`, so a change never shows in another
+/// sheet.
+#[derive(Clone)]
+struct Shape {
     rules: Arc<Rules>,
     graph: StableDiGraph<Node, u32>,
     instances: Vec<Option<Instance>>,
@@ -232,53 +254,36 @@ pub struct Sheet {
     /// a sheet whose objects come and go does not grow.
     free_instances: Vec<InstanceId>,
     next_seq: u64,
-    epoch: u32,
-    /// Default value of each variable definition, by `VarDefId` (copied from the rules once).
+    /// Default value of each variable definition, by `VarDefId` (the rules': shared).
     defaults: Arc<[Value]>,
-    record_evaluations: bool,
-    /// While deferring ([`Sheet::defer`]): what operations touched since, to recompute at
-    /// [`Sheet::settle`].
-    deferred: Option<batch::Deferred>,
-    /// The plan every evaluation goes through, and the dense mirror of the values.
+    /// The plan every evaluation goes through.
     plan: plan::Plan,
 }
 
 /// The modifier's formulas read variables through this context.
 struct ModContext<'a> {
-    graph: &'a StableDiGraph<Node, u32>,
+    vals: &'a values::Values,
     reads: &'a [(VarId, NodeIndex)],
     /// The nodes of the formula being evaluated, by slot.
     slots: &'a [NodeIndex],
 }
 
-impl ModContext<'_> {
-    #[inline]
-    fn slot(&self, id: VarId) -> Option<&Slot> {
-        let (_, node) = self.reads.iter().find(|(v, _)| *v == id)?;
-        Some(&self.graph[*node].value)
-    }
-}
-
 impl EvalContext for ModContext<'_> {
     fn value(&self, id: VarId) -> Option<Value> {
-        self.slot(id)?.as_ref().ok().cloned()
+        let (_, node) = self.reads.iter().find(|(v, _)| *v == id)?;
+        self.vals.get(node.index())?.ok()
     }
 
     #[inline]
     fn number(&self, id: VarId) -> Option<Decimal> {
-        match self.slot(id)? {
-            Ok(Value::Number(d)) => Some(*d),
-            _ => None,
-        }
+        let (_, node) = self.reads.iter().find(|(v, _)| *v == id)?;
+        self.vals.num(node.index()).map(Num::to_decimal)
     }
 
     #[inline(always)]
     fn num_at(&self, slot: usize) -> Option<Option<Num>> {
         let node = *self.slots.get(slot)?;
-        Some(match &self.graph[node].value {
-            Ok(Value::Number(d)) => Some(Num::from_decimal(*d)),
-            _ => None,
-        })
+        Some(self.vals.num(node.index()))
     }
 }
 
@@ -287,7 +292,7 @@ impl Sheet {
     pub fn new(rules: Arc<Rules>) -> Sheet {
         // The defaults are the rules': every sheet shares them.
         let defaults = rules.var_defaults().clone();
-        let mut sheet = Sheet {
+        let shape = Shape {
             graph: StableDiGraph::default(),
             instances: Vec::new(),
             instance_keys: Map::default(),
@@ -298,15 +303,19 @@ impl Sheet {
             by_instance: Vec::new(),
             free_instances: Vec::new(),
             next_seq: 0,
-            epoch: 0,
             defaults,
             rules,
-            record_evaluations: false,
             plan: plan::Plan::default(),
+        };
+        let mut sheet = Sheet {
+            shape: Arc::new(shape),
+            vals: values::Values::default(),
+            record_evaluations: false,
             deferred: None,
         };
-        let global_key: Arc<str> = sheet.rules.scope_def(sheet.rules.global()).name.clone();
-        sheet.create_instance(global_key, sheet.rules.global(), None);
+        let global_key: Arc<str> = sheet.shape.rules.scope_def(sheet.shape.rules.global()).name.clone();
+        let global = sheet.shape.rules.global();
+        sheet.create_instance(global_key, global, None);
         sheet
     }
 
@@ -315,15 +324,27 @@ impl Sheet {
         self.record_evaluations = on;
     }
 
+    /// Whether this sheet and `other` share one shape (neither has changed its structure since
+    /// one was copied from the other): what a copy costs, and what the isolation tests check.
+    pub fn shares_structure_with(&self, other: &Sheet) -> bool {
+        Arc::ptr_eq(&self.shape, &other.shape)
+    }
+
+    /// The shape, to change: this sheet's own from now on (copied first when shared).
+    fn shape_mut(&mut self) -> &mut Shape {
+        Arc::make_mut(&mut self.shape)
+    }
+
     /// A copy whose plan is laid out again from nothing, then solved: what the kept plan must
     /// agree with (for tests).
     #[cfg(test)]
     pub(crate) fn replanned(&self) -> Sheet {
         let mut copy = self.clone();
-        let mut plan = std::mem::take(&mut copy.plan);
-        plan.compact(&copy);
+        let shape = copy.shape_mut();
+        let mut plan = std::mem::take(&mut shape.plan);
+        plan.compact(shape);
         plan.levels_changed();
-        copy.plan = plan;
+        shape.plan = plan;
         copy.solve_all();
         copy
     }
@@ -331,67 +352,97 @@ impl Sheet {
     /// How many times the plan was laid out again from scratch (for tests).
     #[cfg(test)]
     pub(crate) fn plan_compactions(&self) -> usize {
-        self.plan.compactions()
+        self.shape.plan.compactions()
     }
 
     /// How many instance slots the sheet holds, live or free (for tests of reuse).
     #[cfg(test)]
     pub(crate) fn instance_slots(&self) -> usize {
-        self.instances.len()
+        self.shape.instances.len()
     }
 
-    /// About how many bytes the sheet holds (its variables, edges, modifiers and instances; not
-    /// the shared rules): for memory budgets, not accounting.
+    /// About how many bytes the sheet holds: its values, plus its shape (variables, edges,
+    /// modifiers, instances, plan; not the rules) when no other sheet shares it. For memory
+    /// budgets, not accounting.
     pub fn footprint(&self) -> usize {
-        use std::mem::size_of;
-        let mods: usize = self.mods.iter().flatten().map(|m| size_of::<Modifier>() + 8 * m.reads.len()).sum();
-        let nodes: usize = self.graph.node_weights().map(|n| size_of::<Node>() + 8 * n.mods.len()).sum();
-        nodes
-            + self.plan.footprint()
-            + self.graph.edge_count() * 24
-            + mods
-            + self.instances.len() * (size_of::<Option<Instance>>() + 32)
-            + self.mod_ids.len() * 48
+        let own = self.vals.footprint() + std::mem::size_of::<Sheet>();
+        if Arc::strong_count(&self.shape) > 1 { own } else { own + self.shape.footprint() }
     }
 
     /// The rules this sheet follows.
     pub fn rules(&self) -> &Arc<Rules> {
-        &self.rules
+        &self.shape.rules
     }
 
-    /// Creates an instance in a free slot (the last freed) or a new one at the end.
+    /// Creates an instance in a free slot (the last freed) or a new one at the end; its
+    /// variables hold their defaults.
     fn create_instance(&mut self, key: Arc<str>, scope: ScopeId, parent: Option<InstanceId>) -> InstanceId {
-        let reused = self.free_instances.pop();
-        let id = reused.unwrap_or(InstanceId(self.instances.len() as u32));
-        let vars = self.rules.scope_def(scope).vars.clone();
+        let Sheet { shape, vals, .. } = self;
+        let s = Arc::make_mut(shape);
+        let reused = s.free_instances.pop();
+        let id = reused.unwrap_or(InstanceId(s.instances.len() as u32));
+        let vars = s.rules.scope_def(scope).vars.clone();
         let mut nodes = Vec::with_capacity(vars.len());
         for &def in vars.iter() {
-            let value: Slot = Ok(self.defaults[def.0 as usize].clone());
-            let node = self.graph.add_node(Node { def, owner: id, value: value.clone(), mods: Vec::new() });
-            self.plan.node_added(node, &value);
+            let node = s.graph.add_node(Node { def, owner: id, mods: Vec::new() });
+            s.plan.node_added(node);
+            vals.set(node.index(), Ok(s.defaults[def.0 as usize].clone()));
             nodes.push(node);
         }
         let nodes: Box<[NodeIndex]> = nodes.into();
         let instance = Instance { key: key.clone(), scope, parent, children: Vec::new(), nodes };
         if reused.is_some() {
-            self.instances[id.0 as usize] = Some(instance);
-            self.by_instance[id.0 as usize].clear();
+            s.instances[id.0 as usize] = Some(instance);
+            s.by_instance[id.0 as usize].clear();
         } else {
-            self.instances.push(Some(instance));
-            self.by_instance.push(Vec::new());
+            s.instances.push(Some(instance));
+            s.by_instance.push(Vec::new());
         }
         if let Some(p) = parent
-            && let Some(pi) = self.instances[p.0 as usize].as_mut()
+            && let Some(pi) = s.instances[p.0 as usize].as_mut()
         {
             pi.children.push(id);
         }
         // The global instance is not keyed: output names globals without an instance.
         if parent.is_some() {
-            self.instance_keys.insert(key, id);
+            s.instance_keys.insert(key, id);
         }
         id
     }
 
+    /// The value of the variable in `node` (an error value if, against the invariants, it has
+    /// none).
+    fn value_of(&self, node: NodeIndex) -> Slot {
+        self.vals.get(node.index()).unwrap_or_else(|| {
+            Err(Arc::new(ValueError {
+                code: "solver.no_value",
+                message: format!("`{}` has no value", self.shape.var_ref(node)),
+                modifier: Arc::from(""),
+            }))
+        })
+    }
+
+    // ---- instances ----
+
+    /// Adds instance `key` of `scope` under `parent` (`None`: the global instance). The scope's
+    /// parent must be the parent instance's scope. Its variables start at their defaults.
+    pub fn add_instance(
+        &mut self,
+        key: &str,
+        scope: &str,
+        parent: Option<&str>,
+    ) -> Result<Report, SolveError> {
+        self.single(|s, p| s.op_add_instance(key, scope, parent, p))
+    }
+
+    /// Removes instance `key`, its descendants, their variables, and every modifier on or from
+    /// any of them.
+    pub fn remove_instance(&mut self, key: &str) -> Result<Report, SolveError> {
+        self.single(|s, p| s.op_remove_instance(key, p))
+    }
+}
+
+impl Shape {
     fn instance(&self, id: InstanceId) -> &Instance {
         // Ids in live structures always name live instances: removal clears every reference.
         self.instances[id.0 as usize].as_ref().expect("live instance")
@@ -430,22 +481,16 @@ impl Sheet {
         VarRef { instance, name }
     }
 
-    // ---- instances ----
-
-    /// Adds instance `key` of `scope` under `parent` (`None`: the global instance). The scope's
-    /// parent must be the parent instance's scope. Its variables start at their defaults.
-    pub fn add_instance(
-        &mut self,
-        key: &str,
-        scope: &str,
-        parent: Option<&str>,
-    ) -> Result<Report, SolveError> {
-        self.single(|s, p| s.op_add_instance(key, scope, parent, p))
-    }
-
-    /// Removes instance `key`, its descendants, their variables, and every modifier on or from
-    /// any of them.
-    pub fn remove_instance(&mut self, key: &str) -> Result<Report, SolveError> {
-        self.single(|s, p| s.op_remove_instance(key, p))
+    /// About how many bytes the shape holds (not the rules).
+    fn footprint(&self) -> usize {
+        use std::mem::size_of;
+        let mods: usize = self.mods.iter().flatten().map(|m| size_of::<Modifier>() + 8 * m.reads.len()).sum();
+        let nodes: usize = self.graph.node_weights().map(|n| size_of::<Node>() + 8 * n.mods.len()).sum();
+        nodes
+            + self.plan.footprint()
+            + self.graph.edge_count() * 24
+            + mods
+            + self.instances.len() * (size_of::<Option<Instance>>() + 32)
+            + self.mod_ids.len() * 48
     }
 }

@@ -806,3 +806,67 @@ proptest! {
         prop_assert!(later.settle().is_empty(), "settling twice reports nothing");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Sheets copied from one built sheet share its shape (the compiled structure) and hold
+    /// only their own values. Changes to one copy — new values, new or removed modifiers and
+    /// instances — never show in another copy or in the original: each copy ends exactly as a
+    /// sheet built alone from the original's steps and then its own, values and traces. A copy
+    /// whose changes all failed still shares the original's shape (a rejected change copies
+    /// nothing).
+    #[test]
+    fn sheets_sharing_one_compiled_shape_never_see_each_other(
+        base_steps in prop::collection::vec(arb_step(), 0..20),
+        own in prop::collection::vec(prop::collection::vec(arb_step(), 0..12), 3),
+    ) {
+        let rules = prop_rules();
+        let base_steps: Vec<(usize, Step)> = base_steps.into_iter().enumerate().collect();
+        let base = built_alone(rules.clone(), &base_steps);
+        let (base_values, base_traces): (Vec<_>, Vec<_>) = base
+            .values()
+            .into_iter()
+            .map(|(r, v)| {
+                let trace = base.trace(&r.to_string()).unwrap();
+                ((r, v), trace)
+            })
+            .unzip();
+        let mut copies: Vec<Sheet> = own.iter().map(|_| base.clone()).collect();
+        for c in &copies {
+            prop_assert!(c.shares_structure_with(&base));
+        }
+        let own: Vec<Vec<(usize, Step)>> = own
+            .into_iter()
+            .map(|steps| steps.into_iter().enumerate().map(|(n, s)| (n + 1_000, s)).collect())
+            .collect();
+        let mut changed = vec![false; copies.len()];
+        for i in 0..own.iter().map(Vec::len).max().unwrap_or(0) {
+            for (k, (copy, steps)) in copies.iter_mut().zip(&own).enumerate() {
+                let Some((n, step)) = steps.get(i) else { continue };
+                let ids = sorted_ids(copy);
+                if let Some(op) = step_operation(*n, step.clone(), &ids) {
+                    changed[k] |= copy.apply(std::slice::from_ref(&op)).is_ok();
+                }
+            }
+        }
+        prop_assert_eq!(base.values(), base_values.clone());
+        for ((r, _), trace) in base_values.iter().zip(&base_traces) {
+            prop_assert_eq!(&base.trace(&r.to_string()).unwrap(), trace);
+        }
+        for ((copy, steps), changed) in copies.iter().zip(&own).zip(changed) {
+            let all: Vec<(usize, Step)> = base_steps.iter().chain(steps).cloned().collect();
+            let alone = built_alone(rules.clone(), &all);
+            prop_assert_eq!(copy.values(), alone.values());
+            for (r, _) in copy.values() {
+                let r = r.to_string();
+                prop_assert_eq!(copy.trace(&r).unwrap(), alone.trace(&r).unwrap());
+            }
+            if !changed {
+                prop_assert!(copy.shares_structure_with(&base), "a copy that changed nothing owns a shape");
+            } else {
+                prop_assert!(!copy.shares_structure_with(&base));
+            }
+        }
+    }
+}

@@ -239,7 +239,7 @@ fn dependency_nodes(sheet: &solver::Sheet, start: Var) -> Vec<Node> {
             }
         }
         let reads = deps.iter().filter_map(|&d| sheet.name(d)).collect();
-        nodes.push(Node { var: name, value: record::Value::of(format, slot), reads });
+        nodes.push(Node { var: name, value: record::Value::of(format, &slot), reads });
     }
     nodes
 }

@@ -87,8 +87,9 @@ impl Sheet {
         // A large batch of adds (a sheet being built) grows the tables once, not by doubling.
         let adds = ops.iter().filter(|op| matches!(op, Operation::AddModifier(_))).count();
         if adds > 16 {
-            self.mods.reserve(adds.saturating_sub(self.free_mods.len()));
-            self.mod_ids.reserve(adds);
+            let shape = self.shape_mut();
+            shape.mods.reserve(adds.saturating_sub(shape.free_mods.len()));
+            shape.mod_ids.reserve(adds);
         }
         for (index, op) in ops.iter().enumerate() {
             let result = match op {
@@ -130,51 +131,51 @@ impl Sheet {
         parent: Option<&str>,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        if self.instance_keys.contains_key(key) {
+        if self.shape.instance_keys.contains_key(key) {
             return Err(SolveError::new(
                 codes::DUPLICATE_INSTANCE,
                 format!("instance `{key}` already exists"),
             ));
         }
-        let scope_id = self.rules.scope(scope)?;
-        let parent_id = self.lookup_instance(parent)?;
-        let parent_scope = self.instance(parent_id).scope;
-        if self.rules.scope_def(scope_id).parent != Some(parent_scope) {
-            let expected = match self.rules.scope_def(scope_id).parent {
-                Some(p) => format!("an instance of {}", self.rules.scope_def(p).name),
+        let scope_id = self.shape.rules.scope(scope)?;
+        let parent_id = self.shape.lookup_instance(parent)?;
+        let parent_scope = self.shape.instance(parent_id).scope;
+        if self.shape.rules.scope_def(scope_id).parent != Some(parent_scope) {
+            let expected = match self.shape.rules.scope_def(scope_id).parent {
+                Some(p) => format!("an instance of {}", self.shape.rules.scope_def(p).name),
                 None => "nothing (it is the global scope)".to_owned(),
             };
             return Err(SolveError::new(
                 codes::WRONG_PARENT,
                 format!(
                     "instance `{key}` of scope {} needs a parent that is {expected}, but {} is of scope {}",
-                    self.rules.scope_def(scope_id).name,
+                    self.shape.rules.scope_def(scope_id).name,
                     parent.map_or("the global instance".to_owned(), |p| format!("`{p}`")),
-                    self.rules.scope_def(parent_scope).name
+                    self.shape.rules.scope_def(parent_scope).name
                 ),
             ));
         }
-        let reuses = self.free_instances.last().copied();
+        let reuses = self.shape.free_instances.last().copied();
         let id = self.create_instance(Arc::from(key), scope_id, Some(parent_id));
-        pending.created.extend(self.instance(id).nodes.iter().copied());
+        pending.created.extend(self.shape.instance(id).nodes.iter().copied());
         pending.undo.push(Undo::AddedInstance(id, reuses == Some(id)));
         Ok(())
     }
 
     pub(super) fn op_remove_instance(&mut self, key: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        let root = self.lookup_instance(Some(key))?;
+        let root = self.shape.lookup_instance(Some(key))?;
         let mut doomed = vec![root];
         let mut i = 0;
         while i < doomed.len() {
-            doomed.extend(self.instance(doomed[i]).children.iter().copied());
+            doomed.extend(self.shape.instance(doomed[i]).children.iter().copied());
             i += 1;
         }
         for &d in &doomed {
-            for &n in self.instance(d).nodes.iter() {
+            for &n in self.shape.instance(d).nodes.iter() {
                 let change = Change {
-                    var: self.var_ref(n),
-                    format: self.rules.var(self.graph[n].def).format.clone(),
-                    old: Some(self.graph[n].value.clone()),
+                    var: self.shape.var_ref(n),
+                    format: self.shape.rules.var(self.shape.graph[n].def).format.clone(),
+                    old: Some(self.value_of(n)),
                     new: None,
                 };
                 pending.removed.push((n, change));
@@ -184,23 +185,24 @@ impl Sheet {
         // on a doomed instance: names resolve upwards, so its `on` is that variable's instance
         // or a descendant of it. Likewise a modifier reading a doomed variable is from one.)
         let mut keys: Vec<ModKey> =
-            doomed.iter().flat_map(|d| self.by_instance[d.0 as usize].iter().copied()).collect();
+            doomed.iter().flat_map(|d| self.shape.by_instance[d.0 as usize].iter().copied()).collect();
         keys.sort_unstable();
         keys.dedup();
         for k in keys {
             self.op_unlink(k, pending);
         }
-        let parent = self.instance(root).parent;
+        let shape = self.shape_mut();
+        let parent = shape.instance(root).parent;
         if let Some(p) = parent
-            && let Some(p) = self.instances[p.0 as usize].as_mut()
+            && let Some(p) = shape.instances[p.0 as usize].as_mut()
         {
             p.children.retain(|c| *c != root);
         }
         let mut taken = Vec::with_capacity(doomed.len());
         for d in doomed {
-            if let Some(inst) = self.instances[d.0 as usize].take() {
-                self.instance_keys.remove(&inst.key);
-                self.free_instances.push(d);
+            if let Some(inst) = shape.instances[d.0 as usize].take() {
+                shape.instance_keys.remove(&inst.key);
+                shape.free_instances.push(d);
                 taken.push((d, inst));
             }
         }
@@ -213,15 +215,15 @@ impl Sheet {
         spec: &ModifierSpec,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        let m = self.prepare(spec)?;
+        let m = self.shape.prepare(spec)?;
         pending.dirty.push(m.target);
-        let key = self.insert_modifier(m);
+        let key = self.shape_mut().insert_modifier(m);
         pending.undo.push(Undo::AddedModifier(key));
         Ok(())
     }
 
     pub(super) fn op_remove_modifier(&mut self, id: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        let key = *self.mod_ids.get(id).ok_or_else(|| {
+        let key = *self.shape.mod_ids.get(id).ok_or_else(|| {
             SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
         })?;
         self.op_unlink(key, pending);
@@ -229,7 +231,7 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        let keys = self.sources.get(source).cloned().ok_or_else(|| {
+        let keys = self.shape.sources.get(source).cloned().ok_or_else(|| {
             SolveError::new(codes::UNKNOWN_MODIFIER, format!("no modifier has source `{source}`"))
         })?;
         for k in keys {
@@ -239,7 +241,7 @@ impl Sheet {
     }
 
     fn op_unlink(&mut self, key: ModKey, pending: &mut Pending) {
-        let m = self.unlink_modifier(key);
+        let m = self.shape_mut().unlink_modifier(key);
         pending.dirty.push(m.target);
         pending.undo.push(Undo::RemovedModifier(key, Box::new(m)));
     }
@@ -254,8 +256,10 @@ impl Sheet {
         d.dirty.extend(dirty);
         d.created.extend(created);
         for (n, change) in removed {
-            self.graph.remove_node(n);
-            self.plan.node_removed(n);
+            let shape = self.shape_mut();
+            shape.graph.remove_node(n);
+            shape.plan.node_removed(n);
+            self.vals.clear(n.index());
             // Created and removed before a recomputation: it never existed as far as reports go.
             if let Some(i) = d.created.iter().position(|c| *c == n) {
                 d.created.swap_remove(i);
@@ -275,7 +279,7 @@ impl Sheet {
     fn recompute_touched(&mut self, d: Deferred) -> Report {
         let Deferred { dirty, created, mut removed } = d;
         removed.sort_by_key(|c| c.var.to_string());
-        let live = |n: &NodeIndex| self.graph.contains_node(*n);
+        let live = |n: &NodeIndex| self.shape.graph.contains_node(*n);
         let dirty: Vec<NodeIndex> = dirty.into_iter().filter(live).chain(created.iter().copied()).collect();
         self.recompute(dirty.into_iter(), &created, removed)
     }
@@ -308,55 +312,62 @@ impl Sheet {
 
     /// Ends a failed batch: undoes everything it did, last first.
     fn rollback(&mut self, pending: Pending) {
+        if pending.undo.is_empty() {
+            // Nothing was done (and a shared shape stays shared).
+            return;
+        }
+        let Sheet { shape, vals, .. } = self;
+        let shape = Arc::make_mut(shape);
         for undo in pending.undo.into_iter().rev() {
             match undo {
                 Undo::AddedModifier(key) => {
-                    self.unlink_modifier(key);
+                    shape.unlink_modifier(key);
                     // Give the sequence number back, so the next modifier gets the same one.
-                    self.next_seq -= 1;
+                    shape.next_seq -= 1;
                 }
                 Undo::RemovedModifier(key, m) => {
                     // The key went to the free list last (everything after it has been undone).
-                    if let Some(i) = self.free_mods.iter().rposition(|k| *k == key) {
-                        self.free_mods.remove(i);
+                    if let Some(i) = shape.free_mods.iter().rposition(|k| *k == key) {
+                        shape.free_mods.remove(i);
                     }
-                    self.link_modifier(key, *m);
+                    shape.link_modifier(key, *m);
                 }
                 Undo::AddedInstance(id, reused) => {
                     // Everything done after it has been undone: its slot is either the last
                     // one (new) or the free slot it reused, which goes back to the free list.
-                    if let Some(inst) = self.instances[id.0 as usize].take() {
+                    if let Some(inst) = shape.instances[id.0 as usize].take() {
                         for n in inst.nodes.iter() {
-                            self.graph.remove_node(*n);
-                            self.plan.node_removed(*n);
+                            shape.graph.remove_node(*n);
+                            shape.plan.node_removed(*n);
+                            vals.clear(n.index());
                         }
-                        self.instance_keys.remove(&inst.key);
+                        shape.instance_keys.remove(&inst.key);
                         if let Some(p) = inst.parent
-                            && let Some(p) = self.instances[p.0 as usize].as_mut()
+                            && let Some(p) = shape.instances[p.0 as usize].as_mut()
                         {
                             p.children.retain(|c| *c != id);
                         }
                     }
-                    self.by_instance[id.0 as usize].clear();
+                    shape.by_instance[id.0 as usize].clear();
                     if reused {
-                        self.free_instances.push(id);
+                        shape.free_instances.push(id);
                     } else {
-                        self.instances.pop();
-                        self.by_instance.pop();
+                        shape.instances.pop();
+                        shape.by_instance.pop();
                     }
                 }
                 Undo::RemovedInstances(taken, parent) => {
                     let root = taken.first().map(|(id, _)| *id);
                     for (id, inst) in taken {
                         // Freed last (everything after it has been undone): take it back.
-                        if let Some(i) = self.free_instances.iter().rposition(|f| *f == id) {
-                            self.free_instances.remove(i);
+                        if let Some(i) = shape.free_instances.iter().rposition(|f| *f == id) {
+                            shape.free_instances.remove(i);
                         }
-                        self.instance_keys.insert(inst.key.clone(), id);
-                        self.instances[id.0 as usize] = Some(inst);
+                        shape.instance_keys.insert(inst.key.clone(), id);
+                        shape.instances[id.0 as usize] = Some(inst);
                     }
                     if let (Some(p), Some(root)) = (parent, root)
-                        && let Some(p) = self.instances[p.0 as usize].as_mut()
+                        && let Some(p) = shape.instances[p.0 as usize].as_mut()
                     {
                         p.children.push(root);
                     }

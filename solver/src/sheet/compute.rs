@@ -21,21 +21,17 @@ impl Sheet {
         created: &[NodeIndex],
         removed: Vec<Change>,
     ) -> Report {
-        let mut plan = std::mem::take(&mut self.plan);
-        plan.refresh(self);
+        self.refresh_plan(false);
+        // The shape does not change while values are computed: hold it apart from `self`, so
+        // the values can be written while the plan is read.
+        let shape = Arc::clone(&self.shape);
+        let plan = &shape.plan;
         let mut created = created.to_vec();
         created.sort_unstable();
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            // After wrapping, clear marks so no node looks queued.
-            plan.mark.fill(0);
-            self.epoch = 1;
-        }
-        let epoch = self.epoch;
-        let mut buckets = plan.take_buckets(0);
+        let mut buckets = std::mem::take(&mut self.vals.buckets);
         let (mut lo, mut hi) = (usize::MAX, 0);
         for n in dirty {
-            if let Some(level) = plan.enqueue(&mut buckets, n.index(), epoch) {
+            if let Some(level) = self.enqueue(plan, &mut buckets, n.index()) {
                 (lo, hi) = (lo.min(level), hi.max(level));
             }
         }
@@ -46,16 +42,16 @@ impl Sheet {
             bucket.sort_unstable();
             for &index in &bucket {
                 let i = index as usize;
+                self.vals.dequeue(i);
                 report.recomputed += 1;
                 if self.record_evaluations {
-                    report.evaluated.push(self.var_ref(NodeIndex::new(i)));
+                    report.evaluated.push(shape.var_ref(NodeIndex::new(i)));
                 }
                 let is_new = created.binary_search(&NodeIndex::new(i)).is_ok();
-                let Some(change) = self.reevaluate(&mut plan, i, is_new) else { continue };
+                let Some(change) = self.reevaluate(plan, i, is_new) else { continue };
                 report.changed.push(change);
-                for k in 0..plan.succ[i].len() {
-                    let s = plan.succ[i][k] as usize;
-                    if let Some(l) = plan.enqueue(&mut buckets, s, epoch) {
+                for &s in &plan.succ[i] {
+                    if let Some(l) = self.enqueue(plan, &mut buckets, s as usize) {
                         hi = hi.max(l);
                     }
                 }
@@ -64,34 +60,71 @@ impl Sheet {
             buckets[level] = bucket;
             level += 1;
         }
-        plan.put_buckets(buckets);
-        self.plan = plan;
+        self.vals.buckets = buckets;
         report
+    }
+
+    /// Queues variable `i` in `buckets` at its level, unless it is queued; returns the level
+    /// when queued.
+    #[inline(always)]
+    fn enqueue(&mut self, plan: &plan::Plan, buckets: &mut Vec<Vec<u32>>, i: usize) -> Option<usize> {
+        if !self.vals.queue(i) {
+            return None;
+        }
+        let level = plan.level[i] as usize;
+        if buckets.len() <= level {
+            buckets.resize_with(level + 1, Vec::new);
+        }
+        buckets[level].push(i as u32);
+        Some(level)
+    }
+
+    /// Brings everything the shape keeps lazily up to date (the plan's entries and the full
+    /// solve's order), so that copies of this sheet can solve without a shape of their own. Call
+    /// it on a sheet that is to be copied many times (a ruleset's starting sheet); it costs at
+    /// most one sort of the variables.
+    pub fn prepare_to_share(&mut self) {
+        self.refresh_plan(true);
+    }
+
+    /// Brings the plan's entries up to date with the structure, and with `order` also the full
+    /// solve's order (a no-op unless a structural change left them stale — and then the shape
+    /// is this sheet's own already).
+    fn refresh_plan(&mut self, order: bool) {
+        if self.shape.plan.is_fresh(order) {
+            return;
+        }
+        let shape = self.shape_mut();
+        let mut plan = std::mem::take(&mut shape.plan);
+        plan.refresh(shape);
+        if order {
+            let order = plan.take_order(shape);
+            plan.put_order(order);
+        }
+        shape.plan = plan;
     }
 
     /// Evaluates variable `i` again and stores its value; the change, unless the value is the
     /// same and the variable not `is_new` (then nothing is written: early cutoff).
     #[inline]
-    fn reevaluate(&mut self, plan: &mut plan::Plan, i: usize, is_new: bool) -> Option<Delta> {
+    fn reevaluate(&mut self, plan: &plan::Plan, i: usize, is_new: bool) -> Option<Delta> {
         let n = NodeIndex::new(i);
-        let (old, new) = match plan.eval(i) {
+        let new = match plan.eval(&self.vals, i) {
             Some(num) => {
-                if !is_new && plan.holds(i, num) {
+                if !is_new && self.vals.holds(i, num) {
                     return None;
                 }
-                plan.set_num(i, num);
-                let new: Slot = Ok(Value::Number(num.to_decimal()));
-                (std::mem::replace(&mut self.graph[n].value, new.clone()), new)
+                let old = if is_new { None } else { Some(self.value_of(n)) };
+                self.vals.set_num(i, num);
+                return Some(Delta { var: Var::new(n), old, new: Ok(Value::Number(num.to_decimal())) });
             }
-            None => {
-                let new = self.compute(n, None);
-                if !is_new && slot_eq(&self.graph[n].value, &new) {
-                    return None;
-                }
-                plan.mirror(n, &new);
-                (std::mem::replace(&mut self.graph[n].value, new.clone()), new)
-            }
+            None => self.compute(n, None),
         };
+        let old = self.value_of(n);
+        if !is_new && slot_eq(&old, &new) {
+            return None;
+        }
+        self.vals.set(i, new.clone());
         Some(Delta { var: Var::new(n), old: if is_new { None } else { Some(old) }, new })
     }
 
@@ -99,42 +132,31 @@ impl Sheet {
     /// evaluations that took. Values are the same as the incremental ones (a property test
     /// checks this); this is what a full solve costs.
     pub fn solve_all(&mut self) -> usize {
-        let mut plan = std::mem::take(&mut self.plan);
-        plan.refresh(self);
-        let order = plan.take_order(self);
-        for &index in &order {
+        self.refresh_plan(true);
+        let shape = Arc::clone(&self.shape);
+        let plan = &shape.plan;
+        let order = plan.order();
+        for &index in order {
             let i = index as usize;
-            let n = NodeIndex::new(i);
-            match plan.eval(i) {
-                Some(Num::Int(x)) if plan.holds_whole(i, x) => {}
-                Some(num) => {
-                    plan.set_num(i, num);
-                    // Overwrite the decimal in place when the variable already holds one.
-                    match &mut self.graph[n].value {
-                        Ok(Value::Number(d)) => *d = num.to_decimal(),
-                        other => *other = Ok(Value::Number(num.to_decimal())),
-                    }
-                }
+            match plan.eval(&self.vals, i) {
+                Some(Num::Int(x)) if self.vals.holds_whole(i, x) => {}
+                Some(num) => self.vals.set_num(i, num),
                 None => {
                     // Not for the plan, or an error: the reference computation says exactly what.
-                    let slot = self.compute(n, None);
-                    plan.mirror(n, &slot);
-                    self.graph[n].value = slot;
+                    let slot = self.compute(NodeIndex::new(i), None);
+                    self.vals.set(i, slot);
                 }
             }
         }
-        let count = order.len();
-        plan.put_order(order);
-        self.plan = plan;
-        count
+        order.len()
     }
 
     /// The value of `node` from its default through its modifiers, recording each step when
     /// `trace` is given. The one function that computes values, for solving and for traces.
     pub(super) fn compute(&self, node: NodeIndex, trace: Option<&mut Vec<TraceStep>>) -> Slot {
-        let n = &self.graph[node];
+        let n = &self.shape.graph[node];
         if trace.is_none()
-            && let Value::Number(start) = self.defaults[n.def.0 as usize]
+            && let Value::Number(start) = self.shape.defaults[n.def.0 as usize]
         {
             return self.compute_number(n, start);
         }
@@ -146,9 +168,9 @@ impl Sheet {
     pub(super) fn compute_number(&self, n: &Node, start: Decimal) -> Slot {
         let mut cur = Num::from_decimal(start);
         for &k in &n.mods {
-            let Some(m) = &self.mods[k.0 as usize] else { continue };
+            let Some(m) = &self.shape.mods[k.0 as usize] else { continue };
             if let Some(c) = &m.condition {
-                let cx = ModContext { graph: &self.graph, reads: &m.reads, slots: &m.cond_slots };
+                let cx = ModContext { vals: &self.vals, reads: &m.reads, slots: &m.cond_slots };
                 match c.evaluate(&cx, Some(&Value::Number(cur.to_decimal()))) {
                     Ok(Value::Boolean(true)) => {}
                     Ok(_) => continue,
@@ -158,7 +180,7 @@ impl Sheet {
             let v = match (m.const_num, &m.value) {
                 (Some(c), _) => c,
                 (None, ModValue::Formula(f)) => {
-                    let cx = ModContext { graph: &self.graph, reads: &m.reads, slots: &m.value_slots };
+                    let cx = ModContext { vals: &self.vals, reads: &m.reads, slots: &m.value_slots };
                     let input = if f.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
                     match f.evaluate_num(&cx, input.as_ref()) {
                         Ok(d) => d,
@@ -177,13 +199,13 @@ impl Sheet {
     }
 
     pub(super) fn compute_any(&self, n: &Node, mut trace: Option<&mut Vec<TraceStep>>) -> Slot {
-        let mut cur = self.defaults[n.def.0 as usize].clone();
+        let mut cur = self.shape.defaults[n.def.0 as usize].clone();
         for &k in &n.mods {
-            let Some(m) = &self.mods[k.0 as usize] else { continue };
+            let Some(m) = &self.shape.mods[k.0 as usize] else { continue };
             let condition = match &m.condition {
                 None => None,
                 Some(c) => match c.evaluate(
-                    &ModContext { graph: &self.graph, reads: &m.reads, slots: &m.cond_slots },
+                    &ModContext { vals: &self.vals, reads: &m.reads, slots: &m.cond_slots },
                     Some(&cur),
                 ) {
                     Ok(Value::Boolean(b)) => Some(b),
@@ -202,7 +224,7 @@ impl Sheet {
             let result = match &m.value {
                 ModValue::Const(v) => apply(m.kind, cur, v.clone()),
                 ModValue::Formula(f) => match f.evaluate(
-                    &ModContext { graph: &self.graph, reads: &m.reads, slots: &m.value_slots },
+                    &ModContext { vals: &self.vals, reads: &m.reads, slots: &m.value_slots },
                     Some(&cur),
                 ) {
                     Ok(v) => apply(m.kind, cur, v),
@@ -242,11 +264,7 @@ impl Sheet {
             inherent_priority: m.kind.inherent_priority(),
             source: m.source.clone(),
             condition,
-            reads: m
-                .reads
-                .iter()
-                .map(|&(_, n)| (self.var_ref(n), Some(self.graph[n].value.clone())))
-                .collect(),
+            reads: m.reads.iter().map(|&(_, n)| (self.shape.var_ref(n), Some(self.value_of(n)))).collect(),
             after,
         });
     }
@@ -255,11 +273,15 @@ impl Sheet {
         // A read without a value: report the variable and its own error instead.
         if e.code == formula::ErrorCode::MissingValue
             && let Some((n, cause)) =
-                m.reads.iter().find_map(|&(_, n)| self.graph[n].value.as_ref().err().map(|c| (n, c)))
+                m.reads.iter().find_map(|&(_, n)| self.vals.error(n.index()).map(|c| (n, c)))
         {
             return Arc::new(ValueError {
                 code: "solver.depends_on_error",
-                message: format!("depends on `{}`, which has no value: {}", self.var_ref(n), cause.message),
+                message: format!(
+                    "depends on `{}`, which has no value: {}",
+                    self.shape.var_ref(n),
+                    cause.message
+                ),
                 modifier: m.id.clone(),
             });
         }

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Sheet {
+impl Shape {
     /// Rejects the modifier if an edge from something it reads to its target would close a cycle.
     pub(super) fn check_cycles(&self, m: &Modifier) -> Result<(), SolveError> {
         for &(_, read) in m.reads.iter() {

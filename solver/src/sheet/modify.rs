@@ -13,6 +13,18 @@ impl Sheet {
         self.single(|s, p| s.op_add_modifier(spec, p))
     }
 
+    /// Removes the modifier with id `id`.
+    pub fn remove_modifier(&mut self, id: &str) -> Result<Report, SolveError> {
+        self.single(|s, p| s.op_remove_modifier(id, p))
+    }
+
+    /// Removes every modifier whose source is `source`.
+    pub fn remove_source(&mut self, source: &str) -> Result<Report, SolveError> {
+        self.single(|s, p| s.op_remove_source(source, p))
+    }
+}
+
+impl Shape {
     /// Checks a modifier against the sheet and makes it ready to link: its target node, type,
     /// value, condition and the nodes it reads.
     pub(super) fn prepare(&self, spec: &ModifierSpec) -> Result<Modifier, SolveError> {
@@ -293,15 +305,5 @@ impl Sheet {
         }
         self.free_mods.push(key);
         m
-    }
-
-    /// Removes the modifier with id `id`.
-    pub fn remove_modifier(&mut self, id: &str) -> Result<Report, SolveError> {
-        self.single(|s, p| s.op_remove_modifier(id, p))
-    }
-
-    /// Removes every modifier whose source is `source`.
-    pub fn remove_source(&mut self, source: &str) -> Result<Report, SolveError> {
-        self.single(|s, p| s.op_remove_source(source, p))
     }
 }

@@ -1,15 +1,15 @@
 //! The plan: a sheet's NUMBER modifiers flattened into contiguous arrays, indexed by variable,
-//! kept up to date across structural changes, and the dense mirror of every value the plan's
-//! programs read. Both the incremental recomputation and the full solve evaluate through it.
+//! kept up to date across structural changes, with each variable's level and dependents. Part of
+//! the sheet's shared [`Shape`]; it reads the values, which are each sheet's own
+//! ([`Values`]). Both the incremental recomputation and the full solve evaluate through it.
 //!
 //! Evaluating a variable by walking the graph means chasing a pointer per modifier into a
 //! heap-scattered table and then into its formula, and reading every input through the graph's
 //! node weights: on a sheet of thousands of modifiers the time goes to cache misses, not
 //! arithmetic. The plan lays out, per variable, its NUMBER modifiers in application order (24
 //! bytes each), the whole-number programs of their formulas copied inline with inputs renumbered
-//! to variable indexes, and mirrors every value in two dense arrays (`ints`: whole values as
-//! `i64`; `nums`: every number), so an evaluation streams through memory and, in the common
-//! case, never touches a formula.
+//! to variable indexes, which read whole values straight from the sheet's dense `i64` array, so
+//! an evaluation streams through memory and, in the common case, never touches a formula.
 //!
 //! **Kept, not rebuilt.** A structural change marks only what it touched:
 //! - a modifier linked or unlinked marks its target *stale*; the target's entry is written again
@@ -20,10 +20,9 @@
 //! - when garbage outweighs the live entries, every entry is written again from scratch.
 //!
 //! **Invariants.**
-//! - `ints[i]` and `nums[i]` always describe the value in the graph's node `i` (every write of a
-//!   value goes through [`Plan::mirror`]); a value that is not a number, or an error, is
-//!   `NOT_WHOLE`/`None`.
-//! - Before an evaluation, no entry is stale (`refresh`).
+//! - Before an evaluation, no entry is stale (`refresh`); before a full solve, the order is
+//!   sorted. Both are brought up to date only on a sheet that owns its shape (a structural change
+//!   made it its own), or by `Sheet::prepare_to_share` before copies are made.
 //!
 //! The plan is an optimisation only: a variable it cannot handle — not a NUMBER, a modifier
 //! with a condition, an input without a value, any evaluation error — is computed by
@@ -31,16 +30,13 @@
 //! paths to the same results. Within the plan, a step that does not stay whole (7/2, overflow of
 //! `i64`) continues on [`Num`]s with the formula's general evaluation, which is exact.
 
-use super::{ModValue, Modifier, Sheet, Slot};
+use super::values::Values;
+use super::{ModValue, Modifier, Shape};
 use crate::modifier::ModKind;
 use formula::{EvalContext, Formula, IntOp, Num, Value, VarId, run_int};
 use petgraph::stable_graph::NodeIndex;
 use rust_decimal::Decimal;
 use std::sync::Arc;
-
-/// Marks a value in [`Plan::ints`] that is not a whole `i64` (`i64::MIN` itself is also stored
-/// this way: it then just takes the general path).
-const NOT_WHOLE: i64 = i64::MIN;
 
 /// No formula: in [`Plan::formula_of`].
 const NONE: u32 = u32::MAX;
@@ -54,10 +50,6 @@ const GARBAGE_SLACK: usize = if cfg!(test) { 64 } else { 4096 };
 #[derive(Clone, Debug, Default)]
 pub(super) struct Plan {
     vars: Vec<PlanVar>,
-    /// Each variable's value when it is a whole `i64`, else [`NOT_WHOLE`].
-    ints: Vec<i64>,
-    /// Each variable's value when it is a number; `None`: not a number, or an error.
-    nums: Vec<Option<Num>>,
     /// Modifier records, variable after variable (with garbage between).
     mods: Vec<PlanMod>,
     /// Decimal constants (rare), by `PlanValue::Dec`.
@@ -85,12 +77,8 @@ pub(super) struct Plan {
     /// How many compactions ran (tests check that they happen).
     #[cfg(test)]
     compactions: usize,
-    /// The recomputation's queue: variables waiting, by level (reused between runs).
-    buckets: Vec<Vec<u32>>,
     /// Each variable's topological level: for every edge u → v, `level[u] < level[v]`.
     pub(super) level: Vec<u32>,
-    /// The recomputation epoch in which each variable was queued.
-    pub(super) mark: Vec<u32>,
     /// Each variable's dependents: the targets of its outgoing edges, each once.
     pub(super) succ: Vec<Vec<u32>>,
 }
@@ -136,9 +124,9 @@ struct PlanFormula {
     len: u32,
 }
 
-/// Formulas on the general path read their inputs from the dense array of numbers, by slot.
+/// Formulas on the general path read their inputs from the sheet's values, by slot.
 struct PlanContext<'a> {
-    values: &'a [Option<Num>],
+    values: &'a Values,
     reads: &'a [u32],
 }
 
@@ -152,40 +140,26 @@ impl EvalContext for PlanContext<'_> {
     #[inline(always)]
     fn num_at(&self, slot: usize) -> Option<Option<Num>> {
         let pos = *self.reads.get(slot)?;
-        Some(self.values.get(pos as usize).copied().flatten())
-    }
-}
-
-/// Whether two numbers are the same value (`3` and `3.0` are).
-#[inline(always)]
-fn same(a: Num, b: Num) -> bool {
-    match (a, b) {
-        (Num::Int(x), Num::Int(y)) => x == y,
-        (a, b) => a.to_decimal() == b.to_decimal(),
+        Some(self.values.num(pos as usize))
     }
 }
 
 impl Plan {
     // ---- keeping the plan ----
 
-    /// A variable was created in node `n` with value `value`.
-    pub(super) fn node_added(&mut self, n: NodeIndex, value: &Slot) {
+    /// A variable was created in node `n`.
+    pub(super) fn node_added(&mut self, n: NodeIndex) {
         let i = n.index();
         if self.vars.len() <= i {
             self.vars.resize(i + 1, PlanVar::default());
-            self.ints.resize(i + 1, NOT_WHOLE);
-            self.nums.resize(i + 1, None);
             self.level.resize(i + 1, 0);
-            self.mark.resize(i + 1, 0);
             self.succ.resize_with(i + 1, Vec::new);
         }
         self.level[i] = 0;
-        self.mark[i] = 0;
         self.succ[i].clear();
         let old = self.vars[i];
         self.garbage += (old.cap - old.first) as usize;
         self.vars[i] = PlanVar::default();
-        self.mirror(n, value);
         self.touch(n);
         self.order_stale = true;
     }
@@ -243,30 +217,9 @@ impl Plan {
         self.order_stale = true;
     }
 
-    /// Records that node `n` now holds `value`.
-    #[inline]
-    pub(super) fn mirror(&mut self, n: NodeIndex, value: &Slot) {
-        let num = match value {
-            Ok(Value::Number(d)) => Some(Num::from_decimal(*d)),
-            _ => None,
-        };
-        self.set(n.index(), num);
-    }
-
-    #[inline(always)]
-    fn set(&mut self, i: usize, num: Option<Num>) {
-        if let (Some(int), Some(slot)) = (self.ints.get_mut(i), self.nums.get_mut(i)) {
-            *int = match num {
-                Some(Num::Int(x)) => x,
-                _ => NOT_WHOLE,
-            };
-            *slot = num;
-        }
-    }
-
     /// Writes every stale entry again (or all of them, when garbage outweighs the rest), so
     /// the plan matches `sheet`.
-    pub(super) fn refresh(&mut self, sheet: &Sheet) {
+    pub(super) fn refresh(&mut self, sheet: &Shape) {
         if self.stale.is_empty() {
             return;
         }
@@ -286,7 +239,7 @@ impl Plan {
     }
 
     /// Writes every entry again from scratch, dropping the garbage.
-    pub(super) fn compact(&mut self, sheet: &Sheet) {
+    pub(super) fn compact(&mut self, sheet: &Shape) {
         #[cfg(test)]
         {
             self.compactions += 1;
@@ -313,7 +266,7 @@ impl Plan {
 
     /// Writes variable `i`'s entry from the sheet: its default and modifiers, in place when they
     /// fit in the records reserved for it, else appended with room to grow.
-    fn write(&mut self, sheet: &Sheet, i: usize) {
+    fn write(&mut self, sheet: &Shape, i: usize) {
         let old = self.vars[i];
         // Decimal constants are written again with the entry: the old ones are garbage.
         let decimals = self
@@ -436,7 +389,7 @@ impl Plan {
 
     /// Takes out every live variable of `sheet` in ascending (level, index), sorted again if
     /// needed (to iterate it while evaluating); give it back with `put_order`.
-    pub(super) fn take_order(&mut self, sheet: &Sheet) -> Vec<u32> {
+    pub(super) fn take_order(&mut self, sheet: &Shape) -> Vec<u32> {
         if self.order_stale {
             let graph = &sheet.graph;
             let mut keyed: Vec<(u32, u32)> =
@@ -453,77 +406,32 @@ impl Plan {
         self.order = order;
     }
 
-    // ---- the queue ----
-
-    /// Takes the queue's buckets out, at least `levels` of them, every one empty.
-    pub(super) fn take_buckets(&mut self, levels: usize) -> Vec<Vec<u32>> {
-        let mut b = std::mem::take(&mut self.buckets);
-        if b.len() < levels {
-            b.resize_with(levels, Vec::new);
-        }
-        b
-    }
-
-    /// Queues variable `i` in `buckets` at its level, unless it was queued in this `epoch`;
-    /// returns the level when queued.
-    #[inline(always)]
-    pub(super) fn enqueue(&mut self, buckets: &mut Vec<Vec<u32>>, i: usize, epoch: u32) -> Option<usize> {
-        let mark = self.mark.get_mut(i)?;
-        if *mark == epoch {
-            return None;
-        }
-        *mark = epoch;
-        let level = self.level[i] as usize;
-        if buckets.len() <= level {
-            buckets.resize_with(level + 1, Vec::new);
-        }
-        buckets[level].push(i as u32);
-        Some(level)
-    }
-
-    pub(super) fn put_buckets(&mut self, buckets: Vec<Vec<u32>>) {
-        self.buckets = buckets;
-    }
-
     // ---- evaluating ----
 
     /// The value of variable `i` as the plan computes it, or `None` when the plan does not
     /// compute it or hit an error (the caller then uses `Sheet::compute`).
     #[inline(always)]
-    pub(super) fn eval(&self, i: usize) -> Option<Num> {
+    pub(super) fn eval(&self, vals: &Values, i: usize) -> Option<Num> {
         let v = self.vars.get(i)?;
         let start = v.start?;
-        self.run_var(v, start)
+        self.run_var(vals, v, start)
     }
 
-    /// Whether variable `i` currently holds the number `num`.
-    #[inline(always)]
-    pub(super) fn holds(&self, i: usize, num: Num) -> bool {
-        if let Num::Int(x) = num
-            && x != NOT_WHOLE
-            && self.ints.get(i) == Some(&x)
-        {
-            return true;
-        }
-        self.nums.get(i).copied().flatten().is_some_and(|old| same(old, num))
+    /// Whether the plan is up to date: no entry is stale and, with `order`, the full solve's
+    /// order is sorted.
+    pub(super) fn is_fresh(&self, order: bool) -> bool {
+        self.stale.is_empty() && !(order && self.order_stale)
     }
 
-    /// Whether variable `i` holds exactly the whole number `x` (same value and representation).
-    #[inline(always)]
-    pub(super) fn holds_whole(&self, i: usize, x: i64) -> bool {
-        x != NOT_WHOLE && self.ints.get(i) == Some(&x)
-    }
-
-    /// Records that variable `i` now holds `num` (the caller writes the graph).
-    #[inline(always)]
-    pub(super) fn set_num(&mut self, i: usize, num: Num) {
-        self.set(i, Some(num));
+    /// Every live variable in ascending (level, index) — sorted when the plan is fresh.
+    pub(super) fn order(&self) -> &[u32] {
+        &self.order
     }
 
     /// About how many bytes the plan holds.
     pub(super) fn footprint(&self) -> usize {
         use std::mem::size_of;
-        self.vars.len() * (size_of::<PlanVar>() + 8 + size_of::<Option<Num>>())
+        self.vars.len() * size_of::<PlanVar>()
             + self.mods.len() * size_of::<PlanMod>()
             + self.formulas.len() * size_of::<PlanFormula>()
             + (self.reads.len() + self.order.len()) * 4
@@ -535,13 +443,13 @@ impl Plan {
     /// One variable's value: on machine integers while every step stays whole, then on
     /// [`Num`]s; `None` on any error.
     #[inline(always)]
-    fn run_var(&self, v: &PlanVar, start: Num) -> Option<Num> {
+    fn run_var(&self, vals: &Values, v: &PlanVar, start: Num) -> Option<Num> {
         let mods = self.mods.get(v.first as usize..v.end as usize)?;
         let (mut cur, mut rest) = (start, mods);
         if let Num::Int(mut whole) = start {
             let mut done = 0;
             for m in mods {
-                match self.apply_int(m, whole) {
+                match self.apply_int(vals, m, whole) {
                     Some(x) => whole = x,
                     None => break,
                 }
@@ -550,20 +458,20 @@ impl Plan {
             cur = Num::Int(whole);
             rest = &mods[done..];
         }
-        rest.iter().try_fold(cur, |cur, m| self.apply(m, cur))
+        rest.iter().try_fold(cur, |cur, m| self.apply(vals, m, cur))
     }
 
     /// A step on whole numbers, or `None` when it does not stay whole (the caller goes on with
     /// [`Plan::apply`] from here, which also reports errors).
     #[inline(always)]
-    fn apply_int(&self, m: &PlanMod, cur: i64) -> Option<i64> {
+    fn apply_int(&self, vals: &Values, m: &PlanMod, cur: i64) -> Option<i64> {
         let v = match (m.kind, m.value) {
             (ModKind::Set, PlanValue::Whole(k)) => return Some(k),
             (ModKind::Add, PlanValue::Whole(k)) => return cur.checked_add(k),
-            (ModKind::Set, PlanValue::Formula { ops, len, .. }) => return self.whole_formula(ops, len),
+            (ModKind::Set, PlanValue::Formula { ops, len, .. }) => return self.whole_formula(vals, ops, len),
             (_, PlanValue::Whole(k)) => k,
             (_, PlanValue::Dec(_)) => return None,
-            (_, PlanValue::Formula { ops, len, .. }) => self.whole_formula(ops, len)?,
+            (_, PlanValue::Formula { ops, len, .. }) => self.whole_formula(vals, ops, len)?,
         };
         match m.kind {
             ModKind::Set => Some(v),
@@ -578,27 +486,27 @@ impl Plan {
 
     /// The value of the whole-number program `int_ops[ops..ops + len]`, when it answers.
     #[inline(always)]
-    fn whole_formula(&self, ops: u32, len: u32) -> Option<i64> {
+    fn whole_formula(&self, vals: &Values, ops: u32, len: u32) -> Option<i64> {
         if len == 0 {
             return None;
         }
         let program = self.int_ops.get(ops as usize..(ops + len) as usize)?;
-        run_int(program, |i| self.ints.get(i as usize).copied().filter(|x| *x != NOT_WHOLE))
+        run_int(program, |i| vals.int(i as usize))
     }
 
     /// A step on [`Num`]s, or `None` on any error (the caller recomputes the variable the
     /// reference way, which reports the error).
-    fn apply(&self, m: &PlanMod, cur: Num) -> Option<Num> {
+    fn apply(&self, vals: &Values, m: &PlanMod, cur: Num) -> Option<Num> {
         let v = match m.value {
             PlanValue::Whole(k) => Num::Int(k),
             PlanValue::Dec(i) => Num::Dec(*self.decimals.get(i as usize)?),
             PlanValue::Formula { index, ops, len } => {
-                if let Some(i) = self.whole_formula(ops, len) {
+                if let Some(i) = self.whole_formula(vals, ops, len) {
                     Num::Int(i)
                 } else {
                     let f = self.formulas.get(index as usize)?;
                     let reads = self.reads.get(f.first as usize..(f.first + f.count) as usize)?;
-                    let cx = PlanContext { values: &self.nums, reads };
+                    let cx = PlanContext { values: vals, reads };
                     let input =
                         if f.formula.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
                     f.formula.evaluate_num(&cx, input.as_ref()).ok()?

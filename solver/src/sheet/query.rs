@@ -39,22 +39,25 @@ impl Sheet {
 
     /// Whether `var` still names a variable of this sheet.
     pub fn contains(&self, var: Var) -> bool {
-        self.graph.node_weight(var.0).is_some_and(|n| self.instances[n.owner.0 as usize].is_some())
+        self.shape
+            .graph
+            .node_weight(var.0)
+            .is_some_and(|n| self.shape.instances[n.owner.0 as usize].is_some())
     }
 
     /// How output names `var` (its instance and declared name).
     pub fn name(&self, var: Var) -> Option<VarRef> {
-        self.contains(var).then(|| self.var_ref(var.0))
+        self.contains(var).then(|| self.shape.var_ref(var.0))
     }
 
     /// The value of `var`.
-    pub fn slot(&self, var: Var) -> Option<&Slot> {
-        self.contains(var).then(|| &self.graph[var.0].value)
+    pub fn slot(&self, var: Var) -> Option<Slot> {
+        self.contains(var).then(|| self.value_of(var.0))
     }
 
     /// The format of `var`.
     pub fn format(&self, var: Var) -> Option<&Format> {
-        self.contains(var).then(|| &self.rules.var(self.graph[var.0].def).format)
+        self.contains(var).then(|| &self.shape.rules.var(self.shape.graph[var.0].def).format)
     }
 
     /// The variables `var`'s modifiers read: its incoming edges in the dependency graph, in
@@ -65,11 +68,11 @@ impl Sheet {
             return Vec::new();
         }
         let mut incoming: Vec<NodeIndex> =
-            self.graph.neighbors_directed(var.0, Direction::Incoming).collect();
+            self.shape.graph.neighbors_directed(var.0, Direction::Incoming).collect();
         let mut out = Vec::with_capacity(incoming.len());
         // Order the edges as the modifiers read them (the order a trace shows).
-        for key in &self.graph[var.0].mods {
-            let Some(m) = self.mods[key.0 as usize].as_ref() else { continue };
+        for key in &self.shape.graph[var.0].mods {
+            let Some(m) = self.shape.mods[key.0 as usize].as_ref() else { continue };
             for &(_, n) in m.reads.iter() {
                 if let Some(i) = incoming.iter().position(|&x| x == n) {
                     out.push(Var(incoming.swap_remove(i)));
@@ -89,9 +92,10 @@ impl Sheet {
             return Vec::new();
         }
         let mut out: Vec<(u32, String, NodeIndex)> = self
+            .shape
             .graph
             .neighbors_directed(var.0, Direction::Outgoing)
-            .map(|n| (self.plan.level_of(n), self.var_ref(n).to_string(), n))
+            .map(|n| (self.shape.plan.level_of(n), self.shape.var_ref(n).to_string(), n))
             .collect();
         out.sort();
         out.into_iter().map(|(_, _, n)| Var(n)).collect()
@@ -105,25 +109,25 @@ impl Sheet {
     /// The name of a variable found by reference: `Hands`, or `<instance id>.<name>` (`sword1.MyPlusValue`).
     /// Names match case-insensitively.
     pub fn find_ref(&self, reference: &str) -> Result<VarRef, SolveError> {
-        self.find_node(reference).map(|n| self.var_ref(n))
+        self.find_node(reference).map(|n| self.shape.var_ref(n))
     }
 
     pub(super) fn find_node(&self, reference: &str) -> Result<NodeIndex, SolveError> {
-        let global_scope = self.rules.global();
-        if let Some(def) = self.rules.resolve(global_scope, reference)
-            && self.rules.var(def).scope == global_scope
+        let global_scope = self.shape.rules.global();
+        if let Some(def) = self.shape.rules.resolve(global_scope, reference)
+            && self.shape.rules.var(def).scope == global_scope
         {
-            return Ok(self.instance(GLOBAL).nodes[self.rules.var(def).index as usize]);
+            return Ok(self.shape.instance(GLOBAL).nodes[self.shape.rules.var(def).index as usize]);
         }
         // Instance ids and names may both contain dots: try every split.
         for (i, _) in reference.match_indices('.') {
             let (key, name) = (&reference[..i], &reference[i + 1..]);
-            if let Some(&inst) = self.instance_keys.get(key) {
-                let scope = self.instance(inst).scope;
-                if let Some(def) = self.rules.resolve(scope, name)
-                    && self.rules.var(def).scope == scope
+            if let Some(&inst) = self.shape.instance_keys.get(key) {
+                let scope = self.shape.instance(inst).scope;
+                if let Some(def) = self.shape.rules.resolve(scope, name)
+                    && self.shape.rules.var(def).scope == scope
                 {
-                    return Ok(self.instance(inst).nodes[self.rules.var(def).index as usize]);
+                    return Ok(self.shape.instance(inst).nodes[self.shape.rules.var(def).index as usize]);
                 }
             }
         }
@@ -137,29 +141,31 @@ impl Sheet {
 
     /// The value of a variable by reference.
     pub fn value(&self, reference: &str) -> Result<Slot, SolveError> {
-        self.find_node(reference).map(|n| self.graph[n].value.clone())
+        self.find_node(reference).map(|n| self.value_of(n))
     }
 
     /// Every variable of every instance with its value: globals first, then instances in the
     /// order they were added, each in declaration order.
     pub fn values(&self) -> Vec<(VarRef, Slot)> {
-        self.instances
+        self.shape
+            .instances
             .iter()
             .flatten()
             .flat_map(|inst| inst.nodes.iter())
-            .map(|&n| (self.var_ref(n), self.graph[n].value.clone()))
+            .map(|&n| (self.shape.var_ref(n), self.value_of(n)))
             .collect()
     }
 
     /// Like [`Sheet::values`], with each variable's format.
     pub fn typed_values(&self) -> Vec<(VarRef, Format, Slot)> {
-        self.instances
+        self.shape
+            .instances
             .iter()
             .flatten()
             .flat_map(|inst| inst.nodes.iter())
             .map(|&n| {
-                let node = &self.graph[n];
-                (self.var_ref(n), self.rules.var(node.def).format.clone(), node.value.clone())
+                let node = &self.shape.graph[n];
+                (self.shape.var_ref(n), self.shape.rules.var(node.def).format.clone(), self.value_of(n))
             })
             .collect()
     }
@@ -167,23 +173,23 @@ impl Sheet {
     /// One variable by reference (see [`Sheet::find`]), with its format and value.
     pub fn typed_value(&self, reference: &str) -> Result<(VarRef, Format, Slot), SolveError> {
         let n = self.find_node(reference)?;
-        let node = &self.graph[n];
-        Ok((self.var_ref(n), self.rules.var(node.def).format.clone(), node.value.clone()))
+        let node = &self.shape.graph[n];
+        Ok((self.shape.var_ref(n), self.shape.rules.var(node.def).format.clone(), self.value_of(n)))
     }
 
     /// How many variables the sheet has.
     pub fn variable_count(&self) -> usize {
-        self.graph.node_count()
+        self.shape.graph.node_count()
     }
 
     /// The ids of every modifier on the sheet.
     pub fn modifier_ids(&self) -> impl Iterator<Item = &str> {
-        self.mod_ids.keys().map(|k| &**k)
+        self.shape.mod_ids.keys().map(|k| &**k)
     }
 
     /// How many modifiers the sheet has.
     pub fn modifier_count(&self) -> usize {
-        self.mod_ids.len()
+        self.shape.mod_ids.len()
     }
 
     /// How a variable got its value, computed by the same code that solves it.
@@ -194,11 +200,11 @@ impl Sheet {
     fn trace_node(&self, node: NodeIndex) -> Trace {
         let mut steps = Vec::new();
         let value = self.compute(node, Some(&mut steps));
-        let def = self.rules.var(self.graph[node].def);
+        let def = self.shape.rules.var(self.shape.graph[node].def);
         Trace {
-            var: self.var_ref(node),
+            var: self.shape.var_ref(node),
             format: def.format.clone(),
-            default: self.defaults[self.graph[node].def.0 as usize].clone(),
+            default: self.shape.defaults[self.shape.graph[node].def.0 as usize].clone(),
             steps,
             value,
         }
