@@ -1,5 +1,5 @@
 //! One row of the anchor workload's table in a fixed loop, for profiling with perf or
-//! callgrind: `anchor_loop <resolve|first|build|hub|leaf|onebyone|deferred> [rounds] [variables]`.
+//! callgrind: `anchor_loop <resolve|first|copy|build|hub|leaf|onebyone|deferred> [rounds] [variables]`.
 //! Example: `valgrind --tool=callgrind ./target/release/examples/anchor_loop hub 200`.
 
 use sheetd_benches::workload::Workload;
@@ -34,6 +34,12 @@ fn main() {
                 black_box(sheet.solve_all());
                 timed += t.elapsed();
                 continue;
+            }
+            "copy" => {
+                // A sheet from the compiled one, then its first structural change (a shape copy).
+                let mut c = sheet.clone();
+                c.add_modifier(&Workload::add_one(w.leaf)).expect("adds");
+                black_box(c);
             }
             "build" => {
                 let mut s = solver::Sheet::new(rules.clone());

@@ -229,6 +229,8 @@ pub struct Sheet {
     /// The values: this sheet's own.
     vals: values::Values,
     record_evaluations: bool,
+    /// The bookkeeping buffers of a batch, kept empty between batches.
+    spare: batch::Pending,
     /// While deferring ([`Sheet::defer`]): what operations touched since, to recompute at
     /// [`Sheet::settle`].
     deferred: Option<batch::Deferred>,
@@ -243,7 +245,9 @@ struct Shape {
     graph: StableDiGraph<Node, u32>,
     instances: Vec<Option<Instance>>,
     instance_keys: Map<Arc<str>, InstanceId>,
-    mods: Vec<Option<Modifier>>,
+    /// Modifiers by key; each immutable once linked, shared by `Arc` so copying a shape copies
+    /// pointers, not modifiers.
+    mods: Vec<Option<Arc<Modifier>>>,
     free_mods: Vec<ModKey>,
     mod_ids: Map<Arc<str>, ModKey>,
     sources: Map<Arc<str>, Vec<ModKey>>,
@@ -311,6 +315,7 @@ impl Sheet {
             shape: Arc::new(shape),
             vals: values::Values::default(),
             record_evaluations: false,
+            spare: batch::Pending::default(),
             deferred: None,
         };
         let global_key: Arc<str> = sheet.shape.rules.scope_def(sheet.shape.rules.global()).name.clone();
@@ -340,11 +345,9 @@ impl Sheet {
     #[cfg(test)]
     pub(crate) fn replanned(&self) -> Sheet {
         let mut copy = self.clone();
-        let shape = copy.shape_mut();
-        let mut plan = std::mem::take(&mut shape.plan);
-        plan.compact(shape);
+        let (plan, source) = copy.shape_mut().plan_and_source();
+        plan.compact(&source);
         plan.levels_changed();
-        shape.plan = plan;
         copy.solve_all();
         copy
     }

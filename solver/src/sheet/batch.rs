@@ -43,8 +43,9 @@ pub struct BatchError {
     pub error: SolveError,
 }
 
-/// What a batch in progress has done so far.
-#[derive(Default)]
+/// What a batch in progress has done so far. Its buffers are kept between batches (empty), so
+/// a small operation allocates nothing for its bookkeeping.
+#[derive(Default, Clone)]
 pub(super) struct Pending {
     /// Variables whose modifiers changed.
     dirty: Vec<NodeIndex>,
@@ -65,11 +66,12 @@ pub(super) struct Deferred {
     removed: Vec<Change>,
 }
 
+#[derive(Clone)]
 enum Undo {
     /// An instance created, and whether it reused a free slot (else it was pushed at the end).
     AddedInstance(InstanceId, bool),
     AddedModifier(ModKey),
-    RemovedModifier(ModKey, Box<Modifier>),
+    RemovedModifier(ModKey, Arc<Modifier>),
     /// The instances removed (root first), and the root's parent.
     RemovedInstances(Vec<(InstanceId, Instance)>, Option<InstanceId>),
 }
@@ -79,11 +81,9 @@ impl Sheet {
     /// follows (each affected variable evaluated once; the report gives old → new across the
     /// batch), or the first failure is returned with its index and the sheet is unchanged.
     pub fn apply(&mut self, ops: &[Operation]) -> Result<Report, BatchError> {
-        let mut pending = Pending {
-            dirty: Vec::with_capacity(ops.len()),
-            undo: Vec::with_capacity(ops.len()),
-            ..Pending::default()
-        };
+        let mut pending = std::mem::take(&mut self.spare);
+        pending.dirty.reserve(ops.len());
+        pending.undo.reserve(ops.len());
         // A large batch of adds (a sheet being built) grows the tables once, not by doubling.
         let adds = ops.iter().filter(|op| matches!(op, Operation::AddModifier(_))).count();
         if adds > 16 {
@@ -102,11 +102,14 @@ impl Sheet {
                 Operation::RemoveSource(source) => self.op_remove_source(source, &mut pending),
             };
             if let Err(error) = result {
-                self.rollback(pending);
+                self.rollback(&mut pending);
+                self.spare = pending;
                 return Err(BatchError { index, error });
             }
         }
-        Ok(self.commit(pending))
+        let report = self.commit(&mut pending);
+        self.spare = pending;
+        Ok(report)
     }
 
     /// Runs one operation as a batch of one.
@@ -114,14 +117,16 @@ impl Sheet {
         &mut self,
         op: impl FnOnce(&mut Sheet, &mut Pending) -> Result<(), SolveError>,
     ) -> Result<Report, SolveError> {
-        let mut pending = Pending::default();
-        match op(self, &mut pending) {
-            Ok(()) => Ok(self.commit(pending)),
+        let mut pending = std::mem::take(&mut self.spare);
+        let result = match op(self, &mut pending) {
+            Ok(()) => Ok(self.commit(&mut pending)),
             Err(e) => {
-                self.rollback(pending);
+                self.rollback(&mut pending);
                 Err(e)
             }
-        }
+        };
+        self.spare = pending;
+        result
     }
 
     pub(super) fn op_add_instance(
@@ -243,45 +248,50 @@ impl Sheet {
     fn op_unlink(&mut self, key: ModKey, pending: &mut Pending) {
         let m = self.shape_mut().unlink_modifier(key);
         pending.dirty.push(m.target);
-        pending.undo.push(Undo::RemovedModifier(key, Box::new(m)));
+        pending.undo.push(Undo::RemovedModifier(key, m));
     }
 
     /// Ends a successful batch: drops the removed variables and recomputes — or, while the
     /// sheet defers (see [`Sheet::defer`]), adds what the batch touched to what the next
-    /// [`Sheet::settle`] recomputes, and reports nothing.
-    fn commit(&mut self, pending: Pending) -> Report {
-        let Pending { dirty, created, removed, .. } = pending;
-        let deferring = self.deferred.is_some();
-        let mut d = self.deferred.take().unwrap_or_default();
-        d.dirty.extend(dirty);
-        d.created.extend(created);
-        for (n, change) in removed {
+    /// [`Sheet::settle`] recomputes, and reports nothing. Leaves `pending` empty.
+    fn commit(&mut self, pending: &mut Pending) -> Report {
+        pending.undo.clear();
+        let mut removed = Vec::new();
+        for (n, change) in pending.removed.drain(..) {
             let shape = self.shape_mut();
             shape.graph.remove_node(n);
             shape.plan.node_removed(n);
             self.vals.clear(n.index());
             // Created and removed before a recomputation: it never existed as far as reports go.
-            if let Some(i) = d.created.iter().position(|c| *c == n) {
+            if let Some(i) = pending.created.iter().position(|c| *c == n) {
+                pending.created.swap_remove(i);
+            } else if let Some(d) = self.deferred.as_mut()
+                && let Some(i) = d.created.iter().position(|c| *c == n)
+            {
                 d.created.swap_remove(i);
             } else {
-                d.removed.push(change);
+                removed.push(change);
             }
         }
-        if deferring {
-            self.deferred = Some(d);
+        if let Some(d) = self.deferred.as_mut() {
+            d.dirty.append(&mut pending.dirty);
+            d.created.append(&mut pending.created);
+            d.removed.extend(removed);
             return Report::default();
         }
-        self.recompute_touched(d)
+        removed.sort_by_key(|c| c.var.to_string());
+        let report = self.recompute(&pending.dirty, &pending.created, removed);
+        pending.dirty.clear();
+        pending.created.clear();
+        report
     }
 
-    /// Recomputes what batches touched: their dirty and created variables (those still
-    /// there), reporting the removed ones first.
+    /// Recomputes what deferred batches touched: their dirty and created variables (those
+    /// still there), reporting the removed ones first.
     fn recompute_touched(&mut self, d: Deferred) -> Report {
         let Deferred { dirty, created, mut removed } = d;
         removed.sort_by_key(|c| c.var.to_string());
-        let live = |n: &NodeIndex| self.shape.graph.contains_node(*n);
-        let dirty: Vec<NodeIndex> = dirty.into_iter().filter(live).chain(created.iter().copied()).collect();
-        self.recompute(dirty.into_iter(), &created, removed)
+        self.recompute(&dirty, &created, removed)
     }
 
     /// From now on, operations change the structure and are checked as always, but values are
@@ -311,14 +321,17 @@ impl Sheet {
     }
 
     /// Ends a failed batch: undoes everything it did, last first.
-    fn rollback(&mut self, pending: Pending) {
+    fn rollback(&mut self, pending: &mut Pending) {
+        pending.dirty.clear();
+        pending.created.clear();
+        pending.removed.clear();
         if pending.undo.is_empty() {
             // Nothing was done (and a shared shape stays shared).
             return;
         }
         let Sheet { shape, vals, .. } = self;
         let shape = Arc::make_mut(shape);
-        for undo in pending.undo.into_iter().rev() {
+        for undo in pending.undo.drain(..).rev() {
             match undo {
                 Undo::AddedModifier(key) => {
                     shape.unlink_modifier(key);
@@ -330,7 +343,7 @@ impl Sheet {
                     if let Some(i) = shape.free_mods.iter().rposition(|k| *k == key) {
                         shape.free_mods.remove(i);
                     }
-                    shape.link_modifier(key, *m);
+                    shape.link_modifier(key, m);
                 }
                 Undo::AddedInstance(id, reused) => {
                     // Everything done after it has been undone: its slot is either the last

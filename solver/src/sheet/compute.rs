@@ -17,7 +17,7 @@ impl Sheet {
     /// change does not wake its dependents (early cutoff).
     pub(super) fn recompute(
         &mut self,
-        dirty: impl Iterator<Item = NodeIndex>,
+        dirty: &[NodeIndex],
         created: &[NodeIndex],
         removed: Vec<Change>,
     ) -> Report {
@@ -30,7 +30,11 @@ impl Sheet {
         created.sort_unstable();
         let mut buckets = std::mem::take(&mut self.vals.buckets);
         let (mut lo, mut hi) = (usize::MAX, 0);
-        for n in dirty {
+        for &n in dirty.iter().chain(&created) {
+            // Variables removed since they were touched are gone.
+            if !shape.graph.contains_node(n) {
+                continue;
+            }
             if let Some(level) = self.enqueue(plan, &mut buckets, n.index()) {
                 (lo, hi) = (lo.min(level), hi.max(level));
             }
@@ -94,14 +98,12 @@ impl Sheet {
         if self.shape.plan.is_fresh(order) {
             return;
         }
-        let shape = self.shape_mut();
-        let mut plan = std::mem::take(&mut shape.plan);
-        plan.refresh(shape);
+        let (plan, source) = self.shape_mut().plan_and_source();
+        plan.refresh(&source);
         if order {
-            let order = plan.take_order(shape);
+            let order = plan.take_order(&source);
             plan.put_order(order);
         }
-        shape.plan = plan;
     }
 
     /// Evaluates variable `i` again and stores its value; the change, unless the value is the

@@ -248,12 +248,12 @@ impl Shape {
                 ModKey(self.mods.len() as u32 - 1)
             }
         };
-        self.link_modifier(key, m);
+        self.link_modifier(key, Arc::new(m));
         key
     }
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list.
-    pub(super) fn link_modifier(&mut self, key: ModKey, m: Modifier) {
+    pub(super) fn link_modifier(&mut self, key: ModKey, m: Arc<Modifier>) {
         let target = m.target;
         self.plan.touch(target);
         for &(_, read) in m.reads.iter() {
@@ -278,7 +278,7 @@ impl Shape {
     }
 
     /// Detaches a modifier from everything and returns it.
-    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Modifier {
+    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Arc<Modifier> {
         // Keys handed out are live until this function frees them.
         let m = self.mods[key.0 as usize].take().expect("live modifier");
         self.plan.touch(m.target);

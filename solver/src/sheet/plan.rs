@@ -31,10 +31,11 @@
 //! `i64`) continues on [`Num`]s with the formula's general evaluation, which is exact.
 
 use super::values::Values;
-use super::{ModValue, Modifier, Shape};
+use super::{ModValue, Modifier, Node, Shape};
 use crate::modifier::ModKind;
 use formula::{EvalContext, Formula, IntOp, Num, Value, VarId, run_int};
 use petgraph::stable_graph::NodeIndex;
+use petgraph::stable_graph::StableDiGraph;
 use rust_decimal::Decimal;
 use std::sync::Arc;
 
@@ -44,6 +45,21 @@ const NONE: u32 = u32::MAX;
 /// Garbage (abandoned modifier records) tolerated before every entry is written again (small
 /// in tests, so that tests reach compaction).
 const GARBAGE_SLACK: usize = if cfg!(test) { 64 } else { 4096 };
+
+/// What the plan is laid out from: the rest of its shape.
+pub(super) struct Source<'a> {
+    graph: &'a StableDiGraph<Node, u32>,
+    mods: &'a [Option<Arc<Modifier>>],
+    defaults: &'a [Value],
+}
+
+impl Shape {
+    /// The plan, to change, and what it is laid out from.
+    pub(super) fn plan_and_source(&mut self) -> (&mut Plan, Source<'_>) {
+        let Shape { plan, graph, mods, defaults, .. } = self;
+        (plan, Source { graph, mods, defaults })
+    }
+}
 
 /// The plan of a sheet (see the module docs). Every per-variable vector is indexed by the
 /// variable's node index.
@@ -219,7 +235,7 @@ impl Plan {
 
     /// Writes every stale entry again (or all of them, when garbage outweighs the rest), so
     /// the plan matches `sheet`.
-    pub(super) fn refresh(&mut self, sheet: &Shape) {
+    pub(super) fn refresh(&mut self, sheet: &Source<'_>) {
         if self.stale.is_empty() {
             return;
         }
@@ -239,7 +255,7 @@ impl Plan {
     }
 
     /// Writes every entry again from scratch, dropping the garbage.
-    pub(super) fn compact(&mut self, sheet: &Shape) {
+    pub(super) fn compact(&mut self, sheet: &Source<'_>) {
         #[cfg(test)]
         {
             self.compactions += 1;
@@ -266,7 +282,7 @@ impl Plan {
 
     /// Writes variable `i`'s entry from the sheet: its default and modifiers, in place when they
     /// fit in the records reserved for it, else appended with room to grow.
-    fn write(&mut self, sheet: &Shape, i: usize) {
+    fn write(&mut self, sheet: &Source<'_>, i: usize) {
         let old = self.vars[i];
         // Decimal constants are written again with the entry: the old ones are garbage.
         let decimals = self
@@ -389,7 +405,7 @@ impl Plan {
 
     /// Takes out every live variable of `sheet` in ascending (level, index), sorted again if
     /// needed (to iterate it while evaluating); give it back with `put_order`.
-    pub(super) fn take_order(&mut self, sheet: &Shape) -> Vec<u32> {
+    pub(super) fn take_order(&mut self, sheet: &Source<'_>) -> Vec<u32> {
         if self.order_stale {
             let graph = &sheet.graph;
             let mut keyed: Vec<(u32, u32)> =
