@@ -398,6 +398,34 @@ pub enum IntOp {
     /// Pop `n` values; push the least or the greatest.
     Min(u32),
     Max(u32),
+    /// Fused forms of `Var(slot)` (or `Const(k)`) followed by a binary instruction: the top
+    /// combined with variable `slot` (or `k`) without a push. `AddVar(s)` is `top + var(s)`,
+    /// `SubVar(s)` is `top - var(s)`; `MaxK(k)` is `max(top, k)`. The peephole pass of
+    /// [`Program::to_int`] makes them; they cut the instructions of typical formulas
+    /// (`A - B + C`, `max(A, B)`, `min(max(A, 1), 2)`) by a third or more.
+    AddVar(u32),
+    SubVar(u32),
+    MulVar(u32),
+    MinVar(u32),
+    MaxVar(u32),
+    MinK(i64),
+    MaxK(i64),
+}
+
+impl IntOp {
+    /// The same instruction reading variable `f(slot)` instead of `slot` (for callers that
+    /// copy a program and renumber its variables to their own positions).
+    pub fn renumber(self, f: impl Fn(u32) -> u32) -> IntOp {
+        match self {
+            IntOp::Var(s) => IntOp::Var(f(s)),
+            IntOp::AddVar(s) => IntOp::AddVar(f(s)),
+            IntOp::SubVar(s) => IntOp::SubVar(f(s)),
+            IntOp::MulVar(s) => IntOp::MulVar(f(s)),
+            IntOp::MinVar(s) => IntOp::MinVar(f(s)),
+            IntOp::MaxVar(s) => IntOp::MaxVar(f(s)),
+            op => op,
+        }
+    }
 }
 
 /// A numeric program that only ever needs whole numbers, when its inputs are whole: the fastest
@@ -469,8 +497,35 @@ impl Program {
                     Op::MinMax { max: false, n } => IntOp::Min(*n),
                 })
             })
-            .collect()
+            .collect::<Option<Vec<IntOp>>>()
+            .map(|ops| fuse(&ops).into_boxed_slice())
     }
+}
+
+/// The peephole pass: a variable or constant pushed only to be combined with the value below
+/// it at once becomes one fused instruction (see [`IntOp::AddVar`]); a no-op `AddK(0)` (the
+/// floor of a whole number) goes. Every fusion computes exactly what the pair did.
+fn fuse(ops: &[IntOp]) -> Vec<IntOp> {
+    let mut out: Vec<IntOp> = Vec::with_capacity(ops.len());
+    for &op in ops {
+        let fused = match (out.last().copied(), op) {
+            (_, IntOp::AddK(0)) => continue,
+            (Some(IntOp::Var(s)), IntOp::Add) => IntOp::AddVar(s),
+            (Some(IntOp::Var(s)), IntOp::Sub) => IntOp::SubVar(s),
+            (Some(IntOp::Var(s)), IntOp::Mul) => IntOp::MulVar(s),
+            (Some(IntOp::Var(s)), IntOp::Min(2)) => IntOp::MinVar(s),
+            (Some(IntOp::Var(s)), IntOp::Max(2)) => IntOp::MaxVar(s),
+            (Some(IntOp::Const(k)), IntOp::Min(2)) => IntOp::MinK(k),
+            (Some(IntOp::Const(k)), IntOp::Max(2)) => IntOp::MaxK(k),
+            _ => {
+                out.push(op);
+                continue;
+            }
+        };
+        out.pop();
+        out.push(fused);
+    }
+    out
 }
 
 /// Runs an [`IntProgram`], reading variables through `read` (by the number in `IntOp::Var`;
@@ -525,6 +580,13 @@ pub fn run_int(ops: &IntProgram, read: impl Fn(u32) -> Option<i64>) -> Option<i6
             IntOp::KRem(k) => acc = k.checked_rem(acc)?,
             IntOp::KFloorDiv(k) => acc = int_div_floor(k, acc)?,
             IntOp::KCeilDiv(k) => acc = int_div_ceil(k, acc)?,
+            IntOp::AddVar(s) => acc = acc.checked_add(read(s)?)?,
+            IntOp::SubVar(s) => acc = acc.checked_sub(read(s)?)?,
+            IntOp::MulVar(s) => acc = acc.checked_mul(read(s)?)?,
+            IntOp::MinVar(s) => acc = acc.min(read(s)?),
+            IntOp::MaxVar(s) => acc = acc.max(read(s)?),
+            IntOp::MinK(k) => acc = acc.min(k),
+            IntOp::MaxK(k) => acc = acc.max(k),
             IntOp::Min(n) | IntOp::Max(n) => {
                 // The other n - 1 operands are the top n - 1 entries of `stack`.
                 let below = sp.checked_sub((n as usize).checked_sub(1)?)?;

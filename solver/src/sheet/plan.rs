@@ -248,7 +248,7 @@ impl Plan {
         }
         let stale = std::mem::take(&mut self.stale);
         for &i in &stale {
-            self.write(sheet, i as usize);
+            self.write(sheet, i as usize, true);
         }
         self.stale = stale;
         self.stale.clear();
@@ -272,17 +272,19 @@ impl Plan {
         for v in &mut self.vars {
             *v = PlanVar::default();
         }
-        // Live variables in topological order (variables without a node keep empty entries).
+        // Live variables in topological order (variables without a node keep empty entries),
+        // packed without room to grow: the records a solve streams through stay as few cache
+        // lines as they can be (an entry that grows later moves to the end, with room).
         let order = self.take_order(sheet);
         for &i in &order {
-            self.write(sheet, i as usize);
+            self.write(sheet, i as usize, false);
         }
         self.put_order(order);
     }
 
     /// Writes variable `i`'s entry from the sheet: its default and modifiers, in place when they
-    /// fit in the records reserved for it, else appended with room to grow.
-    fn write(&mut self, sheet: &Source<'_>, i: usize) {
+    /// fit in the records reserved for it, else appended — with `room`, with room to grow.
+    fn write(&mut self, sheet: &Source<'_>, i: usize, room: bool) {
         let old = self.vars[i];
         // Decimal constants are written again with the entry: the old ones are garbage.
         let decimals = self
@@ -318,7 +320,7 @@ impl Plan {
         } else {
             self.garbage += (old.cap - old.first) as usize;
             let first = self.mods.len() as u32;
-            (first, first + (2 * len).max(4))
+            (first, first + if room { (2 * len).max(4) } else { len })
         };
         let end = first + len;
         if cap as usize > self.mods.len() {
@@ -374,14 +376,9 @@ impl Plan {
         self.reads.extend(m.value_slots.iter().map(|n| n.index() as u32));
         let ops = self.int_ops.len() as u32;
         if let Some(program) = f.int_program() {
-            let renumbered = program.iter().map(|op| match *op {
-                IntOp::Var(slot) => {
-                    let node = m.value_slots.get(slot as usize).map(|n| n.index() as u32);
-                    // An unknown slot reads as "not whole": the general path decides.
-                    IntOp::Var(node.unwrap_or(u32::MAX))
-                }
-                op => op,
-            });
+            // An unknown slot reads as "not whole": the general path decides.
+            let node = |slot: u32| m.value_slots.get(slot as usize).map_or(u32::MAX, |n| n.index() as u32);
+            let renumbered = program.iter().map(|op| op.renumber(node));
             self.int_ops.extend(renumbered);
         }
         let len = self.int_ops.len() as u32 - ops;
