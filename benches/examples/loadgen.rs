@@ -157,20 +157,15 @@ fn main() {
             micros(percentile(&paged, 0.99)),
         );
         for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
-            let paged_base = percentile(&ping, p) + percentile(&paged, p);
-            println!(
-                "  Apply / (Ping + paged fsync) at {name}: {:.2} ({} against {})",
-                percentile(&apply, p).as_secs_f64() / paged_base.as_secs_f64(),
-                micros(percentile(&apply, p)),
-                micros(paged_base)
-            );
-            let base = percentile(&ping, p) + percentile(&fsync, p);
-            println!(
-                "  Apply / (Ping + fsync) at {name}: {:.2} ({} against {})",
-                percentile(&apply, p).as_secs_f64() / base.as_secs_f64(),
-                micros(percentile(&apply, p)),
-                micros(base)
-            );
+            for (what, sync) in [("fsync", &fsync), ("paged fsync", &paged)] {
+                let base = percentile(&ping, p) + percentile(sync, p);
+                println!(
+                    "  Apply / (Ping + {what}) at {name}: {:.2} ({} against {})",
+                    percentile(&apply, p).as_secs_f64() / base.as_secs_f64(),
+                    micros(percentile(&apply, p)),
+                    micros(base)
+                );
+            }
         }
 
         println!("Durable Applies per second, concurrent clients each on its own sheet ({seconds} s each):");
