@@ -25,6 +25,11 @@ use sheetd::grpc::proto as pb;
 use sheetd_benches::load::{arg, percentile};
 use std::time::{Duration, Instant};
 
+/// The daemon's allocator (see `service/src/main.rs`): loadgen measures the server as shipped,
+/// and its in-process baseline runs with the same allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }

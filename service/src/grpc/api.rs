@@ -368,20 +368,50 @@ impl Sheetd for Api {
         let api = self.clone();
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
         let span = span("SolveBatch", "", 0);
+        // Items that have arrived are solved together, up to SOLVE_CHUNK per blocking job: one
+        // hand-off to a blocking thread per chunk rather than per item (a lone item still goes
+        // at once: `ready_chunks` does not wait for a chunk to fill).
         let results = req
             .into_inner()
-            .map(move |item| {
+            .ready_chunks(SOLVE_CHUNK)
+            .map(move |items| {
                 let (api, span) = (api.clone(), span.clone());
                 async move {
-                    let item = item?;
-                    api.run_blocking(Cost::Normal, move |e| Ok(span.in_scope(|| solve_one(e, &item)))).await
+                    // Items up to the first transport error; that error ends the results.
+                    let mut good = Vec::with_capacity(items.len());
+                    let mut broken = None;
+                    for item in items {
+                        match item {
+                            Ok(item) => good.push(item),
+                            Err(e) => {
+                                broken = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    let solved = api
+                        .run_blocking(Cost::Normal, move |e| {
+                            Ok(span
+                                .in_scope(|| good.iter().map(|item| solve_one(e, item)).collect::<Vec<_>>()))
+                        })
+                        .await;
+                    let mut out: Vec<Result<pb::BatchResult, Status>> = match solved {
+                        Ok(results) => results.into_iter().map(Ok).collect(),
+                        Err(e) => vec![Err(e)],
+                    };
+                    out.extend(broken.map(Err));
+                    futures_util::stream::iter(out)
                 }
             })
             .buffer_unordered(jobs)
+            .flatten()
             .take_until(self.shutdown());
         Ok(Response::new(Box::pin(results)))
     }
 }
+
+/// The most SolveBatch items solved in one blocking job.
+const SOLVE_CHUNK: usize = 32;
 
 /// A Watch stream's state between events.
 struct WatchState {
