@@ -47,7 +47,7 @@ impl Format {
             Format::Boolean => Value::Boolean(false),
             Format::String => Value::String(Arc::from("")),
             Format::Array(_) => Value::Array(Arc::from(Vec::new())),
-            Format::Custom(c) => Value::Custom(CustomValue::new(c.clone(), c.0.default_value())),
+            Format::Custom(c) => Value::Custom(Arc::new(CustomValue::new(c.clone(), c.0.default_value()))),
         }
     }
 }

@@ -50,6 +50,9 @@ pub struct ValueError {
 /// A variable's value, or why it has none.
 pub type Slot = Result<Value, Arc<ValueError>>;
 
+// A report carries an old and a new slot per changed variable: they stay as small as a value.
+const _: () = assert!(std::mem::size_of::<Slot>() == 24 && std::mem::size_of::<Delta>() <= 56);
+
 /// How output names a variable: `Hands` (global) or `sword1.MyPlusValue` (local).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct VarRef {

@@ -116,7 +116,12 @@ impl Sheet {
                 if !is_new && self.vals.holds(i, num) {
                     return None;
                 }
-                let old = if is_new { None } else { Some(self.value_of(n)) };
+                let old = match (is_new, self.vals.int(i)) {
+                    (true, _) => None,
+                    // The common case, built in place: a whole number.
+                    (false, Some(x)) => Some(Ok(Value::Number(Num::Int(x).to_decimal()))),
+                    (false, None) => Some(self.value_of(n)),
+                };
                 self.vals.set_num(i, num);
                 return Some(Delta { var: Var::new(n), old, new: Ok(Value::Number(num.to_decimal())) });
             }
