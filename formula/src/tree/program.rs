@@ -531,8 +531,83 @@ fn fuse(ops: &[IntOp]) -> Vec<IntOp> {
 /// Runs an [`IntProgram`], reading variables through `read` (by the number in `IntOp::Var`;
 /// `None`: not a whole number). `None` when the whole-number path does not apply (see
 /// [`IntProgram`]).
+///
+/// Most programs, once fused, push one operand and then only combine the top with constants
+/// and variables (`A - B + C`, `floor(A / 2)`, `min(max(A, 1), 2)`): those run in a register,
+/// with no stack at all. A program that needs the stack starts over on the general loop (the
+/// program reads nothing but `read`, so running part of it twice changes nothing).
 #[inline(always)]
 pub fn run_int(ops: &IntProgram, read: impl Fn(u32) -> Option<i64>) -> Option<i64> {
+    let (first, rest) = ops.split_first()?;
+    let mut acc = match *first {
+        IntOp::Var(s) => read(s)?,
+        IntOp::Const(k) => k,
+        _ => return run_stack(ops, &read),
+    };
+    for &op in rest {
+        acc = match top_step(acc, op, &read) {
+            Top::Value(v) => v,
+            Top::Fails => return None,
+            Top::NeedsStack => return run_stack(ops, &read),
+        };
+    }
+    Some(acc)
+}
+
+/// What an instruction does to the top of the stack alone.
+enum Top {
+    Value(i64),
+    /// Not whole, overflow, division by zero, an input without a whole value.
+    Fails,
+    /// The instruction pushes or pops.
+    NeedsStack,
+}
+
+/// `op` applied to the top `acc`, for the instructions that read and write only the top.
+#[inline(always)]
+fn top_step(acc: i64, op: IntOp, read: &impl Fn(u32) -> Option<i64>) -> Top {
+    let v = match op {
+        IntOp::Neg => acc.checked_neg(),
+        IntOp::Abs => acc.checked_abs(),
+        IntOp::AddK(k) => acc.checked_add(k),
+        IntOp::SubK(k) => acc.checked_sub(k),
+        IntOp::MulK(k) => acc.checked_mul(k),
+        IntOp::DivK(k) => int_div_exact(acc, k),
+        IntOp::RemK(k) => acc.checked_rem(k),
+        IntOp::FloorDivK(k) => int_div_floor(acc, k),
+        IntOp::CeilDivK(k) => int_div_ceil(acc, k),
+        IntOp::KSub(k) => k.checked_sub(acc),
+        IntOp::KDiv(k) => int_div_exact(k, acc),
+        IntOp::KRem(k) => k.checked_rem(acc),
+        IntOp::KFloorDiv(k) => int_div_floor(k, acc),
+        IntOp::KCeilDiv(k) => int_div_ceil(k, acc),
+        IntOp::AddVar(s) => read(s).and_then(|x| acc.checked_add(x)),
+        IntOp::SubVar(s) => read(s).and_then(|x| acc.checked_sub(x)),
+        IntOp::MulVar(s) => read(s).and_then(|x| acc.checked_mul(x)),
+        IntOp::MinVar(s) => read(s).map(|x| acc.min(x)),
+        IntOp::MaxVar(s) => read(s).map(|x| acc.max(x)),
+        IntOp::MinK(k) => Some(acc.min(k)),
+        IntOp::MaxK(k) => Some(acc.max(k)),
+        IntOp::Const(_)
+        | IntOp::Var(_)
+        | IntOp::Add
+        | IntOp::Sub
+        | IntOp::Mul
+        | IntOp::Div
+        | IntOp::Rem
+        | IntOp::FloorDiv
+        | IntOp::CeilDiv
+        | IntOp::Min(_)
+        | IntOp::Max(_) => return Top::NeedsStack,
+    };
+    match v {
+        Some(v) => Top::Value(v),
+        None => Top::Fails,
+    }
+}
+
+/// [`run_int`] for any program: the general loop, with a stack.
+fn run_stack(ops: &IntProgram, read: &impl Fn(u32) -> Option<i64>) -> Option<i64> {
     // The top of the stack lives in `acc` (a register), the rest in `stack`: most instructions
     // only touch the top, so values rarely go through memory. A push spills `acc` first; the
     // very first push spills a meaningless zero, which is why a finished program leaves exactly
@@ -555,12 +630,10 @@ pub fn run_int(ops: &IntProgram, read: impl Fn(u32) -> Option<i64>) -> Option<i6
             acc = $f(*stack.get(sp)?, acc)?;
         }};
     }
-    for op in ops {
-        match *op {
+    for &op in ops {
+        match op {
             IntOp::Const(k) => push!(k),
             IntOp::Var(s) => push!(read(s)?),
-            IntOp::Neg => acc = acc.checked_neg()?,
-            IntOp::Abs => acc = acc.checked_abs()?,
             IntOp::Add => binary!(i64::checked_add),
             IntOp::Sub => binary!(i64::checked_sub),
             IntOp::Mul => binary!(i64::checked_mul),
@@ -568,25 +641,6 @@ pub fn run_int(ops: &IntProgram, read: impl Fn(u32) -> Option<i64>) -> Option<i6
             IntOp::Rem => binary!(i64::checked_rem),
             IntOp::FloorDiv => binary!(int_div_floor),
             IntOp::CeilDiv => binary!(int_div_ceil),
-            IntOp::AddK(k) => acc = acc.checked_add(k)?,
-            IntOp::SubK(k) => acc = acc.checked_sub(k)?,
-            IntOp::MulK(k) => acc = acc.checked_mul(k)?,
-            IntOp::DivK(k) => acc = int_div_exact(acc, k)?,
-            IntOp::RemK(k) => acc = acc.checked_rem(k)?,
-            IntOp::FloorDivK(k) => acc = int_div_floor(acc, k)?,
-            IntOp::CeilDivK(k) => acc = int_div_ceil(acc, k)?,
-            IntOp::KSub(k) => acc = k.checked_sub(acc)?,
-            IntOp::KDiv(k) => acc = int_div_exact(k, acc)?,
-            IntOp::KRem(k) => acc = k.checked_rem(acc)?,
-            IntOp::KFloorDiv(k) => acc = int_div_floor(k, acc)?,
-            IntOp::KCeilDiv(k) => acc = int_div_ceil(k, acc)?,
-            IntOp::AddVar(s) => acc = acc.checked_add(read(s)?)?,
-            IntOp::SubVar(s) => acc = acc.checked_sub(read(s)?)?,
-            IntOp::MulVar(s) => acc = acc.checked_mul(read(s)?)?,
-            IntOp::MinVar(s) => acc = acc.min(read(s)?),
-            IntOp::MaxVar(s) => acc = acc.max(read(s)?),
-            IntOp::MinK(k) => acc = acc.min(k),
-            IntOp::MaxK(k) => acc = acc.max(k),
             IntOp::Min(n) | IntOp::Max(n) => {
                 // The other n - 1 operands are the top n - 1 entries of `stack`.
                 let below = sp.checked_sub((n as usize).checked_sub(1)?)?;
@@ -596,6 +650,10 @@ pub fn run_int(ops: &IntProgram, read: impl Fn(u32) -> Option<i64>) -> Option<i6
                 }
                 sp = below;
             }
+            op => match top_step(acc, op, read) {
+                Top::Value(v) => acc = v,
+                Top::Fails | Top::NeedsStack => return None,
+            },
         }
     }
     if sp == 1 { Some(acc) } else { None }
