@@ -103,13 +103,22 @@ impl Sheet {
             };
             if let Err(error) = result {
                 self.rollback(&mut pending);
-                self.spare = pending;
+                self.keep_spare(pending);
                 return Err(BatchError { index, error });
             }
         }
         let report = self.commit(&mut pending);
-        self.spare = pending;
+        self.keep_spare(pending);
         Ok(report)
+    }
+
+    /// Keeps a batch's emptied buffers for the next batch — unless a large batch grew them:
+    /// a sheet does not hold a build's worth of bookkeeping for the rest of its life.
+    fn keep_spare(&mut self, pending: Pending) {
+        const KEEP: usize = 256;
+        if pending.undo.capacity() <= KEEP && pending.dirty.capacity() <= KEEP {
+            self.spare = pending;
+        }
     }
 
     /// Runs one operation as a batch of one.
@@ -125,7 +134,7 @@ impl Sheet {
                 Err(e)
             }
         };
-        self.spare = pending;
+        self.keep_spare(pending);
         result
     }
 
