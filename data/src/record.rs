@@ -60,7 +60,7 @@ pub struct Change {
 impl Value {
     /// A slot of a variable whose format is known.
     pub fn of(format: &Format, slot: &Slot) -> Value {
-        Value { format: format.to_string(), kind: Kind::of(slot) }
+        Value { format: format.name().into_owned(), kind: Kind::of(slot) }
     }
 
     /// A slot whose variable's format is not at hand (a value a formula read): the format is
@@ -145,7 +145,7 @@ impl fmt::Display for Value {
 
 impl Variable {
     pub fn of(var: &VarRef, format: &Format, slot: &Slot) -> Variable {
-        Variable { var: var.to_string(), value: Value::of(format, slot) }
+        Variable { var: var.full_name(), value: Value::of(format, slot) }
     }
 }
 
@@ -158,9 +158,9 @@ pub fn changes(report: &solver::Report, sheet: &solver::Sheet) -> Vec<Change> {
 impl Change {
     pub fn of(c: &solver::Change) -> Change {
         // The format's name once for both sides (this runs for every variable a change touches).
-        let format = c.format.to_string();
+        let format = c.format.name().into_owned();
         let value = |s: &Slot| Value { format: format.clone(), kind: Kind::of(s) };
-        Change { var: c.var.to_string(), old: c.old.as_ref().map(value), new: c.new.as_ref().map(value) }
+        Change { var: c.var.full_name(), old: c.old.as_ref().map(value), new: c.new.as_ref().map(value) }
     }
 }
 

@@ -52,6 +52,20 @@ impl Format {
     }
 }
 
+impl Format {
+    /// The format's name as `Display` writes it, borrowed when it is a fixed name (every format
+    /// but an array's): cheaper than `to_string` for code that names many values.
+    pub fn name(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Format::Number => "NUMBER".into(),
+            Format::Boolean => "BOOLEAN".into(),
+            Format::String => "STRING".into(),
+            Format::Array(_) => self.to_string().into(),
+            Format::Custom(c) => c.name().into(),
+        }
+    }
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

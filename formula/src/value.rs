@@ -106,6 +106,10 @@ pub fn parse_decimal(text: &str) -> Result<Decimal, String> {
 
 /// Canonical decimal text: no exponent, no trailing zeros, no negative zero.
 pub fn canonical_decimal(d: Decimal) -> String {
+    // A whole number of scale 0 (nearly every value of game data) is its integer's digits.
+    if let crate::Num::Int(i) = crate::Num::from_decimal(d) {
+        return i.to_string();
+    }
     let n = d.normalize();
     if n.is_zero() { "0".to_owned() } else { n.to_string() }
 }

@@ -62,6 +62,23 @@ pub struct VarRef {
     pub name: Arc<str>,
 }
 
+impl VarRef {
+    /// The name as output shows it (the same text as `Display`, without the formatting
+    /// machinery: this runs for every variable a sheet's values or changes list).
+    pub fn full_name(&self) -> String {
+        match &self.instance {
+            Some(i) => {
+                let mut s = String::with_capacity(i.len() + 1 + self.name.len());
+                s.push_str(i);
+                s.push('.');
+                s.push_str(&self.name);
+                s
+            }
+            None => self.name.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for VarRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.instance {
