@@ -9,7 +9,8 @@
 //! arithmetic. The plan lays out, per variable, its NUMBER modifiers in application order (24
 //! bytes each), the whole-number programs of their formulas copied inline with inputs renumbered
 //! to variable indexes, which read whole values straight from the sheet's dense `i64` array, so
-//! an evaluation streams through memory and, in the common case, never touches a formula.
+//! an evaluation streams through memory and, in the common case, never touches a formula. An
+//! entry's leading whole constants are applied when it is written: it starts from their result.
 //!
 //! **Kept, not rebuilt.** A structural change marks only what it touched:
 //! - a modifier linked or unlinked marks its target *stale*; the target's entry is written again
@@ -138,6 +139,21 @@ struct PlanFormula {
     /// Its whole-number program: `int_ops[ops..ops + len]` (`len` 0: none).
     ops: u32,
     len: u32,
+}
+
+/// `cur` combined with `v` by a modifier of type `kind` on whole numbers, or `None` when the
+/// result is not a whole `i64` (the caller then takes the exact general path).
+#[inline(always)]
+fn combine_whole(kind: ModKind, cur: i64, v: i64) -> Option<i64> {
+    match kind {
+        ModKind::Set => Some(v),
+        ModKind::Add => cur.checked_add(v),
+        ModKind::Multiply => cur.checked_mul(v),
+        ModKind::Divide => cur.checked_div(v).filter(|q| q.wrapping_mul(v) == cur),
+        ModKind::Max => Some(cur.max(v)),
+        ModKind::Min => Some(cur.min(v)),
+        ModKind::Append => None,
+    }
 }
 
 /// Formulas on the general path read their inputs from the sheet's values, by slot.
@@ -314,6 +330,22 @@ impl Plan {
         if start.is_none() {
             scratch.clear();
         }
+        // Leading whole constants are applied now, once: the entry starts from their result
+        // (what every evaluation would compute first). A step that does not stay whole stays
+        // in the entry, for the exact path to take at evaluation.
+        if let Some(Num::Int(mut whole)) = start {
+            let mut folded = 0;
+            for m in &scratch {
+                let PlanValue::Whole(k) = m.value else { break };
+                let Some(next) = combine_whole(m.kind, whole, k) else { break };
+                whole = next;
+                folded += 1;
+            }
+            if folded > 0 {
+                start = Some(Num::Int(whole));
+                scratch.drain(..folded);
+            }
+        }
         let len = scratch.len() as u32;
         let (first, cap) = if len <= old.cap - old.first {
             (old.first, old.cap)
@@ -486,15 +518,7 @@ impl Plan {
             (_, PlanValue::Dec(_)) => return None,
             (_, PlanValue::Formula { ops, len, .. }) => self.whole_formula(vals, ops, len)?,
         };
-        match m.kind {
-            ModKind::Set => Some(v),
-            ModKind::Add => cur.checked_add(v),
-            ModKind::Multiply => cur.checked_mul(v),
-            ModKind::Divide => cur.checked_div(v).filter(|q| q.wrapping_mul(v) == cur),
-            ModKind::Max => Some(cur.max(v)),
-            ModKind::Min => Some(cur.min(v)),
-            ModKind::Append => None,
-        }
+        combine_whole(m.kind, cur, v)
     }
 
     /// The value of the whole-number program `int_ops[ops..ops + len]`, when it answers.
