@@ -266,11 +266,16 @@ impl Sheet {
     fn commit(&mut self, pending: &mut Pending) -> Report {
         pending.undo.clear();
         let mut removed = Vec::new();
+        if !pending.removed.is_empty() {
+            let Sheet { shape, vals, .. } = self;
+            let shape = Arc::make_mut(shape);
+            for (n, _) in &pending.removed {
+                shape.graph.remove_node(*n);
+                shape.plan.node_removed(*n);
+                vals.clear(n.index());
+            }
+        }
         for (n, change) in pending.removed.drain(..) {
-            let shape = self.shape_mut();
-            shape.graph.remove_node(n);
-            shape.plan.node_removed(n);
-            self.vals.clear(n.index());
             // Created and removed before a recomputation: it never existed as far as reports go.
             if let Some(i) = pending.created.iter().position(|c| *c == n) {
                 pending.created.swap_remove(i);

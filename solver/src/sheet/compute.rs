@@ -101,8 +101,7 @@ impl Sheet {
         let (plan, source) = self.shape_mut().plan_and_source();
         plan.refresh(&source);
         if order {
-            let order = plan.take_order(&source);
-            plan.put_order(order);
+            plan.sort_order(&source);
         }
     }
 

@@ -435,6 +435,12 @@ impl Plan {
     /// Takes out every live variable of `sheet` in ascending (level, index), sorted again if
     /// needed (to iterate it while evaluating); give it back with `put_order`.
     pub(super) fn take_order(&mut self, sheet: &Source<'_>) -> Vec<u32> {
+        self.sort_order(sheet);
+        std::mem::take(&mut self.order)
+    }
+
+    /// Sorts the full solve's order again, if a change left it stale.
+    pub(super) fn sort_order(&mut self, sheet: &Source<'_>) {
         if self.order_stale {
             let graph = &sheet.graph;
             let mut keyed: Vec<(u32, u32)> =
@@ -444,7 +450,6 @@ impl Plan {
             self.order.extend(keyed.into_iter().map(|(_, i)| i));
             self.order_stale = false;
         }
-        std::mem::take(&mut self.order)
     }
 
     pub(super) fn put_order(&mut self, order: Vec<u32>) {
