@@ -50,8 +50,9 @@ pub struct ValueError {
 /// A variable's value, or why it has none.
 pub type Slot = Result<Value, Arc<ValueError>>;
 
-// A report carries an old and a new slot per changed variable: they stay as small as a value.
-const _: () = assert!(std::mem::size_of::<Slot>() == 24 && std::mem::size_of::<Delta>() <= 56);
+// A value is as small as a `Value`; a report's change record is a handle and two words each
+// for the old and the new value.
+const _: () = assert!(std::mem::size_of::<Slot>() == 24 && std::mem::size_of::<Delta>() <= 40);
 
 /// How output names a variable: `Hands` (global) or `sword1.MyPlusValue` (local).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -100,13 +101,56 @@ pub struct Change {
 }
 
 /// One variable whose value changed, as the solver records it: the variable's handle, not its
-/// name (names are made only when a caller asks, by [`Report::named`] or [`Sheet::name`]).
-/// `old` is `None` for a variable the operation created.
+/// name (names are made only when a caller asks, by [`Report::named`] or [`Sheet::name`]), and
+/// its old and new values — a whole number as itself, anything else boxed — made into
+/// [`Slot`]s only when asked, by [`Delta::old_value`] and [`Delta::new_value`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delta {
     pub var: Var,
-    pub old: Option<Slot>,
-    pub new: Slot,
+    /// `None`: the variable was created by the operation.
+    old: Option<Recorded>,
+    new: Recorded,
+}
+
+/// A value in a [`Delta`]: two words.
+#[derive(Clone, Debug, PartialEq)]
+enum Recorded {
+    /// A whole number of scale 0.
+    Whole(i64),
+    Other(Box<Slot>),
+}
+
+impl Recorded {
+    fn slot(&self) -> Slot {
+        match self {
+            Recorded::Whole(x) => Ok(Value::Number(Decimal::from(*x))),
+            Recorded::Other(slot) => (**slot).clone(),
+        }
+    }
+}
+
+impl Delta {
+    /// A change of whole numbers (`old` `None`: the variable was created).
+    #[inline]
+    pub(super) fn whole(var: Var, old: Option<i64>, new: i64) -> Delta {
+        Delta { var, old: old.map(Recorded::Whole), new: Recorded::Whole(new) }
+    }
+
+    /// Any change (`old` `None`: the variable was created).
+    pub(super) fn any(var: Var, old: Option<Slot>, new: Slot) -> Delta {
+        let record = |slot| Recorded::Other(Box::new(slot));
+        Delta { var, old: old.map(record), new: record(new) }
+    }
+
+    /// The value before the change; `None` for a variable the operation created.
+    pub fn old_value(&self) -> Option<Slot> {
+        self.old.as_ref().map(Recorded::slot)
+    }
+
+    /// The value after the change.
+    pub fn new_value(&self) -> Slot {
+        self.new.slot()
+    }
 }
 
 /// What a mutation did.
@@ -145,8 +189,8 @@ impl Report {
             Some(Change {
                 var: sheet.name(d.var)?,
                 format: sheet.format(d.var)?.clone(),
-                old: d.old.clone(),
-                new: Some(d.new.clone()),
+                old: d.old_value(),
+                new: Some(d.new_value()),
             })
         }));
         all

@@ -413,6 +413,25 @@ pub enum IntOp {
 }
 
 impl IntOp {
+    /// Whether this instruction reads and writes only the top of the stack (no push, no pop):
+    /// a program whose first instruction pushes one value (`Var`, `Const`) and whose others are
+    /// all such runs in one register, and a caller may run it step by step with
+    /// [`IntOp::apply_top`].
+    pub fn is_top_only(self) -> bool {
+        !matches!(top_step(0, self, &|_| Some(0)), Top::NeedsStack)
+    }
+
+    /// This instruction applied to the top `acc`, reading variables through `read`; `None` when
+    /// the whole-number path does not apply (as for [`run_int`]) or the instruction is not
+    /// [top-only](IntOp::is_top_only).
+    #[inline(always)]
+    pub fn apply_top(self, acc: i64, read: impl Fn(u32) -> Option<i64>) -> Option<i64> {
+        match top_step(acc, self, &read) {
+            Top::Value(v) => Some(v),
+            Top::Fails | Top::NeedsStack => None,
+        }
+    }
+
     /// The same instruction reading variable `f(slot)` instead of `slot` (for callers that
     /// copy a program and renumber its variables to their own positions).
     pub fn renumber(self, f: impl Fn(u32) -> u32) -> IntOp {

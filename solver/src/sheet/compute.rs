@@ -12,7 +12,7 @@ impl Sheet {
     ///
     /// The queue is a bucket per level, scanned upwards (every edge goes up a level, so a
     /// variable's inputs are final before it is reached; no heap); within a level, variables go
-    /// in index order. Each variable is evaluated through the plan when it can be
+    /// in the order they were queued. Each variable is evaluated through the plan when it can be
     /// ([`plan::Plan::eval`]), else by [`Sheet::compute`]; a variable whose value did not
     /// change does not wake its dependents (early cutoff).
     pub(super) fn recompute(
@@ -39,11 +39,15 @@ impl Sheet {
                 (lo, hi) = (lo.min(level), hi.max(level));
             }
         }
-        let mut report = Report { removed, changed: Vec::new(), recomputed: 0, evaluated: Vec::new() };
+        // Sized like the last report: a change's reach is usually much like the one before, and
+        // growing a vector of thousands of changes by doubling copies them all over again.
+        let changed = Vec::with_capacity(self.vals.changed_hint);
+        let mut report = Report { removed, changed, recomputed: 0, evaluated: Vec::new() };
         let mut level = lo;
         while level <= hi {
+            // Within a level, variables do not read each other: they go in the order they were
+            // queued (deterministic for a given sheet and change).
             let mut bucket = std::mem::take(&mut buckets[level]);
-            bucket.sort_unstable();
             for &index in &bucket {
                 let i = index as usize;
                 self.vals.dequeue(i);
@@ -65,6 +69,7 @@ impl Sheet {
             level += 1;
         }
         self.vals.buckets = buckets;
+        self.vals.changed_hint = report.changed.len();
         report
     }
 
@@ -115,14 +120,15 @@ impl Sheet {
                 if !is_new && self.vals.holds(i, num) {
                     return None;
                 }
-                let old = match (is_new, self.vals.int(i)) {
-                    (true, _) => None,
-                    // The common case, built in place: a whole number.
-                    (false, Some(x)) => Some(Ok(Value::Number(Num::Int(x).to_decimal()))),
-                    (false, None) => Some(self.value_of(n)),
-                };
+                // The common case, recorded as it is: whole numbers.
+                let old = self.vals.int(i);
+                if let (Num::Int(new), true) = (num, is_new || old.is_some()) {
+                    self.vals.set_num(i, num);
+                    return Some(Delta::whole(Var::new(n), old.filter(|_| !is_new), new));
+                }
+                let old = if is_new { None } else { Some(self.value_of(n)) };
                 self.vals.set_num(i, num);
-                return Some(Delta { var: Var::new(n), old, new: Ok(Value::Number(num.to_decimal())) });
+                return Some(Delta::any(Var::new(n), old, Ok(Value::Number(num.to_decimal()))));
             }
             None => self.compute(n, None),
         };
@@ -131,7 +137,7 @@ impl Sheet {
             return None;
         }
         self.vals.set(i, new.clone());
-        Some(Delta { var: Var::new(n), old: if is_new { None } else { Some(old) }, new })
+        Some(Delta::any(Var::new(n), if is_new { None } else { Some(old) }, new))
     }
 
     /// Recomputes every variable from scratch, in topological order; returns how many

@@ -6,11 +6,13 @@
 //! Evaluating a variable by walking the graph means chasing a pointer per modifier into a
 //! heap-scattered table and then into its formula, and reading every input through the graph's
 //! node weights: on a sheet of thousands of modifiers the time goes to cache misses, not
-//! arithmetic. The plan lays out, per variable, its NUMBER modifiers in application order (24
-//! bytes each), the whole-number programs of their formulas copied inline with inputs renumbered
-//! to variable indexes, which read whole values straight from the sheet's dense `i64` array, so
-//! an evaluation streams through memory and, in the common case, never touches a formula. An
-//! entry's leading whole constants are applied when it is written: it starts from their result.
+//! arithmetic. The plan lays out, per variable, its NUMBER modifiers in application order as
+//! one run of 16-byte [steps](Step): the whole-number programs of their formulas copied in with
+//! inputs renumbered to variable indexes, which read whole values straight from the sheet's
+//! dense `i64` array, each followed by a fold into the variable's value. An evaluation streams
+//! through one array and, in the common case, never touches a formula; each step costs one
+//! dispatch, so common pairs of instructions are fused into one step. An entry's leading whole
+//! constants are applied when it is written: it starts from their result.
 //!
 //! **Kept, not rebuilt.** A structural change marks only what it touched:
 //! - a modifier linked or unlinked marks its target *stale*; the target's entry is written again
@@ -28,8 +30,9 @@
 //! The plan is an optimisation only: a variable it cannot handle — not a NUMBER, a modifier
 //! with a condition, an input without a value, any evaluation error — is computed by
 //! [`Sheet::compute`], the one function that defines values, and the property tests hold both
-//! paths to the same results. Within the plan, a step that does not stay whole (7/2, overflow of
-//! `i64`) continues on [`Num`]s with the formula's general evaluation, which is exact.
+//! paths to the same results. Within the plan, when a step does not stay whole (7/2, overflow
+//! of `i64`), the entry is evaluated again from its start on [`Num`]s, each formula by its
+//! whole-number steps when they answer and else its general evaluation, which is exact.
 
 use super::values::Values;
 use super::{ModValue, Modifier, Node, Shape};
@@ -67,11 +70,11 @@ impl Shape {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Plan {
     vars: Vec<PlanVar>,
-    /// Modifier records, variable after variable (with garbage between).
-    mods: Vec<PlanMod>,
-    /// Decimal constants (rare), by `PlanValue::Dec`.
+    /// Entries' steps, variable after variable (with garbage between).
+    steps: Vec<Step>,
+    /// Decimal constants (rare), by `Step::FoldDec`.
     decimals: Vec<Decimal>,
-    /// Formulas, by `PlanValue::Formula`: one per planned modifier, kept while it is linked.
+    /// Formulas, by `Step::Fold`: one per planned modifier, kept while it is linked.
     formulas: Vec<PlanFormula>,
     /// The formula of each modifier, by modifier key (`NONE`: none yet).
     formula_of: Vec<u32>,
@@ -81,10 +84,10 @@ pub(super) struct Plan {
     reads: Vec<u32>,
     /// Whole-number programs of formulas, with variables renumbered to node indexes.
     int_ops: Vec<IntOp>,
-    /// Records in `mods`, and formulas in `formulas`, that no entry refers to any more.
+    /// Steps in `steps`, and formulas in `formulas`, that no entry refers to any more.
     garbage: usize,
     /// Where an entry's records are built before they are copied into place (reused).
-    scratch: Vec<PlanMod>,
+    scratch: Vec<Step>,
     /// Variables whose entry must be written again before the next evaluation.
     stale: Vec<u32>,
     /// Every live variable in ascending (level, index): the full solve's order.
@@ -104,31 +107,160 @@ pub(super) struct Plan {
 struct PlanVar {
     /// The default, when the plan computes this variable; `None` sends it to `Sheet::compute`.
     start: Option<Num>,
-    /// Its modifiers: `mods[first..end]`.
+    /// Its steps: `steps[first..end]`.
     first: u32,
     end: u32,
-    /// The records reserved for it, `mods[first..cap]`: an entry that grows within them is
+    /// The steps reserved for it, `steps[first..cap]`: an entry that grows within them is
     /// written in place.
     cap: u32,
     stale: bool,
 }
 
+/// One step of an entry. An entry is its variable's modifiers in application order, each as the
+/// steps that compute its value into a register `acc` (none for a constant) and one *fold* that
+/// combines it into the value so far, `cur`. A formula's whole-number program is copied in as
+/// steps when it runs in one register (nearly all do: `A - B + C`, `floor(A / 2)`), so that an
+/// evaluation is one loop over one array, with one dispatch per step.
 #[derive(Clone, Copy, Debug)]
-struct PlanMod {
-    kind: ModKind,
-    value: PlanValue,
+enum Step {
+    /// `acc` = variable `v` (the first instruction of a formula's whole-number program).
+    Load(u32),
+    /// `acc` = `k`.
+    LoadK(i64),
+    /// `acc` = `op(acc)` for the common [top-only](IntOp::is_top_only) instructions of a
+    /// program, each its own step (one dispatch, not two): `AddK(k)` is `IntOp::AddK(k)`.
+    AddK(i64),
+    SubK(i64),
+    MulK(i64),
+    FloorDivK(i64),
+    MinK(i64),
+    MaxK(i64),
+    AddVar(u32),
+    SubVar(u32),
+    MulVar(u32),
+    MinVar(u32),
+    MaxVar(u32),
+    /// `acc` = `int_ops[at](acc)`: any other top-only instruction.
+    OpAt(u32),
+    /// `Load(v)` and the instruction after it, as one step: `LoadAddK(v, k)` is
+    /// `Load(v), AddK(k)`. Most formulas start this way (`A + 2`, `floor(A / 2)`, `max(A, B)`),
+    /// and every step saved is a dispatch the processor need not predict.
+    LoadAddK(u32, i64),
+    LoadFloorDivK(u32, i64),
+    LoadMinK(u32, i64),
+    LoadMaxK(u32, i64),
+    LoadAddVar(u32, u32),
+    LoadSubVar(u32, u32),
+    LoadMinVar(u32, u32),
+    LoadMaxVar(u32, u32),
+    /// `acc` = the whole-number program `int_ops[ops..ops + len]` (one that needs a stack).
+    Program {
+        ops: u32,
+        len: u32,
+    },
+    /// A formula modifier with a whole-number program, `formulas[formula]`, computed in `acc`
+    /// by the steps since the previous fold: `cur` = `kind(cur, acc)`. The common types have a
+    /// step each (`FoldAdd(f)` is `Fold(Add, f)`).
+    FoldSet(u32),
+    FoldAdd(u32),
+    FoldMul(u32),
+    FoldMax(u32),
+    Fold(ModKind, u32),
+    /// A formula modifier without a whole-number program: `formulas[formula]`, the general way.
+    General(ModKind, u32),
+    /// A constant modifier: `cur` = `kind(cur, k)`; the common types have a step each.
+    SetK(i64),
+    CurAddK(i64),
+    FoldK(ModKind, i64),
+    /// A decimal constant modifier: `cur` = `kind(cur, decimals[d])`.
+    FoldDec(ModKind, u32),
 }
 
-#[derive(Clone, Copy, Debug)]
-enum PlanValue {
-    /// A whole constant.
+/// What a fold combines into `cur` (see [`Step::fold`]).
+enum FoldOf {
+    /// The formula's value: `acc` when its whole-number steps answer, else the general way.
+    Formula(u32),
+    /// A formula with no whole-number steps.
+    General(u32),
     Whole(i64),
-    /// Another constant: `decimals[i]`.
     Dec(u32),
-    /// `formulas[index]`, whose whole-number program (if any) is `int_ops[ops..ops + len]`
-    /// (copied from the formula's record so that the whole-number path never reads it).
-    Formula { index: u32, ops: u32, len: u32 },
 }
+
+impl Step {
+    /// Instruction `op` of a straight program, at `int_ops[at]`, as a step.
+    fn op(op: IntOp, at: u32) -> Step {
+        match op {
+            IntOp::AddK(k) => Step::AddK(k),
+            IntOp::SubK(k) => Step::SubK(k),
+            IntOp::MulK(k) => Step::MulK(k),
+            IntOp::FloorDivK(k) => Step::FloorDivK(k),
+            IntOp::MinK(k) => Step::MinK(k),
+            IntOp::MaxK(k) => Step::MaxK(k),
+            IntOp::AddVar(v) => Step::AddVar(v),
+            IntOp::SubVar(v) => Step::SubVar(v),
+            IntOp::MulVar(v) => Step::MulVar(v),
+            IntOp::MinVar(v) => Step::MinVar(v),
+            IntOp::MaxVar(v) => Step::MaxVar(v),
+            _ => Step::OpAt(at),
+        }
+    }
+
+    /// `Load(v)` followed by `self`, as one step, when there is such a step.
+    fn after_load(self, v: u32) -> Option<Step> {
+        Some(match self {
+            Step::AddK(k) => Step::LoadAddK(v, k),
+            Step::FloorDivK(k) => Step::LoadFloorDivK(v, k),
+            Step::MinK(k) => Step::LoadMinK(v, k),
+            Step::MaxK(k) => Step::LoadMaxK(v, k),
+            Step::AddVar(w) => Step::LoadAddVar(v, w),
+            Step::SubVar(w) => Step::LoadSubVar(v, w),
+            Step::MinVar(w) => Step::LoadMinVar(v, w),
+            Step::MaxVar(w) => Step::LoadMaxVar(v, w),
+            _ => return None,
+        })
+    }
+
+    /// A formula modifier's fold, of type `kind`.
+    fn fold_formula(kind: ModKind, formula: u32, whole: bool) -> Step {
+        match (whole, kind) {
+            (false, kind) => Step::General(kind, formula),
+            (true, ModKind::Set) => Step::FoldSet(formula),
+            (true, ModKind::Add) => Step::FoldAdd(formula),
+            (true, ModKind::Multiply) => Step::FoldMul(formula),
+            (true, ModKind::Max) => Step::FoldMax(formula),
+            (true, kind) => Step::Fold(kind, formula),
+        }
+    }
+
+    /// A constant modifier's fold, of type `kind`.
+    fn fold_whole(kind: ModKind, k: i64) -> Step {
+        match kind {
+            ModKind::Set => Step::SetK(k),
+            ModKind::Add => Step::CurAddK(k),
+            kind => Step::FoldK(kind, k),
+        }
+    }
+
+    /// When this step is a fold: its modifier's type and what it combines.
+    fn fold(self) -> Option<(ModKind, FoldOf)> {
+        Some(match self {
+            Step::FoldSet(f) => (ModKind::Set, FoldOf::Formula(f)),
+            Step::FoldAdd(f) => (ModKind::Add, FoldOf::Formula(f)),
+            Step::FoldMul(f) => (ModKind::Multiply, FoldOf::Formula(f)),
+            Step::FoldMax(f) => (ModKind::Max, FoldOf::Formula(f)),
+            Step::Fold(kind, f) => (kind, FoldOf::Formula(f)),
+            Step::General(kind, f) => (kind, FoldOf::General(f)),
+            Step::SetK(k) => (ModKind::Set, FoldOf::Whole(k)),
+            Step::CurAddK(k) => (ModKind::Add, FoldOf::Whole(k)),
+            Step::FoldK(kind, k) => (kind, FoldOf::Whole(k)),
+            Step::FoldDec(kind, d) => (kind, FoldOf::Dec(d)),
+            _ => return None,
+        })
+    }
+}
+
+// A step is two words: the evaluation streams through as few cache lines as it can.
+const _: () = assert!(std::mem::size_of::<Step>() == 16);
 
 #[derive(Clone, Debug)]
 struct PlanFormula {
@@ -139,6 +271,8 @@ struct PlanFormula {
     /// Its whole-number program: `int_ops[ops..ops + len]` (`len` 0: none).
     ops: u32,
     len: u32,
+    /// Whether that program runs in one register: it is copied into entries as steps.
+    straight: bool,
 }
 
 /// `cur` combined with `v` by a modifier of type `kind` on whole numbers, or `None` when the
@@ -258,7 +392,7 @@ impl Plan {
         // Lay everything out again when garbage outweighs the rest, or when a change touched a
         // large part of the sheet (a sheet being built): the full layout is in topological
         // order, which a full solve then streams through.
-        if self.garbage > GARBAGE_SLACK.max(self.mods.len() / 2) || self.stale.len() * 4 > self.vars.len() {
+        if self.garbage > GARBAGE_SLACK.max(self.steps.len() / 2) || self.stale.len() * 4 > self.vars.len() {
             self.compact(sheet);
             return;
         }
@@ -276,7 +410,7 @@ impl Plan {
         {
             self.compactions += 1;
         }
-        self.mods.clear();
+        self.steps.clear();
         self.decimals.clear();
         self.formulas.clear();
         self.formula_of.clear();
@@ -304,9 +438,9 @@ impl Plan {
         let old = self.vars[i];
         // Decimal constants are written again with the entry: the old ones are garbage.
         let decimals = self
-            .mods
+            .steps
             .get(old.first as usize..old.end as usize)
-            .map_or(0, |m| m.iter().filter(|m| matches!(m.value, PlanValue::Dec(_))).count());
+            .map_or(0, |s| s.iter().filter(|s| matches!(s, Step::FoldDec(..))).count());
         self.garbage += decimals;
         let Some(n) = sheet.graph.node_weight(NodeIndex::new(i)) else {
             self.vars[i] = PlanVar { start: None, end: old.first, stale: false, ..old };
@@ -319,12 +453,9 @@ impl Plan {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         for (key, m) in n.mods.iter().filter_map(|k| Some((k.0, sheet.mods[k.0 as usize].as_ref()?))) {
-            match self.step(key, m) {
-                Some(pm) => scratch.push(pm),
-                None => {
-                    start = None;
-                    break;
-                }
+            if self.push_steps(key, m, &mut scratch).is_none() {
+                start = None;
+                break;
             }
         }
         if start.is_none() {
@@ -335,9 +466,9 @@ impl Plan {
         // in the entry, for the exact path to take at evaluation.
         if let Some(Num::Int(mut whole)) = start {
             let mut folded = 0;
-            for m in &scratch {
-                let PlanValue::Whole(k) = m.value else { break };
-                let Some(next) = combine_whole(m.kind, whole, k) else { break };
+            for s in &scratch {
+                let Some((kind, FoldOf::Whole(k))) = s.fold() else { break };
+                let Some(next) = combine_whole(kind, whole, k) else { break };
                 whole = next;
                 folded += 1;
             }
@@ -351,14 +482,14 @@ impl Plan {
             (old.first, old.cap)
         } else {
             self.garbage += (old.cap - old.first) as usize;
-            let first = self.mods.len() as u32;
+            let first = self.steps.len() as u32;
             (first, first + if room { (2 * len).max(4) } else { len })
         };
         let end = first + len;
-        if cap as usize > self.mods.len() {
-            self.mods.resize(cap as usize, PlanMod { kind: ModKind::Set, value: PlanValue::Whole(0) });
+        if cap as usize > self.steps.len() {
+            self.steps.resize(cap as usize, Step::LoadK(0));
         }
-        self.mods[first as usize..end as usize].copy_from_slice(&scratch);
+        self.steps[first as usize..end as usize].copy_from_slice(&scratch);
         self.scratch = scratch;
         self.vars[i] = PlanVar { start, first, end, cap, stale: false };
     }
@@ -374,17 +505,17 @@ impl Plan {
         }
     }
 
-    /// `m` (modifier `key`) as a plan step, or `None` when the plan cannot compute it (a
-    /// condition, a value that is not a NUMBER).
-    fn step(&mut self, key: u32, m: &Modifier) -> Option<PlanMod> {
+    /// Appends `m` (modifier `key`) to `out` as steps, or `None` when the plan cannot compute it
+    /// (a condition, a value that is not a NUMBER).
+    fn push_steps(&mut self, key: u32, m: &Modifier, out: &mut Vec<Step>) -> Option<()> {
         if m.condition.is_some() || m.kind == ModKind::Append {
             return None;
         }
-        let value = match (&m.value, m.const_num) {
-            (_, Some(Num::Int(k))) => PlanValue::Whole(k),
+        match (&m.value, m.const_num) {
+            (_, Some(Num::Int(k))) => out.push(Step::fold_whole(m.kind, k)),
             (_, Some(Num::Dec(d))) => {
                 self.decimals.push(d);
-                PlanValue::Dec(self.decimals.len() as u32 - 1)
+                out.push(Step::FoldDec(m.kind, self.decimals.len() as u32 - 1));
             }
             (ModValue::Formula(f), None)
                 if *f.format() == formula::Format::Number && m.value_slots.len() == f.variables().len() =>
@@ -394,11 +525,33 @@ impl Plan {
                     _ => self.add_formula(key, m, f),
                 };
                 let pf = self.formulas.get(index as usize)?;
-                PlanValue::Formula { index, ops: pf.ops, len: pf.len }
+                let program = self.int_ops.get(pf.ops as usize..(pf.ops + pf.len) as usize)?;
+                match program.split_first() {
+                    Some((first, rest)) if pf.straight => {
+                        let mut rest =
+                            rest.iter().zip(pf.ops + 1..).map(|(&op, at)| Step::op(op, at)).peekable();
+                        out.push(match *first {
+                            IntOp::Var(v) => match rest.peek().and_then(|s| s.after_load(v)) {
+                                Some(fused) => {
+                                    rest.next();
+                                    fused
+                                }
+                                None => Step::Load(v),
+                            },
+                            IntOp::Const(k) => Step::LoadK(k),
+                            // `straight` says the first instruction is one of those.
+                            _ => return None,
+                        });
+                        out.extend(rest);
+                    }
+                    Some(_) => out.push(Step::Program { ops: pf.ops, len: pf.len }),
+                    None => {}
+                }
+                out.push(Step::fold_formula(m.kind, index, pf.len > 0));
             }
             _ => return None,
-        };
-        Some(PlanMod { kind: m.kind, value })
+        }
+        Some(())
     }
 
     /// Lays out modifier `key`'s formula `f`: its inputs and whole-number program, renumbered to
@@ -414,7 +567,11 @@ impl Plan {
             self.int_ops.extend(renumbered);
         }
         let len = self.int_ops.len() as u32 - ops;
-        let pf = PlanFormula { formula: f.clone(), first, count: m.value_slots.len() as u32, ops, len };
+        let program = &self.int_ops[ops as usize..];
+        let straight = matches!(program.first(), Some(IntOp::Var(_) | IntOp::Const(_)))
+            && program[1..].iter().all(|op| op.is_top_only());
+        let pf =
+            PlanFormula { formula: f.clone(), first, count: m.value_slots.len() as u32, ops, len, straight };
         let index = match self.free_formulas.pop() {
             Some(i) => {
                 self.formulas[i as usize] = pf;
@@ -459,12 +616,19 @@ impl Plan {
     // ---- evaluating ----
 
     /// The value of variable `i` as the plan computes it, or `None` when the plan does not
-    /// compute it or hit an error (the caller then uses `Sheet::compute`).
+    /// compute it or hit an error (the caller then uses `Sheet::compute`): on machine integers
+    /// while every step stays whole, else (from the start) on [`Num`]s.
     #[inline(always)]
     pub(super) fn eval(&self, vals: &Values, i: usize) -> Option<Num> {
         let v = self.vars.get(i)?;
         let start = v.start?;
-        self.run_var(vals, v, start)
+        let steps = self.steps.get(v.first as usize..v.end as usize)?;
+        if let Num::Int(whole) = start
+            && let Some(x) = self.run_whole(vals, whole, steps)
+        {
+            return Some(Num::Int(x));
+        }
+        self.run_num(vals, start, steps)
     }
 
     /// Whether the plan is up to date: no entry is stale and, with `order`, the full solve's
@@ -482,7 +646,7 @@ impl Plan {
     pub(super) fn footprint(&self) -> usize {
         use std::mem::size_of;
         self.vars.len() * size_of::<PlanVar>()
-            + self.mods.len() * size_of::<PlanMod>()
+            + self.steps.len() * size_of::<Step>()
             + self.formulas.len() * size_of::<PlanFormula>()
             + (self.reads.len() + self.order.len()) * 4
             + self.succ.iter().map(|s| 24 + 4 * s.capacity()).sum::<usize>()
@@ -490,40 +654,97 @@ impl Plan {
             + self.int_ops.len() * size_of::<IntOp>()
     }
 
-    /// One variable's value: on machine integers while every step stays whole, then on
-    /// [`Num`]s; `None` on any error.
+    /// An entry's value on machine integers from `cur`, or `None` when a step does not stay
+    /// whole (or is not for this path: a decimal, a formula without a whole-number program).
     #[inline(always)]
-    fn run_var(&self, vals: &Values, v: &PlanVar, start: Num) -> Option<Num> {
-        let mods = self.mods.get(v.first as usize..v.end as usize)?;
-        let (mut cur, mut rest) = (start, mods);
-        if let Num::Int(mut whole) = start {
-            let mut done = 0;
-            for m in mods {
-                match self.apply_int(vals, m, whole) {
-                    Some(x) => whole = x,
-                    None => break,
-                }
-                done += 1;
+    fn run_whole(&self, vals: &Values, mut cur: i64, steps: &[Step]) -> Option<i64> {
+        let mut acc = 0i64;
+        for &s in steps {
+            match s {
+                Step::FoldSet(_) => cur = acc,
+                Step::FoldAdd(_) => cur = cur.checked_add(acc)?,
+                Step::FoldMul(_) => cur = cur.checked_mul(acc)?,
+                Step::FoldMax(_) => cur = cur.max(acc),
+                Step::Fold(kind, _) => cur = combine_whole(kind, cur, acc)?,
+                Step::SetK(k) => cur = k,
+                Step::CurAddK(k) => cur = cur.checked_add(k)?,
+                Step::FoldK(kind, k) => cur = combine_whole(kind, cur, k)?,
+                Step::General(..) | Step::FoldDec(..) => return None,
+                s => acc = self.acc_step(vals, s, acc)?,
             }
-            cur = Num::Int(whole);
-            rest = &mods[done..];
         }
-        rest.iter().try_fold(cur, |cur, m| self.apply(vals, m, cur))
+        Some(cur)
     }
 
-    /// A step on whole numbers, or `None` when it does not stay whole (the caller goes on with
-    /// [`Plan::apply`] from here, which also reports errors).
+    /// `acc` after step `s`, one of a formula's whole-number steps; `None` when it does not stay
+    /// whole, or `s` is a fold.
     #[inline(always)]
-    fn apply_int(&self, vals: &Values, m: &PlanMod, cur: i64) -> Option<i64> {
-        let v = match (m.kind, m.value) {
-            (ModKind::Set, PlanValue::Whole(k)) => return Some(k),
-            (ModKind::Add, PlanValue::Whole(k)) => return cur.checked_add(k),
-            (ModKind::Set, PlanValue::Formula { ops, len, .. }) => return self.whole_formula(vals, ops, len),
-            (_, PlanValue::Whole(k)) => k,
-            (_, PlanValue::Dec(_)) => return None,
-            (_, PlanValue::Formula { ops, len, .. }) => self.whole_formula(vals, ops, len)?,
-        };
-        combine_whole(m.kind, cur, v)
+    fn acc_step(&self, vals: &Values, s: Step, acc: i64) -> Option<i64> {
+        let read = |v: u32| vals.int(v as usize);
+        Some(match s {
+            Step::Load(v) => read(v)?,
+            Step::LoadK(k) => k,
+            Step::AddK(k) => acc.checked_add(k)?,
+            Step::SubK(k) => acc.checked_sub(k)?,
+            Step::MulK(k) => acc.checked_mul(k)?,
+            Step::FloorDivK(k) => IntOp::FloorDivK(k).apply_top(acc, read)?,
+            Step::MinK(k) => acc.min(k),
+            Step::MaxK(k) => acc.max(k),
+            Step::AddVar(v) => acc.checked_add(read(v)?)?,
+            Step::SubVar(v) => acc.checked_sub(read(v)?)?,
+            Step::MulVar(v) => acc.checked_mul(read(v)?)?,
+            Step::MinVar(v) => acc.min(read(v)?),
+            Step::MaxVar(v) => acc.max(read(v)?),
+            Step::OpAt(at) => self.int_ops.get(at as usize)?.apply_top(acc, read)?,
+            Step::LoadAddK(v, k) => read(v)?.checked_add(k)?,
+            Step::LoadFloorDivK(v, k) => IntOp::FloorDivK(k).apply_top(read(v)?, read)?,
+            Step::LoadMinK(v, k) => read(v)?.min(k),
+            Step::LoadMaxK(v, k) => read(v)?.max(k),
+            Step::LoadAddVar(v, w) => read(v)?.checked_add(read(w)?)?,
+            Step::LoadSubVar(v, w) => read(v)?.checked_sub(read(w)?)?,
+            Step::LoadMinVar(v, w) => read(v)?.min(read(w)?),
+            Step::LoadMaxVar(v, w) => read(v)?.max(read(w)?),
+            Step::Program { ops, len } => self.whole_formula(vals, ops, len)?,
+            _ => return None,
+        })
+    }
+
+    /// The value in `acc` after `steps`, a formula's whole-number steps (before its fold).
+    fn run_acc(&self, vals: &Values, steps: &[Step]) -> Option<i64> {
+        steps.iter().try_fold(0, |acc, &s| self.acc_step(vals, s, acc))
+    }
+
+    /// An entry's value on [`Num`]s from `cur`, exact; `None` on any error (the caller
+    /// recomputes the variable the reference way, which reports it). A formula takes its
+    /// whole-number steps when they answer, else its general evaluation.
+    fn run_num(&self, vals: &Values, mut cur: Num, steps: &[Step]) -> Option<Num> {
+        // Where the current modifier's steps begin.
+        let mut group = 0;
+        for (i, &s) in steps.iter().enumerate() {
+            // A formula's whole-number steps: its fold runs them.
+            let Some((kind, of)) = s.fold() else { continue };
+            let v = match of {
+                FoldOf::Whole(k) => Num::Int(k),
+                FoldOf::Dec(d) => Num::Dec(*self.decimals.get(d as usize)?),
+                FoldOf::Formula(f) => match self.run_acc(vals, steps.get(group..i)?) {
+                    Some(x) => Num::Int(x),
+                    None => self.general(vals, f, cur)?,
+                },
+                FoldOf::General(f) => self.general(vals, f, cur)?,
+            };
+            cur = kind.apply_num(cur, v).ok()?;
+            group = i + 1;
+        }
+        Some(cur)
+    }
+
+    /// Formula `index`'s value the general way, exact, with `cur` as its input.
+    fn general(&self, vals: &Values, index: u32, cur: Num) -> Option<Num> {
+        let f = self.formulas.get(index as usize)?;
+        let reads = self.reads.get(f.first as usize..(f.first + f.count) as usize)?;
+        let cx = PlanContext { values: vals, reads };
+        let input = if f.formula.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
+        f.formula.evaluate_num(&cx, input.as_ref()).ok()
     }
 
     /// The value of the whole-number program `int_ops[ops..ops + len]`, when it answers.
@@ -534,27 +755,5 @@ impl Plan {
         }
         let program = self.int_ops.get(ops as usize..(ops + len) as usize)?;
         run_int(program, |i| vals.int(i as usize))
-    }
-
-    /// A step on [`Num`]s, or `None` on any error (the caller recomputes the variable the
-    /// reference way, which reports the error).
-    fn apply(&self, vals: &Values, m: &PlanMod, cur: Num) -> Option<Num> {
-        let v = match m.value {
-            PlanValue::Whole(k) => Num::Int(k),
-            PlanValue::Dec(i) => Num::Dec(*self.decimals.get(i as usize)?),
-            PlanValue::Formula { index, ops, len } => {
-                if let Some(i) = self.whole_formula(vals, ops, len) {
-                    Num::Int(i)
-                } else {
-                    let f = self.formulas.get(index as usize)?;
-                    let reads = self.reads.get(f.first as usize..(f.first + f.count) as usize)?;
-                    let cx = PlanContext { values: vals, reads };
-                    let input =
-                        if f.formula.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
-                    f.formula.evaluate_num(&cx, input.as_ref()).ok()?
-                }
-            }
-        };
-        m.kind.apply_num(cur, v).ok()
     }
 }

@@ -35,6 +35,8 @@ pub(super) struct Values {
     queued: Vec<u64>,
     /// The recomputation's buckets, by level (reused between runs; empty outside one).
     pub(super) buckets: Vec<Vec<u32>>,
+    /// How many variables the last recomputation changed: the next report's starting capacity.
+    pub(super) changed_hint: usize,
 }
 
 impl Values {
