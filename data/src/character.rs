@@ -498,13 +498,13 @@ impl Character {
         let (home, instance, new_instances) = self.create_instances(object, &id, parent.as_ref(), ops);
         let mut mods = Vec::new();
         for (k, m) in o.modify.iter().enumerate() {
-            let mid = format!("{id}:{}", k + 1);
+            let mid = id_of(&[&id, ":", itoa::Buffer::new().format(k + 1)]);
             ops.push(Operation::AddModifier(spec(m, &mid, home.as_ref())));
             mods.push((Arc::from(mid), home.clone()));
         }
         for (k, (n, m)) in o.parts.iter().enumerate() {
-            let on: Arc<str> = Arc::from(format!("{id}#{n}"));
-            let mid = format!("{id}#{n}:{}", k + 1);
+            let on: Arc<str> = Arc::from(id_of(&[&id, "#", itoa::Buffer::new().format(*n)]));
+            let mid = id_of(&[&on, ":", itoa::Buffer::new().format(k + 1)]);
             ops.push(Operation::AddModifier(spec(m, &mid, Some(&on))));
             mods.push((Arc::from(mid), Some(on)));
         }
@@ -566,7 +566,7 @@ impl Character {
         self.state.instances.push(Inst { id: id.clone(), scope: kdef.scope, object });
         if let Some(ps) = kdef.parts {
             for n in 1..=o.part_count {
-                let pid: Arc<str> = Arc::from(format!("{id}#{n}"));
+                let pid: Arc<str> = Arc::from(id_of(&[id, "#", itoa::Buffer::new().format(n)]));
                 ops.push(Operation::AddInstance {
                     key: pid.to_string(),
                     scope: rules.scope_def(ps).name.to_string(),
@@ -607,7 +607,7 @@ impl Character {
         for (k, om) in r.object(object).other.iter().enumerate() {
             for inst in &self.state.instances {
                 if inst.scope == om.scope && self.matches(&om.select, inst.object) {
-                    let mid = format!("{id}:o{}>{}", k + 1, inst.id);
+                    let mid = id_of(&[id, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
                     ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
                     reach.push((Arc::from(mid), Some(inst.id.clone())));
                 }
@@ -637,7 +637,7 @@ impl Character {
                 let inst = &self.state.instances[ni];
                 for (k, om) in oo.other.iter().enumerate() {
                     if inst.scope == om.scope && self.matches(&om.select, inst.object) {
-                        let mid = format!("{other}:o{}>{}", k + 1, inst.id);
+                        let mid = id_of(&[&other, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
                         ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
                         added.push((Arc::from(mid), Some(inst.id.clone())));
                     }
@@ -742,7 +742,7 @@ impl Character {
         let v = convert(value, &var.format)
             .map_err(|m| err(codes::BAD_VALUE, format!("channel `{}`: {m}", var.name)))?;
         let on: Option<Arc<str>> = on.map(Arc::from);
-        let mid: Arc<str> = Arc::from(format!("input:{}:{}", on.as_deref().unwrap_or("PC"), var.name));
+        let mid: Arc<str> = Arc::from(id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]));
         if self.state.inputs.insert((on.clone(), def), mid.clone()).is_some() {
             ops.push(Operation::RemoveModifier(mid.to_string()));
         }
@@ -794,4 +794,15 @@ fn spec(m: &ModTemplate, id: &str, on: Option<&Arc<str>>) -> ModifierSpec {
         source: m.source.clone(),
         condition: m.condition.clone(),
     }
+}
+
+/// The id made of `parts` (`sword1:2`, `input:PC:Rolled`), built without the formatting
+/// machinery: ids are made for every modifier of every object added, where `format!` costs
+/// several times the copy.
+fn id_of(parts: &[&str]) -> String {
+    let mut id = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        id.push_str(p);
+    }
+    id
 }

@@ -272,6 +272,10 @@ impl BoundFunction for BoundInput {
     fn eval(&self, _args: &[Value], read: &dyn EvalContext) -> Result<Value, String> {
         read.value(self.var).ok_or_else(|| "the channel has no value".to_owned())
     }
+
+    fn as_variable(&self) -> Option<VarId> {
+        Some(self.var)
+    }
 }
 
 /// The diagnostic for a formula error in `text`, pointing at the span inside it.

@@ -358,8 +358,16 @@ impl<'a> Checker<'a> {
                     let mut site = CallSite { name, span: e.span, args: &infos, resolver: &mut resolver };
                     f.bind(&mut site)?
                 };
+                let mut slots = Vec::with_capacity(resolved.len());
                 for (n, s) in &resolved {
-                    self.variable_slot(n, *s)?;
+                    slots.push(self.variable_slot(n, *s)?);
+                }
+                // A plain read (`input("Rolled")`) is compiled as the variable it reads.
+                if let (Some(var), [(n, _)]) = (bound.as_variable(), resolved.as_slice())
+                    && self.symbols.resolve(n).is_some_and(|(id, _)| id == var)
+                    && let [(slot, format)] = slots.as_slice()
+                {
+                    return self.finish(Node::Var(*slot), format.clone(), false, false);
                 }
                 let pure = bound.is_static() && checked.iter().all(|t| t.pure);
                 let uses_arg = checked.iter().any(|t| t.uses_arg);

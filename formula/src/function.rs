@@ -119,6 +119,14 @@ pub trait BoundFunction: Send + Sync + fmt::Debug {
 
     /// Evaluates the call. `read` gives the value of a variable resolved at bind time.
     fn eval(&self, args: &[Value], read: &dyn EvalContext) -> Result<Value, String>;
+
+    /// `Some(var)` when the call is nothing but a read of variable `var`, resolved at bind time
+    /// (a channel read such as `input("Rolled")`): the checker then compiles it as a plain
+    /// variable, which whole-number programs and the solver's plan read directly. The call is
+    /// never evaluated then; a read without a value fails as any variable's does.
+    fn as_variable(&self) -> Option<crate::VarId> {
+        None
+    }
 }
 
 /// Resolves a variable name at a call site and records it as a dependency.

@@ -215,7 +215,22 @@ impl Formula {
             checker.vars.into_iter().map(|(id, name, format)| ((id, name), format)).unzip();
         let root = program::lower(typed.node);
         let int_program = match &root {
-            Node::Program(p) => p.to_int(),
+            Node::Program(p) => p.to_int(&|_| None),
+            // A user function applied to variables and whole constants (`abilityMod(Score)`):
+            // its body's program, each `arg(n)` read as the argument itself. Only the
+            // whole-number form is inlined; general evaluation (and its errors, which name the
+            // function) still goes through the call.
+            Node::User { args, body, .. } => match &**body {
+                Node::Program(p) => p.to_int(&|n| match args.get(n as usize)? {
+                    Node::Var(slot) => Some(IntOp::Var(*slot)),
+                    Node::Const(Value::Number(d)) => match Num::from_decimal(*d) {
+                        Num::Int(k) => Some(IntOp::Const(k)),
+                        Num::Dec(_) => None,
+                    },
+                    _ => None,
+                }),
+                _ => None,
+            },
             _ => None,
         };
         Ok(Formula {

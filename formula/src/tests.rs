@@ -700,6 +700,10 @@ fn arb_numeric_formula() -> impl Strategy<Value = String> {
                 .prop_map(|(l, op, r)| format!("({l} {op} {r})")),
             (inner.clone(), 0u32..4).prop_map(|(l, e)| format!("({l})^{e}")),
             inner.clone().prop_map(|x| format!("-({x})")),
+            // User functions: inlined into whole-number programs when their arguments are
+            // variables or constants.
+            inner.clone().prop_map(|x| format!("d20Mod({x})")),
+            (inner.clone(), inner.clone()).prop_map(|(x, y)| format!("embed({x}, {y})")),
             (prop::sample::select(vec!["abs", "floor", "ceil", "round"]), inner.clone())
                 .prop_map(|(f, x)| format!("{f}({x})")),
             (prop::sample::select(vec!["floor", "ceil"]), inner.clone(), inner.clone())
@@ -794,6 +798,27 @@ fn int_programs_fuse_operands_into_their_instructions() {
         assert_eq!(p, &ops[..], "{text}");
         assert_eq!(run_int(p, vars), Some(value), "{text}");
     }
+}
+
+/// A user function applied to variables and whole constants runs as its body's whole-number
+/// program, each `arg(n)` read as the argument; other calls keep the general path.
+#[test]
+fn int_programs_inline_user_functions_on_simple_arguments() {
+    let e = env();
+    let lib = library();
+    let compile = |t: &str| Formula::compile(t, &lib, &CheckEnv::new(&e), &Limits::default()).unwrap();
+    let f = compile("d20Mod(Score)");
+    let p = f.int_program().expect("inlined");
+    assert_eq!(p, &[IntOp::Var(0), IntOp::SubK(10), IntOp::FloorDivK(2)][..]);
+    assert_eq!(run_int(p, |_| Some(15)), Some(2));
+    let f = compile("embed(a, 3)");
+    let p = f.int_program().expect("inlined");
+    assert_eq!(run_int(p, |_| Some(10)), Some(3));
+    assert_eq!(f.evaluate(&e, None), Ok(Value::Number(0.into())), "floor((4 - 3) / 2)");
+    // Not simple arguments, a decimal argument, a body that is not numeric: no program.
+    assert!(compile("d20Mod(a + 1)").int_program().is_none());
+    assert!(compile("d20Mod(2.5)").int_program().is_none());
+    assert!(compile("pick(Flag, a, b)").int_program().is_none());
 }
 
 // ---- the remaining evaluation errors ----

@@ -460,7 +460,10 @@ pub type IntProgram = [IntOp];
 impl Program {
     /// The whole-number form of this program, if every instruction has one (no decimal
     /// constant, no `^`, no tree).
-    pub(crate) fn to_int(&self) -> Option<Box<IntProgram>> {
+    ///
+    /// `arg` gives the instruction for `arg(n)` when this program is a user function's body
+    /// applied to simple arguments (a variable or a whole constant each); `None` elsewhere.
+    pub(crate) fn to_int(&self, arg: &dyn Fn(u32) -> Option<IntOp>) -> Option<Box<IntProgram>> {
         let whole = |n: &Num| match n {
             Num::Int(i) => Some(*i),
             Num::Dec(_) => None,
@@ -471,7 +474,10 @@ impl Program {
                 Some(match op {
                     Op::Const(n) => IntOp::Const(whole(n)?),
                     Op::Var(s) => IntOp::Var(*s),
-                    Op::Tree(_) => return None,
+                    Op::Tree(node) => match **node {
+                        Node::Arg(n) => arg(n)?,
+                        _ => return None,
+                    },
                     Op::Neg => IntOp::Neg,
                     Op::Arith(op, _) => match op {
                         Arith::Add => IntOp::Add,
