@@ -295,7 +295,18 @@ impl Rules {
     /// The variable `name` as seen from `scope`: declared there or in an ancestor.
     pub fn resolve(&self, scope: ScopeId, name: &str) -> Option<VarDefId> {
         let declared = if name.bytes().any(|b| b.is_ascii_uppercase()) {
-            self.by_name.get(&name.to_ascii_lowercase())?
+            // Names are keyed in lower case: fold a short name on the stack (this runs for every
+            // modifier added), a long one on the heap.
+            let mut buf = [0u8; 64];
+            match buf.get_mut(..name.len()) {
+                Some(short) => {
+                    short.copy_from_slice(name.as_bytes());
+                    short.make_ascii_lowercase();
+                    // ASCII case folding keeps UTF-8 valid.
+                    self.by_name.get(std::str::from_utf8(short).ok()?)?
+                }
+                None => self.by_name.get(&name.to_ascii_lowercase())?,
+            }
         } else {
             self.by_name.get(name)?
         };

@@ -55,7 +55,7 @@ impl Sheet {
                 if self.record_evaluations {
                     report.evaluated.push(shape.var_ref(NodeIndex::new(i)));
                 }
-                let is_new = created.binary_search(&NodeIndex::new(i)).is_ok();
+                let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
                 let Some(change) = self.reevaluate(plan, i, is_new) else { continue };
                 report.changed.push(change);
                 for &s in &plan.succ[i] {
