@@ -104,7 +104,7 @@ pub struct Change {
 /// name (names are made only when a caller asks, by [`Report::named`] or [`Sheet::name`]), and
 /// its old and new values — a whole number as itself, anything else boxed — made into
 /// [`Slot`]s only when asked, by [`Delta::old_value`] and [`Delta::new_value`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Delta {
     pub var: Var,
     /// `None`: the variable was created by the operation.
@@ -113,7 +113,7 @@ pub struct Delta {
 }
 
 /// A value in a [`Delta`]: two words.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 enum Recorded {
     /// A whole number of scale 0.
     Whole(i64),
@@ -126,6 +126,16 @@ impl Recorded {
             Recorded::Whole(x) => Ok(Value::Number(Decimal::from(*x))),
             Recorded::Other(slot) => (**slot).clone(),
         }
+    }
+}
+
+/// Two changes are equal when they are of the same variable with the same values, however each
+/// recorded them (a whole number as itself or boxed).
+impl PartialEq for Delta {
+    fn eq(&self, other: &Delta) -> bool {
+        self.var == other.var
+            && self.old_value() == other.old_value()
+            && self.new_value() == other.new_value()
     }
 }
 
