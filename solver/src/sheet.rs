@@ -50,9 +50,9 @@ pub struct ValueError {
 /// A variable's value, or why it has none.
 pub type Slot = Result<Value, Arc<ValueError>>;
 
-// A value is as small as a `Value`; a report's change record is a handle and two words each
-// for the old and the new value.
-const _: () = assert!(std::mem::size_of::<Slot>() == 24 && std::mem::size_of::<Delta>() <= 40);
+// A value is as small as a `Value`; a report's change record is a handle and an old and a new
+// value, each a whole number in place of a `Decimal` when it can be.
+const _: () = assert!(std::mem::size_of::<Slot>() == 24 && std::mem::size_of::<Delta>() <= 56);
 
 /// How output names a variable: `Hands` (global) or `sword1.MyPlusValue` (local).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -102,7 +102,7 @@ pub struct Change {
 
 /// One variable whose value changed, as the solver records it: the variable's handle, not its
 /// name (names are made only when a caller asks, by [`Report::named`] or [`Sheet::name`]), and
-/// its old and new values — a whole number as itself, anything else boxed — made into
+/// its old and new values — a whole number as itself, anything else as its `Slot` — made into
 /// [`Slot`]s only when asked, by [`Delta::old_value`] and [`Delta::new_value`].
 #[derive(Clone, Debug)]
 pub struct Delta {
@@ -112,25 +112,26 @@ pub struct Delta {
     new: Recorded,
 }
 
-/// A value in a [`Delta`]: two words.
+/// A value in a [`Delta`].
 #[derive(Clone, Debug)]
 enum Recorded {
     /// A whole number of scale 0.
     Whole(i64),
-    Other(Box<Slot>),
+    /// Any other value, in place (no allocation per change).
+    Other(Slot),
 }
 
 impl Recorded {
     fn slot(&self) -> Slot {
         match self {
             Recorded::Whole(x) => Ok(Value::Number(Decimal::from(*x))),
-            Recorded::Other(slot) => (**slot).clone(),
+            Recorded::Other(slot) => slot.clone(),
         }
     }
 }
 
 /// Two changes are equal when they are of the same variable with the same values, however each
-/// recorded them (a whole number as itself or boxed).
+/// recorded them (a whole number as itself or as a `Slot`).
 impl PartialEq for Delta {
     fn eq(&self, other: &Delta) -> bool {
         self.var == other.var
@@ -148,8 +149,7 @@ impl Delta {
 
     /// Any change (`old` `None`: the variable was created).
     pub(super) fn any(var: Var, old: Option<Slot>, new: Slot) -> Delta {
-        let record = |slot| Recorded::Other(Box::new(slot));
-        Delta { var, old: old.map(record), new: record(new) }
+        Delta { var, old: old.map(Recorded::Other), new: Recorded::Other(new) }
     }
 
     /// The value before the change; `None` for a variable the operation created.

@@ -70,6 +70,11 @@ impl Sheet {
         }
         self.vals.buckets = buckets;
         self.vals.changed_hint = report.changed.len();
+        // A report kept by the caller (a history, a replay) holds no more than it needs when
+        // this change reached far fewer variables than the last.
+        if report.changed.capacity() > 2 * report.changed.len() + 8 {
+            report.changed.shrink_to_fit();
+        }
         report
     }
 
