@@ -661,13 +661,13 @@ impl Plan {
         let mut acc = 0i64;
         for &s in steps {
             match s {
-                Step::FoldSet(_) => cur = acc,
-                Step::FoldAdd(_) => cur = cur.checked_add(acc)?,
-                Step::FoldMul(_) => cur = cur.checked_mul(acc)?,
-                Step::FoldMax(_) => cur = cur.max(acc),
+                Step::FoldSet(_) => cur = combine_whole(ModKind::Set, cur, acc)?,
+                Step::FoldAdd(_) => cur = combine_whole(ModKind::Add, cur, acc)?,
+                Step::FoldMul(_) => cur = combine_whole(ModKind::Multiply, cur, acc)?,
+                Step::FoldMax(_) => cur = combine_whole(ModKind::Max, cur, acc)?,
                 Step::Fold(kind, _) => cur = combine_whole(kind, cur, acc)?,
-                Step::SetK(k) => cur = k,
-                Step::CurAddK(k) => cur = cur.checked_add(k)?,
+                Step::SetK(k) => cur = combine_whole(ModKind::Set, cur, k)?,
+                Step::CurAddK(k) => cur = combine_whole(ModKind::Add, cur, k)?,
                 Step::FoldK(kind, k) => cur = combine_whole(kind, cur, k)?,
                 Step::General(..) | Step::FoldDec(..) => return None,
                 s => acc = self.acc_step(vals, s, acc)?,
@@ -677,33 +677,34 @@ impl Plan {
     }
 
     /// `acc` after step `s`, one of a formula's whole-number steps; `None` when it does not stay
-    /// whole, or `s` is a fold.
+    /// whole, or `s` is a fold. Every step is its `IntOp` (its semantics are defined there once),
+    /// with the operation fixed by the step, so each arm compiles to the instruction itself.
     #[inline(always)]
     fn acc_step(&self, vals: &Values, s: Step, acc: i64) -> Option<i64> {
         let read = |v: u32| vals.int(v as usize);
         Some(match s {
             Step::Load(v) => read(v)?,
             Step::LoadK(k) => k,
-            Step::AddK(k) => acc.checked_add(k)?,
-            Step::SubK(k) => acc.checked_sub(k)?,
-            Step::MulK(k) => acc.checked_mul(k)?,
+            Step::AddK(k) => IntOp::AddK(k).apply_top(acc, read)?,
+            Step::SubK(k) => IntOp::SubK(k).apply_top(acc, read)?,
+            Step::MulK(k) => IntOp::MulK(k).apply_top(acc, read)?,
             Step::FloorDivK(k) => IntOp::FloorDivK(k).apply_top(acc, read)?,
-            Step::MinK(k) => acc.min(k),
-            Step::MaxK(k) => acc.max(k),
-            Step::AddVar(v) => acc.checked_add(read(v)?)?,
-            Step::SubVar(v) => acc.checked_sub(read(v)?)?,
-            Step::MulVar(v) => acc.checked_mul(read(v)?)?,
-            Step::MinVar(v) => acc.min(read(v)?),
-            Step::MaxVar(v) => acc.max(read(v)?),
+            Step::MinK(k) => IntOp::MinK(k).apply_top(acc, read)?,
+            Step::MaxK(k) => IntOp::MaxK(k).apply_top(acc, read)?,
+            Step::AddVar(v) => IntOp::AddVar(v).apply_top(acc, read)?,
+            Step::SubVar(v) => IntOp::SubVar(v).apply_top(acc, read)?,
+            Step::MulVar(v) => IntOp::MulVar(v).apply_top(acc, read)?,
+            Step::MinVar(v) => IntOp::MinVar(v).apply_top(acc, read)?,
+            Step::MaxVar(v) => IntOp::MaxVar(v).apply_top(acc, read)?,
             Step::OpAt(at) => self.int_ops.get(at as usize)?.apply_top(acc, read)?,
-            Step::LoadAddK(v, k) => read(v)?.checked_add(k)?,
+            Step::LoadAddK(v, k) => IntOp::AddK(k).apply_top(read(v)?, read)?,
             Step::LoadFloorDivK(v, k) => IntOp::FloorDivK(k).apply_top(read(v)?, read)?,
-            Step::LoadMinK(v, k) => read(v)?.min(k),
-            Step::LoadMaxK(v, k) => read(v)?.max(k),
-            Step::LoadAddVar(v, w) => read(v)?.checked_add(read(w)?)?,
-            Step::LoadSubVar(v, w) => read(v)?.checked_sub(read(w)?)?,
-            Step::LoadMinVar(v, w) => read(v)?.min(read(w)?),
-            Step::LoadMaxVar(v, w) => read(v)?.max(read(w)?),
+            Step::LoadMinK(v, k) => IntOp::MinK(k).apply_top(read(v)?, read)?,
+            Step::LoadMaxK(v, k) => IntOp::MaxK(k).apply_top(read(v)?, read)?,
+            Step::LoadAddVar(v, w) => IntOp::AddVar(w).apply_top(read(v)?, read)?,
+            Step::LoadSubVar(v, w) => IntOp::SubVar(w).apply_top(read(v)?, read)?,
+            Step::LoadMinVar(v, w) => IntOp::MinVar(w).apply_top(read(v)?, read)?,
+            Step::LoadMaxVar(v, w) => IntOp::MaxVar(w).apply_top(read(v)?, read)?,
             Step::Program { ops, len } => self.whole_formula(vals, ops, len)?,
             _ => return None,
         })
