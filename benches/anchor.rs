@@ -1,7 +1,8 @@
 //! The anchor workload (`../shared/bench/anchor-workload/`, see `workload.rs`) at 2,000 and
 //! 20,000 variables — and 200,000 with `SHEETD_BENCH_200K=1` — one row per measure of the
 //! solver's performance table (issue 13): re-solve with the plan cached, the first solve after a
-//! structural change, building the sheet in one batch, a sheet from the compiled (built) sheet,
+//! structural change (both interpreted, then with the plan compiled to native code), building
+//! the sheet in one batch, a sheet from the compiled (built) sheet,
 //! the hub and leaf changes, and (at 2,000)
 //! the modifiers added one by one in file order, each recomputed at once or deferred to one
 //! `settle`. Each group has a baseline measured in the same
@@ -37,6 +38,21 @@ fn timed_change(
         }
         total
     });
+}
+
+/// A structural change (a modifier added to the leaf and removed), then the full solve timed.
+fn first_solve(b: &mut criterion::Bencher<'_>, sheet: &mut solver::Sheet, touch: &solver::ModifierSpec) {
+    b.iter_custom(|iters| {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            sheet.add_modifier(touch).expect("adds");
+            sheet.remove_modifier("add-one").expect("removes");
+            let t = Instant::now();
+            black_box(sheet.solve_all());
+            total += t.elapsed();
+        }
+        total
+    })
 }
 
 /// A sheet from the compiled ruleset: a copy of the built sheet shares its shape (variables,
@@ -99,18 +115,15 @@ fn bench_anchor(c: &mut Criterion) {
         g.bench_function("baseline_value_of_one_variable", |b| b.iter(|| sheet.value(black_box(&probe))));
         g.bench_function("resolve_plan_cached", |b| b.iter(|| black_box(&mut sheet).solve_all()));
         let touch = Workload::add_one(w.leaf);
-        g.bench_function("first_solve_after_structural_change", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    sheet.add_modifier(&touch).expect("adds");
-                    sheet.remove_modifier("add-one").expect("removes");
-                    let t = Instant::now();
-                    black_box(sheet.solve_all());
-                    total += t.elapsed();
-                }
-                total
-            })
+        g.bench_function("first_solve_after_structural_change", |b| first_solve(b, &mut sheet, &touch));
+        // The same two rows with the plan compiled to native code (the interpreted rows above
+        // are their baseline, in the same run).
+        let t = Instant::now();
+        assert!(sheet.compile_native(0), "Cranelift supports this host");
+        eprintln!("anchor_{vars}: native code compiled in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+        g.bench_function("resolve_native", |b| b.iter(|| black_box(&mut sheet).solve_all()));
+        g.bench_function("first_solve_after_structural_change_native", |b| {
+            first_solve(b, &mut sheet, &touch)
         });
         let rules = w.rules();
         let ops = w.operations(&rules);

@@ -1,11 +1,26 @@
 //! One row of the anchor workload's table in a fixed loop, for profiling with perf or
 //! callgrind: `anchor_loop <resolve|first|copy|build|hub|leaf|onebyone|deferred> [rounds] [variables]`.
-//! Example: `valgrind --tool=callgrind ./target/release/examples/anchor_loop hub 200`.
+//! Example: `valgrind --tool=callgrind ./target/release/examples/anchor_loop hub 200`. With
+//! `SHEETD_NATIVE=1` the built sheet's plan is compiled to native code first.
 
 use sheetd_benches::workload::Workload;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+/// Compiles the sheet's plan to native code (with `SHEETD_NATIVE` set), saying how long it took.
+fn compile_native(sheet: &mut solver::Sheet) {
+    let t = Instant::now();
+    let compiled = sheet.compile_native(0);
+    let (vars, native) = sheet.native_coverage().unwrap_or_default();
+    eprintln!(
+        "native code: {compiled}, {native} of {vars} variables compiled in {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    sheet.solve_all();
+    eprintln!("sum after a native solve: {}", sheetd_benches::workload::sum(sheet));
+}
+
+// long: one match arm per row of the table, each its own small loop body.
 fn main() {
     let mut args = std::env::args().skip(1);
     let what = args.next().unwrap_or_else(|| "hub".to_owned());
@@ -19,6 +34,9 @@ fn main() {
     let ops = w.operations(&rules);
     let mut sheet = w.build();
     sheet.solve_all();
+    if std::env::var_os("SHEETD_NATIVE").is_some() {
+        compile_native(&mut sheet);
+    }
     let mut timed = Duration::ZERO;
     let mut evaluations = 0;
     for _ in 0..rounds {

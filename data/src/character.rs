@@ -203,6 +203,11 @@ pub(crate) struct Blank {
     state: State,
 }
 
+/// Variables from which a ruleset's starting sheet is compiled to native code for full solves
+/// (`Sheet::compile_native`): compiling costs about 40 µs per variable, once per ruleset, and
+/// below this many variables the interpreter's full solve takes microseconds anyway.
+const NATIVE_MIN_VARIABLES: usize = 512;
+
 /// A character sheet over a shared ruleset.
 #[derive(Clone)]
 pub struct Character {
@@ -255,8 +260,10 @@ impl Character {
             message: format!("setting up the sheet: {}", e.error.message),
             solve: Some(Box::new(e.error)),
         })?;
-        // Every character starts as a copy of this one: its copies share its shape.
+        // Every character starts as a copy of this one: its copies share its shape, and on a
+        // large ruleset its full solves run as native code (compiled once, here).
         c.sheet.prepare_to_share();
+        c.sheet.compile_native(NATIVE_MIN_VARIABLES);
         Ok(c)
     }
 

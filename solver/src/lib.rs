@@ -15,6 +15,9 @@
 //!   compiled starting sheet) costs its values only.
 //! - Incremental recomputation: after each mutation, exactly the affected variables are
 //!   recomputed in topological order, each at most once, stopping where a value is unchanged.
+//! - Native code: [`Sheet::compile_native`] compiles a sheet's plan to machine code with
+//!   Cranelift, shared by its copies; full solves and large recomputations then run as
+//!   straight-line code, handing anything else back to the interpreter.
 //! - Cycles are rejected when the modifier that would close one is added, naming the path.
 //! - [`Trace`]s: a variable's default, then every modifier with its inputs and the value after.
 //!

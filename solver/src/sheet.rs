@@ -414,16 +414,32 @@ impl Sheet {
         Arc::make_mut(&mut self.shape)
     }
 
-    /// A copy whose plan is laid out again from nothing, then solved: what the kept plan must
-    /// agree with (for tests).
+    /// A copy whose plan is laid out again from nothing, then solved by the interpreter: what
+    /// the kept plan and native code must agree with (for tests).
     #[cfg(test)]
     pub(crate) fn replanned(&self) -> Sheet {
         let mut copy = self.clone();
         let (plan, source) = copy.shape_mut().plan_and_source();
         plan.compact(&source);
         plan.levels_changed();
+        plan.drop_native();
         copy.solve_all();
         copy
+    }
+
+    /// Forgets the native code, if any: this sheet interprets (for tests).
+    #[cfg(test)]
+    pub(crate) fn drop_native(&mut self) {
+        if self.shape.plan.native().is_some() {
+            self.shape_mut().plan.drop_native();
+        }
+    }
+
+    /// Replaces every whole value by another whole number, as if the values were stale, so that
+    /// a full solve must compute each again (for tests).
+    #[cfg(test)]
+    pub(crate) fn forget_values(&mut self) {
+        self.vals.scramble();
     }
 
     /// How many times the plan was laid out again from scratch (for tests).

@@ -524,7 +524,12 @@ fn step_operation(n: usize, step: Step, ids: &[String]) -> Option<Operation> {
                 3 => format!("({sum}) / {}", constant.rem_euclid(4)),
                 4 => format!("({sum}) * 1.5"),
                 5 => format!("({sum}) * 2 - max({sum}, 1) * 3"),
-                _ => format!("value() * 2 + {sum}"),
+                6 => format!("value() * 2 + {sum}"),
+                // Floor division by constants of both signs, powers of two or not.
+                _ => format!(
+                    "floor(({sum}) / {})",
+                    [-1, -3, 7, 3, -2, 4][constant.unsigned_abs() as usize % 6]
+                ),
             };
             let id = format!("m{n}");
             let spec = match local {
@@ -825,7 +830,9 @@ proptest! {
     ) {
         let rules = prop_rules();
         let base_steps: Vec<(usize, Step)> = base_steps.into_iter().enumerate().collect();
-        let base = built_alone(rules.clone(), &base_steps);
+        let mut base = built_alone(rules.clone(), &base_steps);
+        // The copies share the base's native code too, and their own changes must not reach it.
+        base.compile_native(0);
         let (base_values, base_traces): (Vec<_>, Vec<_>) = base
             .values()
             .into_iter()
@@ -860,6 +867,12 @@ proptest! {
             let all: Vec<(usize, Step)> = base_steps.iter().chain(steps).cloned().collect();
             let alone = built_alone(rules.clone(), &all);
             prop_assert_eq!(copy.values(), alone.values());
+            // A full solve from forgotten values, through the shared native code where it
+            // still applies.
+            let mut solved = copy.clone();
+            solved.forget_values();
+            solved.solve_all();
+            prop_assert_eq!(solved.values(), alone.values());
             for (r, _) in copy.values() {
                 let r = r.to_string();
                 prop_assert_eq!(copy.trace(&r).unwrap(), alone.trace(&r).unwrap());
@@ -871,4 +884,124 @@ proptest! {
             }
         }
     }
+}
+
+// ---- property: native full solves equal interpreted ones ----
+
+/// A report's changes, named, in a fixed order (native code and the buckets may order the
+/// variables of one level differently).
+fn sorted_changes(sheet: &Sheet, report: &Report) -> Vec<String> {
+    let mut all = changes(sheet, report);
+    all.sort();
+    all
+}
+
+/// A step of the generator above, with constants that also overflow `i64` when multiplied or
+/// added, and every formula shape (floor division by negative and odd constants too).
+fn arb_wide_step() -> impl Strategy<Value = Step> {
+    let constant = prop_oneof![
+        4 => -5i64..6,
+        1 => prop::sample::select(vec![1i64 << 40, -(1 << 40), 3_000_000_000, i64::MAX / 2, i64::MIN / 2, i64::MAX]),
+    ];
+    // Mostly what native code compiles (whole formulas, no DIVIDE), so that most variables are
+    // computed natively; the rest call back.
+    let kind = prop_oneof![9 => 0usize..6, 1 => Just(6usize)];
+    let shape = prop_oneof![8 => prop::sample::select(vec![0usize, 1, 2, 7]), 1 => 0usize..8];
+    prop_oneof![
+        6 => (0usize..8, kind, shape, prop::collection::vec(0usize..8, 0..3), constant, 0u32..3, prop::option::of(0usize..3))
+            .prop_map(|(target, kind, shape, reads, constant, priority, local)| Step::Add { target, kind, shape, reads, constant, priority, local }),
+        2 => (0usize..64).prop_map(Step::Remove),
+        1 => (0usize..3).prop_map(Step::AddItem),
+        1 => (0usize..3).prop_map(Step::RemoveItem),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Native code is compiled from a random point of a random sheet's life on; after every
+    /// change (which hands changed variables back to the interpreter, or drops the code when
+    /// variables come and go), a full solve from forgotten values — native where the code
+    /// still applies — equals the interpreter's, values and errors, through overflow, exact
+    /// fractions and floor division.
+    #[test]
+    fn native_full_solves_equal_interpreted(
+        steps in prop::collection::vec(arb_wide_step(), 1..40),
+        compile_at in 0usize..20,
+    ) {
+        let mut sheet = Sheet::new(prop_rules());
+        for (n, step) in steps.into_iter().enumerate() {
+            // Compiled again every third step when a change dropped the code, so that changes
+            // both hand variables back (kept code) and drop it.
+            if n >= compile_at && (n - compile_at) % 3 == 0 {
+                prop_assert!(sheet.compile_native(0), "Cranelift supports this host");
+            }
+            let ids = sorted_ids(&sheet);
+            if let Some(op) = step_operation(n, step, &ids) {
+                // The change recomputed by native code (a sweep, in tests whenever the code
+                // covers what is queued) and by the interpreter: the same changes.
+                let mut plain = sheet.clone();
+                plain.drop_native();
+                let native = sheet.apply(std::slice::from_ref(&op)).map(|r| sorted_changes(&sheet, &r));
+                let interpreted = plain.apply(std::slice::from_ref(&op)).map(|r| sorted_changes(&plain, &r));
+                prop_assert_eq!(native.is_ok(), interpreted.is_ok());
+                if let (Ok(native), Ok(interpreted)) = (native, interpreted) {
+                    prop_assert_eq!(native, interpreted);
+                }
+            }
+            let interpreted = sheet.replanned();
+            prop_assert!(interpreted.native_coverage().is_none());
+            prop_assert_eq!(sheet.values(), interpreted.values());
+            let mut native = sheet.clone();
+            native.forget_values();
+            native.solve_all();
+            prop_assert_eq!(native.values(), interpreted.values());
+        }
+    }
+}
+
+/// On a sheet whose entries all compile, the native code computes every variable itself, and
+/// a full solve from forgotten values restores them; a changed modifier hands just its
+/// variable back to the interpreter, and a new variable drops the code.
+#[test]
+fn native_code_computes_what_it_compiled() {
+    let mut sheet = Sheet::new(globals(&["A", "B", "C", "D"]));
+    let add = |id: &str, var: &str, kind: ModKind, value: &str| ModifierSpec::new(id, var, kind, value, "s");
+    sheet.add_modifier(&add("a", "A", ModKind::Set, "3")).unwrap();
+    sheet.add_modifier(&add("b", "B", ModKind::Add, "A * 2 + 1")).unwrap();
+    sheet.add_modifier(&add("c", "C", ModKind::Add, "floor(B / -3) + A")).unwrap();
+    sheet.add_modifier(&add("d", "D", ModKind::Max, "C - 1.5")).unwrap();
+    assert!(sheet.compile_native(0));
+    // D's formula is not whole (1.5): it calls back; the rest is native.
+    assert_eq!(sheet.native_coverage(), Some((4, 3)));
+    let before = sheet.values();
+    sheet.forget_values();
+    assert_ne!(sheet.values(), before);
+    sheet.solve_all();
+    assert_eq!(sheet.values(), before);
+    assert_eq!((val(&sheet, "B"), val(&sheet, "C"), val(&sheet, "D")), ("7".into(), "0".into(), "0".into()));
+    // A changed modifier: the native code no longer computes A, the interpreter does.
+    sheet.add_modifier(&add("a2", "A", ModKind::Multiply, "4")).unwrap();
+    let after = sheet.values();
+    sheet.forget_values();
+    sheet.solve_all();
+    assert_eq!(sheet.values(), after);
+    assert_eq!(val(&sheet, "A"), "12");
+    assert!(sheet.native_coverage().is_some());
+    // Overflow in native code: the variable goes the exact way, which reports it.
+    sheet.add_modifier(&add("big", "B", ModKind::Multiply, "9223372036854775807")).unwrap();
+    let after = sheet.values();
+    sheet.forget_values();
+    sheet.solve_all();
+    assert_eq!(sheet.values(), after);
+    // A new variable (an instance) may change the order: the code is dropped.
+    let mut rules = RulesBuilder::new("PC");
+    rules.add_scope("PC.ITEM", "PC").unwrap();
+    rules.declare("A", "PC", Format::Number, false).unwrap();
+    rules.declare("W", "PC.ITEM", Format::Number, false).unwrap();
+    let mut items = Sheet::new(Arc::new(rules.build()));
+    items.add_modifier(&add("a", "A", ModKind::Set, "3")).unwrap();
+    assert!(items.compile_native(0));
+    items.add_instance("sword", "PC.ITEM", None).unwrap();
+    assert_eq!(items.native_coverage(), None);
 }

@@ -4,6 +4,14 @@
 
 use super::*;
 
+/// Queued variables from which a recomputation considers handing over to native code (in
+/// tests, any: so that the property tests run it).
+const SWEEP_WAITING: usize = if cfg!(test) { 1 } else { 8 };
+
+/// What a variable evaluated through the buckets costs, in variables native code skips over
+/// (measured on the anchor workload: about 70 ns against 1–2 ns; in tests, a sweep always).
+const SWEEP_SKIPS_PER_WAITING: usize = if cfg!(test) { usize::MAX / 2 } else { 32 };
+
 impl Sheet {
     // ---- evaluation ----
 
@@ -43,14 +51,24 @@ impl Sheet {
         // growing a vector of thousands of changes by doubling copies them all over again.
         let changed = Vec::with_capacity(self.vals.changed_hint);
         let mut report = Report { removed, changed, recomputed: 0, evaluated: Vec::new() };
+        // Native code, when there is some, takes over once a change reaches many variables.
+        let sweep = !self.record_evaluations && created.is_empty() && plan.native().is_some();
+        let mut waiting: usize = buckets.iter().skip(lo).take(hi.saturating_sub(lo) + 1).map(Vec::len).sum();
         let mut level = lo;
         while level <= hi {
+            if sweep
+                && waiting >= SWEEP_WAITING
+                && self.sweep_native(plan, &mut buckets[level..=hi], &mut report)
+            {
+                break;
+            }
             // Within a level, variables do not read each other: they go in the order they were
             // queued (deterministic for a given sheet and change).
             let mut bucket = std::mem::take(&mut buckets[level]);
             for &index in &bucket {
                 let i = index as usize;
                 self.vals.dequeue(i);
+                waiting -= 1;
                 report.recomputed += 1;
                 if self.record_evaluations {
                     report.evaluated.push(shape.var_ref(NodeIndex::new(i)));
@@ -61,6 +79,7 @@ impl Sheet {
                 for &s in &plan.succ[i] {
                     if let Some(l) = self.enqueue(plan, &mut buckets, s as usize) {
                         hi = hi.max(l);
+                        waiting += 1;
                     }
                 }
             }
@@ -76,6 +95,61 @@ impl Sheet {
             report.changed.shrink_to_fit();
         }
         report
+    }
+
+    /// Hands every variable queued in `buckets` to the native code, which evaluates them and
+    /// whatever their changes reach, each once, in its compiled order (a topological one);
+    /// appends what it evaluated and changed to `report`. Returns `false`, doing nothing, when
+    /// that would cost more than the buckets: the queued variables lie early in the order but
+    /// are few (the code looks at every variable after the first queued one), or the code does
+    /// not cover one of them.
+    fn sweep_native(&mut self, plan: &plan::Plan, buckets: &mut [Vec<u32>], report: &mut Report) -> bool {
+        let Some((code, ok)) = plan.native() else { return false };
+        let (mut from, mut waiting) = (usize::MAX, 0usize);
+        for &i in buckets.iter().flatten() {
+            let Some(p) = code.position(i as usize) else { return false };
+            from = from.min(p);
+            waiting += 1;
+        }
+        let (vars, _) = code.coverage();
+        // About what a variable costs in the buckets, in variables the code skips.
+        if waiting.saturating_mul(SWEEP_SKIPS_PER_WAITING) < vars.saturating_sub(from) {
+            return false;
+        }
+        let buffers = self.vals.native_buffers(code.span);
+        for bucket in buckets.iter_mut() {
+            for &i in bucket.iter() {
+                self.vals.dequeue(i as usize);
+                self.vals.mark_pending(i as usize);
+            }
+            bucket.clear();
+        }
+        let mut slow_changes = Vec::new();
+        let sheet: *mut Sheet = self;
+        // SAFETY: as in `solve_all`; `reevaluate` and `mark_pending` write through `Values`
+        // only existing elements of the buffers.
+        let ran = unsafe {
+            code.run(from, &buffers, ok, &mut |i| {
+                let sheet = &mut *sheet;
+                let Some(change) = sheet.reevaluate(plan, i as usize, false) else { return false };
+                for &s in &plan.succ[i as usize] {
+                    sheet.vals.mark_pending(s as usize);
+                }
+                slow_changes.push(change);
+                true
+            })
+        };
+        report.recomputed += ran.evaluated;
+        let mut slow = slow_changes.into_iter();
+        for k in 0..ran.logged {
+            let [i, old] = self.vals.log[k];
+            if i & plan::SLOW_CHANGE != 0 {
+                report.changed.extend(slow.next());
+            } else if let Some(new) = self.vals.int(i as usize) {
+                report.changed.push(Delta::whole(Var::new(NodeIndex::new(i as usize)), Some(old), new));
+            }
+        }
+        true
     }
 
     /// Queues variable `i` in `buckets` at its level, unless it is queued; returns the level
@@ -153,19 +227,63 @@ impl Sheet {
         let shape = Arc::clone(&self.shape);
         let plan = &shape.plan;
         let order = plan.order();
+        if let Some((code, ok)) = plan.native() {
+            // Native code computes what it compiled; each other variable, in its place in the
+            // order, goes through `solve_one` as below.
+            let buffers = self.vals.native_buffers(code.span);
+            self.vals.mark_all_pending(true);
+            let sheet: *mut Sheet = self;
+            // SAFETY: the buffers hold `span` elements and do not move while the code runs:
+            // `solve_one(i)` writes through `Values` only variable `i`'s existing element.
+            // `sheet` is this sheet, not otherwise used during the run.
+            unsafe {
+                code.run(0, &buffers, ok, &mut |i| {
+                    (*sheet).solve_one(plan, i as usize);
+                    false
+                })
+            };
+            // Variables without a node were marked too, and not evaluated.
+            self.vals.mark_all_pending(false);
+            return order.len();
+        }
         for &index in order {
-            let i = index as usize;
-            match plan.eval(&self.vals, i) {
-                Some(Num::Int(x)) if self.vals.holds_whole(i, x) => {}
-                Some(num) => self.vals.set_num(i, num),
-                None => {
-                    // Not for the plan, or an error: the reference computation says exactly what.
-                    let slot = self.compute(NodeIndex::new(i), None);
-                    self.vals.set(i, slot);
-                }
-            }
+            self.solve_one(plan, index as usize);
         }
         order.len()
+    }
+
+    /// Variable `i` computed again in a full solve: through the plan, else `compute`.
+    #[inline(always)]
+    fn solve_one(&mut self, plan: &plan::Plan, i: usize) {
+        match plan.eval(&self.vals, i) {
+            Some(Num::Int(x)) if self.vals.holds_whole(i, x) => {}
+            Some(num) => self.vals.set_num(i, num),
+            None => {
+                // Not for the plan, or an error: the reference computation says exactly what.
+                let slot = self.compute(NodeIndex::new(i), None);
+                self.vals.set(i, slot);
+            }
+        }
+    }
+
+    /// Compiles this sheet's plan into native code for full solves, when the host supports it
+    /// and the sheet has at least `min_vars` variables (see `plan/native.rs`): straight-line
+    /// machine code per variable instead of the interpreter's dispatch per step. The code is
+    /// part of the shape, shared by copies; a change to the modifiers of a variable hands just
+    /// that variable back to the interpreter, and a change of the variables or their order
+    /// drops the code. Returns whether there is native code now.
+    pub fn compile_native(&mut self, min_vars: usize) -> bool {
+        self.refresh_plan(true);
+        if self.shape.plan.native().is_none() && self.shape.plan.order().len() >= min_vars {
+            self.shape_mut().plan.compile_native();
+        }
+        self.shape.plan.native().is_some()
+    }
+
+    /// How many variables the native code covers and how many of them it computes itself
+    /// (the others call back into the interpreter); `None` without native code.
+    pub fn native_coverage(&self) -> Option<(usize, usize)> {
+        self.shape.plan.native().map(|(code, _)| code.coverage())
     }
 
     /// The value of `node` from its default through its modifiers, recording each step when

@@ -43,6 +43,10 @@ use petgraph::stable_graph::StableDiGraph;
 use rust_decimal::Decimal;
 use std::sync::Arc;
 
+mod native;
+
+pub(super) use native::{Buffers, SLOW_CHANGE};
+
 /// No formula: in [`Plan::formula_of`].
 const NONE: u32 = u32::MAX;
 
@@ -101,6 +105,12 @@ pub(super) struct Plan {
     pub(super) level: Vec<u32>,
     /// Each variable's dependents: the targets of its outgoing edges, each once.
     pub(super) succ: Vec<Vec<u32>>,
+    /// The entries as native code for the full solve, once compiled ([`Plan::compile_native`]);
+    /// shared by copies of the shape, dropped when the order may change.
+    native: Option<Arc<native::Native>>,
+    /// Per variable: 1 while the native code computes its current entry, 0 once its modifiers
+    /// changed (the code then hands it to the interpreter).
+    native_ok: Vec<u8>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -328,6 +338,7 @@ impl Plan {
         self.vars[i] = PlanVar::default();
         self.touch(n);
         self.order_stale = true;
+        self.drop_native();
     }
 
     /// Node `n`'s variable was removed.
@@ -337,6 +348,7 @@ impl Plan {
             s.clear();
         }
         self.order_stale = true;
+        self.drop_native();
     }
 
     /// The level of node `n`.
@@ -349,6 +361,18 @@ impl Plan {
     pub(super) fn edge_added(&mut self, from: NodeIndex, to: NodeIndex) {
         if let Some(s) = self.succ.get_mut(from.index()) {
             s.push(to.index() as u32);
+        }
+        // The native code runs in the order it was compiled in: an edge backwards in it breaks
+        // it. A forward one is a dependent the code of `from` does not wake: `from` goes to
+        // the interpreter, which wakes its dependents from `succ`.
+        if let Some(code) = &self.native {
+            if code.precedes(from.index(), to.index()) {
+                if let Some(ok) = self.native_ok.get_mut(from.index()) {
+                    *ok = 0;
+                }
+            } else {
+                self.drop_native();
+            }
         }
     }
 
@@ -364,6 +388,9 @@ impl Plan {
     /// Node `n`'s modifiers changed.
     #[inline]
     pub(super) fn touch(&mut self, n: NodeIndex) {
+        if let Some(ok) = self.native_ok.get_mut(n.index()) {
+            *ok = 0;
+        }
         if let Some(v) = self.vars.get_mut(n.index())
             && !v.stale
         {
@@ -379,8 +406,36 @@ impl Plan {
     }
 
     /// Some variable's level changed.
+    /// (The native code keeps the order it was compiled in: see `edge_added`.)
     pub(super) fn levels_changed(&mut self) {
         self.order_stale = true;
+    }
+
+    /// Forgets the native code: the order it was compiled in may no longer be topological.
+    pub(super) fn drop_native(&mut self) {
+        if self.native.is_some() {
+            self.native = None;
+            self.native_ok = Vec::new();
+        }
+    }
+
+    /// Compiles the entries into native code for the full solve (see [`native`]), unless it
+    /// is compiled already. The plan must be fresh, order included (`refresh`, `sort_order`).
+    /// On a host Cranelift does not support, the plan keeps interpreting.
+    pub(super) fn compile_native(&mut self) {
+        if self.native.is_some() || !self.is_fresh(true) {
+            return;
+        }
+        if let Ok(code) = native::compile(self, &self.order) {
+            self.native_ok = vec![1; code.span];
+            self.native = Some(Arc::new(code));
+        }
+    }
+
+    /// The native code and which variables it computes, when there is one for this order.
+    pub(super) fn native(&self) -> Option<(&native::Native, &[u8])> {
+        let code = self.native.as_deref()?;
+        Some((code, &self.native_ok))
     }
 
     /// Writes every stale entry again (or all of them, when garbage outweighs the rest), so
@@ -652,6 +707,7 @@ impl Plan {
             + self.succ.iter().map(|s| 24 + 4 * s.capacity()).sum::<usize>()
             + self.level.len() * 8
             + self.int_ops.len() * size_of::<IntOp>()
+            + self.native_ok.len()
     }
 
     /// An entry's value on machine integers from `cur`, or `None` when a step does not stay

@@ -25,7 +25,7 @@ use std::sync::Arc;
 pub(super) const NOT_WHOLE: i64 = i64::MIN;
 
 /// The values of one sheet, by node index (see the module docs).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(super) struct Values {
     /// Each variable's value when it is a whole `i64` of scale 0, else [`NOT_WHOLE`].
     ints: Vec<i64>,
@@ -37,6 +37,26 @@ pub(super) struct Values {
     pub(super) buckets: Vec<Vec<u32>>,
     /// How many variables the last recomputation changed: the next report's starting capacity.
     pub(super) changed_hint: usize,
+    /// For native code (`plan/native.rs`), allocated on its first run: which variables are to
+    /// be evaluated (all zeros outside a run), and the run's change log.
+    pending: Vec<u8>,
+    pub(super) log: Vec<[i64; 2]>,
+}
+
+impl Clone for Values {
+    /// The values and the queue; a recomputation's scratch (buckets, native buffers) starts
+    /// empty in the copy, which allocates its own when it first needs them.
+    fn clone(&self) -> Values {
+        Values {
+            ints: self.ints.clone(),
+            other: self.other.clone(),
+            queued: self.queued.clone(),
+            buckets: Vec::new(),
+            changed_hint: self.changed_hint,
+            pending: Vec::new(),
+            log: Vec::new(),
+        }
+    }
 }
 
 impl Values {
@@ -45,6 +65,48 @@ impl Values {
         if self.ints.len() <= i {
             self.ints.resize(i + 1, NOT_WHOLE);
             self.queued.resize(self.ints.len().div_ceil(64), 0);
+        }
+    }
+
+    /// The buffers native code runs on (see `Native::run`), each with room for `span`
+    /// variables.
+    pub(super) fn native_buffers(&mut self, span: usize) -> super::plan::Buffers {
+        if span > 0 {
+            self.grow(span - 1);
+        }
+        if self.pending.len() < span {
+            self.pending.resize(span, 0);
+        }
+        if self.log.len() < span {
+            self.log.resize(span, [0, 0]);
+        }
+        super::plan::Buffers {
+            ints: self.ints.as_mut_ptr(),
+            pending: self.pending.as_mut_ptr(),
+            log: self.log.as_mut_ptr(),
+        }
+    }
+
+    /// Marks variable `i` to be evaluated by a native run (its buffers exist).
+    #[inline(always)]
+    pub(super) fn mark_pending(&mut self, i: usize) {
+        if let Some(p) = self.pending.get_mut(i) {
+            *p = 1;
+        }
+    }
+
+    /// Marks every variable to be evaluated by a native run, or (`false`) none.
+    pub(super) fn mark_all_pending(&mut self, marked: bool) {
+        self.pending.fill(u8::from(marked));
+    }
+
+    /// Every whole value replaced by another whole number (for tests).
+    #[cfg(test)]
+    pub(super) fn scramble(&mut self) {
+        for x in &mut self.ints {
+            if *x != NOT_WHOLE {
+                *x = x.wrapping_mul(31).wrapping_add(1_234_567).max(NOT_WHOLE + 1);
+            }
         }
     }
 
@@ -170,5 +232,7 @@ impl Values {
             + self.queued.capacity() * 8
             + self.other.capacity() * (std::mem::size_of::<(u32, Slot)>() + 1)
             + self.buckets.iter().map(|b| 24 + 4 * b.capacity()).sum::<usize>()
+            + self.pending.capacity()
+            + self.log.capacity() * 16
     }
 }
