@@ -140,9 +140,12 @@ impl Sheet {
             })
         };
         report.recomputed += ran.evaluated;
+        // The log, in order, as the report's changes: whole numbers as they are, and the
+        // interpreter's own changes where it took a variable.
         let mut slow = slow_changes.into_iter();
-        for k in 0..ran.logged {
-            let [i, old] = self.vals.log[k];
+        let log = self.vals.log.get(..ran.logged).unwrap_or_default();
+        report.changed.reserve(log.len());
+        for &[i, old] in log {
             if i & plan::SLOW_CHANGE != 0 {
                 report.changed.extend(slow.next());
             } else if let Some(new) = self.vals.int(i as usize) {

@@ -36,11 +36,14 @@ use super::{FoldOf, Plan, Step};
 use crate::modifier::ModKind;
 use crate::sheet::values::NOT_WHOLE;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, SigRef, Type, UserFuncName, Value, types};
+use cranelift_codegen::ir::{
+    AbiParam, Block, InstBuilder, MemFlagsData, SigRef, Type, UserFuncName, Value, types,
+};
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module, default_libcall_names};
+use formula::IntOp;
 use formula::Num;
 use std::any::Any;
 use std::fmt;
@@ -233,14 +236,15 @@ impl Native {
 /// (an unsupported host: the plan then keeps interpreting).
 // long: the module, the signatures and the chunk loop, set up and run in one place.
 pub(super) fn compile(plan: &Plan, order: &[u32]) -> Result<Native, String> {
-    // Compile time matters as much as the code (about 40 µs per variable as set here): the
-    // code is straight-line, so Cranelift's optimiser and its better register allocator buy
-    // little (measured on the anchor workload) and cost several times the compile time.
+    // Compile time matters as well as the code (about 50–75 µs per variable as set here): the
+    // code is straight-line, so Cranelift's optimiser buys nothing (measured on the anchor
+    // workload: more instructions, twice the compile time) and its verifier only checks our
+    // builder; the default register allocator keeps values in registers (the single-pass one
+    // cost a third more time per hub change).
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| format!("{k}: {e}"));
     set(&mut flags, "opt_level", "none")?;
     set(&mut flags, "enable_verifier", "false")?;
-    set(&mut flags, "regalloc_algorithm", "single_pass")?;
     set(&mut flags, "use_colocated_libcalls", "false")?;
     set(&mut flags, "is_pic", "false")?;
     let isa = cranelift_native::builder()
@@ -288,13 +292,20 @@ pub(super) fn compile(plan: &Plan, order: &[u32]) -> Result<Native, String> {
             let frame = b.block_params(entry)[0];
             let field =
                 |b: &mut FunctionBuilder<'_>, offset: usize| b.ins().load(ptr, TRUSTED, frame, offset as i32);
+            let evaluated = b.declare_var(I64);
+            let log_len = b.declare_var(I64);
+            let n = b.ins().load(I64, TRUSTED, frame, EVALUATED);
+            b.def_var(evaluated, n);
+            let n = b.ins().load(I64, TRUSTED, frame, LOG_LEN);
+            b.def_var(log_len, n);
             let env = Env {
                 frame,
+                evaluated,
+                log_len,
                 ints: field(&mut b, offset_of!(Frame, ints)),
                 ok: field(&mut b, offset_of!(Frame, ok)),
                 pending: field(&mut b, offset_of!(Frame, pending)),
-                log: field(&mut b, offset_of!(Frame, log)),
-                slow: field(&mut b, offset_of!(Frame, slow)),
+                ptr,
                 slow_sig: b.import_signature(slow_sig.clone()),
                 span,
             };
@@ -303,6 +314,7 @@ pub(super) fn compile(plan: &Plan, order: &[u32]) -> Result<Native, String> {
                     compiled += 1;
                 }
             }
+            store_counters(&mut b, &env);
             b.ins().return_(&[]);
             b.seal_all_blocks();
             b.finalize(target);
@@ -330,16 +342,33 @@ pub(super) fn compile(plan: &Plan, order: &[u32]) -> Result<Native, String> {
     Ok(Native { chunks, starts, module: Mutex::new(Some(module)), span, pos, compiled, vars: order.len() })
 }
 
-/// What every variable's code refers to: the frame's fields, loaded once per chunk.
+/// What every variable's code refers to: the frame's fields, loaded once per chunk, and the
+/// two counters, kept in registers through the chunk (stored back around calls to `slow`,
+/// which logs too, and at the end).
 struct Env {
     frame: Value,
+    evaluated: Variable,
+    log_len: Variable,
     ints: Value,
     ok: Value,
     pending: Value,
-    log: Value,
-    slow: Value,
+    /// The pointer type (the log and `slow` are loaded from the frame where used: fewer
+    /// values live through the chunk).
+    ptr: Type,
     slow_sig: SigRef,
     span: usize,
+}
+
+/// The frame's counters, at their offsets.
+const EVALUATED: i32 = offset_of!(Frame, evaluated) as i32;
+const LOG_LEN: i32 = offset_of!(Frame, log_len) as i32;
+
+/// Stores the counters kept in registers into the frame.
+fn store_counters(b: &mut FunctionBuilder<'_>, env: &Env) {
+    let n = b.use_var(env.evaluated);
+    b.ins().store(TRUSTED, n, env.frame, EVALUATED);
+    let n = b.use_var(env.log_len);
+    b.ins().store(TRUSTED, n, env.frame, LOG_LEN);
 }
 
 /// Whether variable index `v` is one the code may address: below `span`, its byte offset an
@@ -405,10 +434,9 @@ fn emit_var(b: &mut FunctionBuilder<'_>, env: &Env, plan: &Plan, i: u32) -> bool
     b.switch_to_block(eval);
     let zero = b.ins().iconst(types::I8, 0);
     b.ins().store(TRUSTED, zero, env.pending, at);
-    let evaluated = offset_of!(Frame, evaluated) as i32;
-    let n = b.ins().load(I64, TRUSTED, env.frame, evaluated);
+    let n = b.use_var(env.evaluated);
     let n = b.ins().iadd_imm_s(n, 1);
-    b.ins().store(TRUSTED, n, env.frame, evaluated);
+    b.def_var(env.evaluated, n);
 
     let entry = plan.vars.get(i as usize).and_then(|v| {
         let steps = plan.steps.get(v.first as usize..v.end as usize)?;
@@ -422,13 +450,20 @@ fn emit_var(b: &mut FunctionBuilder<'_>, env: &Env, plan: &Plan, i: u32) -> bool
             // any check is computed again by `slow`, which then does everything.
             let ok = b.ins().load(types::I8, TRUSTED, env.ok, at);
             let fail = b.ins().icmp_imm_s(IntCC::Equal, ok, 0);
-            let mut e = Emit { b: &mut *b, env, fail };
+            let mut e = Emit { b: &mut *b, env, fail, never: false };
             let cur = e.entry(start, steps);
-            e.fail_if(IntCC::Equal, cur, NOT_WHOLE);
+            e.fail_if_eq(cur, NOT_WHOLE);
+            let cur = e.value(cur);
             // A value that was not whole is in the side map: `slow` stores it properly.
             let old = e.b.ins().load(I64, TRUSTED, env.ints, at * 8);
-            e.fail_if(IntCC::Equal, old, NOT_WHOLE);
-            let fail = e.fail;
+            e.fail_if_eq(V::R(old), NOT_WHOLE);
+            let (fail, never) = (e.fail, e.never);
+            if never {
+                // A check on constants fails: the entry always goes the interpreter's way.
+                b.ins().jump(slow, &[]);
+                b.switch_to_block(slow);
+                return finish_slow(b, env, i, next, false);
+            }
             let (compare, changed) = (b.create_block(), b.create_block());
             b.ins().brif(fail, slow, &[], compare, &[]);
             b.switch_to_block(compare);
@@ -438,15 +473,15 @@ fn emit_var(b: &mut FunctionBuilder<'_>, env: &Env, plan: &Plan, i: u32) -> bool
             b.switch_to_block(changed);
             b.ins().store(TRUSTED, cur, env.ints, at * 8);
             // The log: [i, old] at `log_len`, then one more.
-            let log_len = offset_of!(Frame, log_len) as i32;
-            let len = b.ins().load(I64, TRUSTED, env.frame, log_len);
+            let len = b.use_var(env.log_len);
             let offset = b.ins().ishl_imm_u(len, 4);
-            let place = b.ins().iadd(env.log, offset);
+            let log = b.ins().load(env.ptr, TRUSTED, env.frame, offset_of!(Frame, log) as i32);
+            let place = b.ins().iadd(log, offset);
             let index = b.ins().iconst(I64, i64::from(i));
             b.ins().store(TRUSTED, index, place, 0);
             b.ins().store(TRUSTED, old, place, 8);
             let len = b.ins().iadd_imm_s(len, 1);
-            b.ins().store(TRUSTED, len, env.frame, log_len);
+            b.def_var(env.log_len, len);
             // Dependents are pending (the plan hands a variable whose dependents changed after
             // compiling to `slow`, which marks them from the plan).
             let one = b.ins().iconst(types::I8, 1);
@@ -462,8 +497,18 @@ fn emit_var(b: &mut FunctionBuilder<'_>, env: &Env, plan: &Plan, i: u32) -> bool
         }
     };
     b.switch_to_block(slow);
+    finish_slow(b, env, i, next, native)
+}
+
+/// At variable `i`'s slow block: the call to `slow`, then on to `next`; returns `native`.
+fn finish_slow(b: &mut FunctionBuilder<'_>, env: &Env, i: u32, next: Block, native: bool) -> bool {
+    // `slow` may log: the counters go through the frame around it.
+    store_counters(b, env);
     let index = b.ins().iconst(types::I32, i64::from(i));
-    b.ins().call_indirect(env.slow_sig, env.slow, &[env.frame, index]);
+    let slow = b.ins().load(env.ptr, TRUSTED, env.frame, offset_of!(Frame, slow) as i32);
+    b.ins().call_indirect(env.slow_sig, slow, &[env.frame, index]);
+    let n = b.ins().load(I64, TRUSTED, env.frame, LOG_LEN);
+    b.def_var(env.log_len, n);
     b.ins().jump(next, &[]);
     b.switch_to_block(next);
     native
@@ -475,6 +520,8 @@ struct Emit<'a, 'b> {
     env: &'a Env,
     /// Whether any check failed so far (an `i8`, 0 or 1).
     fail: Value,
+    /// Whether a check on constants failed when compiling: the variable always goes to `slow`.
+    never: bool,
 }
 
 const I64: Type = types::I64;
@@ -482,7 +529,15 @@ const I64: Type = types::I64;
 /// Values and flags are read and written through aligned pointers that never trap.
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
 
+/// An operand: a constant known when compiling (folded there), or a value computed at run time.
+#[derive(Clone, Copy)]
+enum V {
+    K(i64),
+    R(Value),
+}
+
 /// The checked arithmetic of steps and folds.
+#[derive(Clone, Copy)]
 enum Arith {
     Add,
     Sub,
@@ -495,48 +550,91 @@ impl Emit<'_, '_> {
         self.fail = self.b.ins().bor(self.fail, cond);
     }
 
-    /// The variable fails when `x cc k` holds.
-    fn fail_if(&mut self, cc: IntCC, x: Value, k: i64) {
-        let cond = self.b.ins().icmp_imm_s(cc, x, k);
-        self.fail_on(cond);
+    /// The variable fails when `x == k`.
+    fn fail_if_eq(&mut self, x: V, k: i64) {
+        match x {
+            V::K(x) => self.never |= x == k,
+            V::R(x) => {
+                let cond = self.b.ins().icmp_imm_s(IntCC::Equal, x, k);
+                self.fail_on(cond);
+            }
+        }
+    }
+
+    /// `x` as a value at run time.
+    fn value(&mut self, x: V) -> Value {
+        match x {
+            V::K(k) => self.b.ins().iconst(I64, k),
+            V::R(x) => x,
+        }
     }
 
     /// A value read from variable `v`; the variable fails when it is not whole.
-    fn read(&mut self, v: u32) -> Value {
+    fn read(&mut self, v: u32) -> V {
         let x = self.b.ins().load(I64, TRUSTED, self.env.ints, (v * 8) as i32);
-        self.fail_if(IntCC::Equal, x, NOT_WHOLE);
+        let x = V::R(x);
+        self.fail_if_eq(x, NOT_WHOLE);
         x
     }
 
-    fn k(&mut self, k: i64) -> Value {
-        self.b.ins().iconst(I64, k)
+    /// A constant result, or (`None`: the operation fails on these constants) none.
+    fn folded(&mut self, r: Option<i64>) -> V {
+        match r {
+            Some(r) => V::K(r),
+            None => {
+                self.never = true;
+                V::K(0)
+            }
+        }
     }
 
     /// `x op y`; the variable fails on overflow.
-    fn checked(&mut self, op: Arith, x: Value, y: Value) -> Value {
+    fn checked(&mut self, op: Arith, x: V, y: V) -> V {
+        if let (V::K(a), V::K(b)) = (x, y) {
+            let r = match op {
+                Arith::Add => a.checked_add(b),
+                Arith::Sub => a.checked_sub(b),
+                Arith::Mul => a.checked_mul(b),
+            };
+            return self.folded(r);
+        }
+        let (x, y) = (self.value(x), self.value(y));
         let (v, of) = match op {
             Arith::Add => self.b.ins().sadd_overflow(x, y),
             Arith::Sub => self.b.ins().ssub_overflow(x, y),
             Arith::Mul => self.b.ins().smul_overflow(x, y),
         };
         self.fail_on(of);
-        v
+        V::R(v)
     }
 
-    /// `floor(x / k)` for a constant `k` other than 0, as `int_div_floor`; never traps (a
+    /// The smaller of `x` and `y`, or with `max` the larger.
+    fn min_max(&mut self, max: bool, x: V, y: V) -> V {
+        if let (V::K(a), V::K(b)) = (x, y) {
+            return V::K(if max { a.max(b) } else { a.min(b) });
+        }
+        let (x, y) = (self.value(x), self.value(y));
+        V::R(if max { self.b.ins().smax(x, y) } else { self.b.ins().smin(x, y) })
+    }
+
+    /// `floor(x / k)` for a constant `k` other than 0, as `IntOp::FloorDivK`; never traps (a
     /// division by -1 is a negation, checked).
-    fn floor_div(&mut self, x: Value, k: i64) -> Value {
-        match k {
+    fn floor_div(&mut self, x: V, k: i64) -> V {
+        let x = match x {
+            V::K(a) => return self.folded(IntOp::FloorDivK(k).apply_top(a, |_| None)),
+            V::R(x) => x,
+        };
+        V::R(match k {
             1 => x,
             -1 => {
-                self.fail_if(IntCC::Equal, x, i64::MIN);
+                self.fail_if_eq(V::R(x), i64::MIN);
                 self.b.ins().ineg(x)
             }
             k if k > 0 && (k as u64).is_power_of_two() => {
                 self.b.ins().sshr_imm_s(x, i64::from(k.trailing_zeros()))
             }
             k => {
-                let kv = self.k(k);
+                let kv = self.b.ins().iconst(I64, k);
                 let q = self.b.ins().sdiv(x, kv);
                 let r = self.b.ins().srem(x, kv);
                 // A nonzero remainder of the other sign than `k`: the quotient is one lower.
@@ -545,50 +643,36 @@ impl Emit<'_, '_> {
                 let adjust = self.b.ins().uextend(I64, adjust);
                 self.b.ins().isub(q, adjust)
             }
-        }
+        })
     }
 
     /// `cur` combined with `v` by a modifier of type `kind` (one of those `compilable` takes).
-    fn fold(&mut self, kind: ModKind, cur: Value, v: Value) -> Value {
+    fn fold(&mut self, kind: ModKind, cur: V, v: V) -> V {
         match kind {
             ModKind::Set => v,
             ModKind::Add => self.checked(Arith::Add, cur, v),
             ModKind::Multiply => self.checked(Arith::Mul, cur, v),
-            ModKind::Max => self.b.ins().smax(cur, v),
-            _ => self.b.ins().smin(cur, v),
+            ModKind::Max => self.min_max(true, cur, v),
+            _ => self.min_max(false, cur, v),
         }
     }
 
-    /// The entry's value from `start`, as `Plan::run_whole` computes it.
+    /// The entry's value from `start`, as `Plan::run_whole` computes it (constants folded
+    /// while compiling, by the same rules).
     // long: one arm per kind of step, each the instructions of its `IntOp`.
-    fn entry(&mut self, start: i64, steps: &[Step]) -> Value {
-        let mut cur = self.k(start);
-        let mut acc = self.k(0);
+    fn entry(&mut self, start: i64, steps: &[Step]) -> V {
+        let mut cur = V::K(start);
+        let mut acc = V::K(0);
         for &s in steps {
             acc = match s {
                 Step::Load(v) => self.read(v),
-                Step::LoadK(k) => self.k(k),
-                Step::AddK(k) => {
-                    let k = self.k(k);
-                    self.checked(Arith::Add, acc, k)
-                }
-                Step::SubK(k) => {
-                    let k = self.k(k);
-                    self.checked(Arith::Sub, acc, k)
-                }
-                Step::MulK(k) => {
-                    let k = self.k(k);
-                    self.checked(Arith::Mul, acc, k)
-                }
+                Step::LoadK(k) => V::K(k),
+                Step::AddK(k) => self.checked(Arith::Add, acc, V::K(k)),
+                Step::SubK(k) => self.checked(Arith::Sub, acc, V::K(k)),
+                Step::MulK(k) => self.checked(Arith::Mul, acc, V::K(k)),
                 Step::FloorDivK(k) => self.floor_div(acc, k),
-                Step::MinK(k) => {
-                    let k = self.k(k);
-                    self.b.ins().smin(acc, k)
-                }
-                Step::MaxK(k) => {
-                    let k = self.k(k);
-                    self.b.ins().smax(acc, k)
-                }
+                Step::MinK(k) => self.min_max(false, acc, V::K(k)),
+                Step::MaxK(k) => self.min_max(true, acc, V::K(k)),
                 Step::AddVar(v) => {
                     let x = self.read(v);
                     self.checked(Arith::Add, acc, x)
@@ -603,27 +687,27 @@ impl Emit<'_, '_> {
                 }
                 Step::MinVar(v) => {
                     let x = self.read(v);
-                    self.b.ins().smin(acc, x)
+                    self.min_max(false, acc, x)
                 }
                 Step::MaxVar(v) => {
                     let x = self.read(v);
-                    self.b.ins().smax(acc, x)
+                    self.min_max(true, acc, x)
                 }
                 Step::LoadAddK(v, k) => {
-                    let (x, k) = (self.read(v), self.k(k));
-                    self.checked(Arith::Add, x, k)
+                    let x = self.read(v);
+                    self.checked(Arith::Add, x, V::K(k))
                 }
                 Step::LoadFloorDivK(v, k) => {
                     let x = self.read(v);
                     self.floor_div(x, k)
                 }
                 Step::LoadMinK(v, k) => {
-                    let (x, k) = (self.read(v), self.k(k));
-                    self.b.ins().smin(x, k)
+                    let x = self.read(v);
+                    self.min_max(false, x, V::K(k))
                 }
                 Step::LoadMaxK(v, k) => {
-                    let (x, k) = (self.read(v), self.k(k));
-                    self.b.ins().smax(x, k)
+                    let x = self.read(v);
+                    self.min_max(true, x, V::K(k))
                 }
                 Step::LoadAddVar(v, w) => {
                     let (x, y) = (self.read(v), self.read(w));
@@ -635,20 +719,17 @@ impl Emit<'_, '_> {
                 }
                 Step::LoadMinVar(v, w) => {
                     let (x, y) = (self.read(v), self.read(w));
-                    self.b.ins().smin(x, y)
+                    self.min_max(false, x, y)
                 }
                 Step::LoadMaxVar(v, w) => {
                     let (x, y) = (self.read(v), self.read(w));
-                    self.b.ins().smax(x, y)
+                    self.min_max(true, x, y)
                 }
                 s => {
                     // A fold: `compilable` took only whole ones of the types `fold` handles.
                     match s.fold() {
                         Some((kind, FoldOf::Formula(_))) => cur = self.fold(kind, cur, acc),
-                        Some((kind, FoldOf::Whole(k))) => {
-                            let k = self.k(k);
-                            cur = self.fold(kind, cur, k);
-                        }
+                        Some((kind, FoldOf::Whole(k))) => cur = self.fold(kind, cur, V::K(k)),
                         _ => {}
                     }
                     acc
