@@ -144,12 +144,19 @@ impl Sheet {
         // interpreter's own changes where it took a variable.
         let mut slow = slow_changes.into_iter();
         let log = self.vals.log.get(..ran.logged).unwrap_or_default();
-        report.changed.reserve(log.len());
-        for &[i, old] in log {
-            if i & plan::SLOW_CHANGE != 0 {
-                report.changed.extend(slow.next());
-            } else if let Some(new) = self.vals.int(i as usize) {
-                report.changed.push(Delta::whole(Var::new(NodeIndex::new(i as usize)), Some(old), new));
+        let delta =
+            |&[i, old, new]: &[i64; 3]| Delta::whole(Var::new(NodeIndex::new(i as usize)), Some(old), new);
+        if slow.len() == 0 {
+            // The common case, as one exact-size copy.
+            report.changed.extend(log.iter().map(delta));
+        } else {
+            report.changed.reserve(log.len());
+            for entry in log {
+                if entry[0] & plan::SLOW_CHANGE != 0 {
+                    report.changed.extend(slow.next());
+                } else {
+                    report.changed.push(delta(entry));
+                }
             }
         }
         true

@@ -40,7 +40,7 @@ pub(super) struct Values {
     /// For native code (`plan/native.rs`), allocated on its first run: which variables are to
     /// be evaluated (all zeros outside a run), and the run's change log.
     pending: Vec<u8>,
-    pub(super) log: Vec<[i64; 2]>,
+    pub(super) log: Vec<[i64; 3]>,
 }
 
 impl Clone for Values {
@@ -78,7 +78,7 @@ impl Values {
             self.pending.resize(span, 0);
         }
         if self.log.len() < span {
-            self.log.resize(span, [0, 0]);
+            self.log.resize(span, [0, 0, 0]);
         }
         super::plan::Buffers {
             ints: self.ints.as_mut_ptr(),
@@ -233,6 +233,6 @@ impl Values {
             + self.other.capacity() * (std::mem::size_of::<(u32, Slot)>() + 1)
             + self.buckets.iter().map(|b| 24 + 4 * b.capacity()).sum::<usize>()
             + self.pending.capacity()
-            + self.log.capacity() * 16
+            + self.log.capacity() * 24
     }
 }

@@ -74,8 +74,9 @@ struct Frame {
     ok: *const u8,
     /// Per variable: whether it is to be evaluated in this run (cleared when it is).
     pending: *mut u8,
-    /// The changes, in order: `[variable, old value]`, or `[variable | SLOW_CHANGE, 0]`.
-    log: *mut [i64; 2],
+    /// The changes, in order: `[variable, old value, new value]`, or
+    /// `[variable | SLOW_CHANGE, 0, 0]`.
+    log: *mut [i64; 3],
     log_len: u64,
     /// How many variables were evaluated.
     evaluated: u64,
@@ -150,7 +151,7 @@ extern "C" fn trampoline(frame: *mut Frame, i: u32) {
         Ok(true) => {
             // SAFETY: the log holds a place for every variable, and each is evaluated (so
             // logged) at most once per run: `log_len` is below `span`.
-            unsafe { *frame.log.add(frame.log_len as usize) = [i64::from(i) | SLOW_CHANGE, 0] };
+            unsafe { *frame.log.add(frame.log_len as usize) = [i64::from(i) | SLOW_CHANGE, 0, 0] };
             frame.log_len += 1;
         }
         Err(p) => cb.panic = Some(p),
@@ -161,13 +162,13 @@ extern "C" fn trampoline(frame: *mut Frame, i: u32) {
 pub(in crate::sheet) struct Buffers {
     pub(in crate::sheet) ints: *mut i64,
     pub(in crate::sheet) pending: *mut u8,
-    pub(in crate::sheet) log: *mut [i64; 2],
+    pub(in crate::sheet) log: *mut [i64; 3],
 }
 
 impl Native {
     /// Runs the code from position `from` of its order on: every variable marked in `pending`
     /// is evaluated (and unmarked); one whose value changes is stored in `ints`, logged in
-    /// `log` with its old value, and marks its dependents. A variable the code does not
+    /// `log` with its old and new values, and marks its dependents. A variable the code does not
     /// compute goes to `slow(i)`, which must do all of that itself except the log entry, and
     /// returns whether it changed (then logged with [`SLOW_CHANGE`]).
     ///
@@ -472,14 +473,15 @@ fn emit_var(b: &mut FunctionBuilder<'_>, env: &Env, plan: &Plan, i: u32) -> bool
             b.ins().brif(same, next, &[], changed, &[]);
             b.switch_to_block(changed);
             b.ins().store(TRUSTED, cur, env.ints, at * 8);
-            // The log: [i, old] at `log_len`, then one more.
+            // The log: [i, old, new] at `log_len`, then one more.
             let len = b.use_var(env.log_len);
-            let offset = b.ins().ishl_imm_u(len, 4);
+            let offset = b.ins().imul_imm_s(len, 24);
             let log = b.ins().load(env.ptr, TRUSTED, env.frame, offset_of!(Frame, log) as i32);
             let place = b.ins().iadd(log, offset);
             let index = b.ins().iconst(I64, i64::from(i));
             b.ins().store(TRUSTED, index, place, 0);
             b.ins().store(TRUSTED, old, place, 8);
+            b.ins().store(TRUSTED, cur, place, 16);
             let len = b.ins().iadd_imm_s(len, 1);
             b.def_var(env.log_len, len);
             // Dependents are pending (the plan hands a variable whose dependents changed after
