@@ -116,7 +116,7 @@ impl Sheet {
         if waiting.saturating_mul(SWEEP_SKIPS_PER_WAITING) < vars.saturating_sub(from) {
             return false;
         }
-        let buffers = self.vals.native_buffers(code.span);
+        let buffers = self.vals.native_buffers(code.span, true);
         for bucket in buckets.iter_mut() {
             for &i in bucket.iter() {
                 self.vals.dequeue(i as usize);
@@ -240,7 +240,7 @@ impl Sheet {
         if let Some((code, ok)) = plan.native() {
             // Native code computes what it compiled; each other variable, in its place in the
             // order, goes through `solve_one` as below.
-            let buffers = self.vals.native_buffers(code.span);
+            let buffers = self.vals.native_buffers(code.span, false);
             self.vals.mark_all_pending(true);
             let sheet: *mut Sheet = self;
             // SAFETY: the buffers hold `span` elements and do not move while the code runs:

@@ -68,22 +68,25 @@ impl Values {
         }
     }
 
-    /// The buffers native code runs on (see `Native::run`), each with room for `span`
-    /// variables.
-    pub(super) fn native_buffers(&mut self, span: usize) -> super::plan::Buffers {
+    /// The buffers native code runs on (see `Native::run`), with room for `span` variables;
+    /// with `log`, a change log with room for each (else one entry: a full solve reports
+    /// nothing, and a copy that is only solved holds no log).
+    pub(super) fn native_buffers(&mut self, span: usize, log: bool) -> super::plan::Buffers {
         if span > 0 {
             self.grow(span - 1);
         }
         if self.pending.len() < span {
             self.pending.resize(span, 0);
         }
-        if self.log.len() < span {
-            self.log.resize(span, [0, 0, 0]);
+        let entries = if log { span.max(1) } else { 1 };
+        if self.log.len() < entries {
+            self.log.resize(entries, [0, 0, 0]);
         }
         super::plan::Buffers {
             ints: self.ints.as_mut_ptr(),
             pending: self.pending.as_mut_ptr(),
             log: self.log.as_mut_ptr(),
+            log_mask: if log { u64::MAX } else { 0 },
         }
     }
 

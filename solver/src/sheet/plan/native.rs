@@ -78,6 +78,9 @@ struct Frame {
     /// `[variable | SLOW_CHANGE, 0, 0]`.
     log: *mut [i64; 3],
     log_len: u64,
+    /// Where entry `n` goes: `log[n & log_mask]` (0 in a full solve, which needs no log and
+    /// gives it one entry to overwrite; all ones otherwise).
+    log_mask: u64,
     /// How many variables were evaluated.
     evaluated: u64,
     slow: Slow,
@@ -151,7 +154,9 @@ extern "C" fn trampoline(frame: *mut Frame, i: u32) {
         Ok(true) => {
             // SAFETY: the log holds a place for every variable, and each is evaluated (so
             // logged) at most once per run: `log_len` is below `span`.
-            unsafe { *frame.log.add(frame.log_len as usize) = [i64::from(i) | SLOW_CHANGE, 0, 0] };
+            unsafe {
+                *frame.log.add((frame.log_len & frame.log_mask) as usize) = [i64::from(i) | SLOW_CHANGE, 0, 0]
+            };
             frame.log_len += 1;
         }
         Err(p) => cb.panic = Some(p),
@@ -163,6 +168,9 @@ pub(in crate::sheet) struct Buffers {
     pub(in crate::sheet) ints: *mut i64,
     pub(in crate::sheet) pending: *mut u8,
     pub(in crate::sheet) log: *mut [i64; 3],
+    /// All ones for a log with room for every variable; 0 for a log of one entry, which every
+    /// change overwrites (a full solve, which reports nothing).
+    pub(in crate::sheet) log_mask: u64,
 }
 
 impl Native {
@@ -174,7 +182,7 @@ impl Native {
     ///
     /// # Safety
     /// `ints` and `pending` must point to at least [`Native::span`] elements, and `log` to room
-    /// for `span` entries, all staying in place during the run; `slow` must not access them
+    /// for `span` entries (one, with a `log_mask` of 0), all staying in place during the run; `slow` must not access them
     /// except through `Values` writing existing elements. Every variable before `from` must be
     /// unmarked.
     pub(in crate::sheet) unsafe fn run(
@@ -195,6 +203,7 @@ impl Native {
             pending: buffers.pending,
             log: buffers.log,
             log_len: 0,
+            log_mask: buffers.log_mask,
             evaluated: 0,
             slow: trampoline,
             // The callback lives on this stack frame for the whole run; the code only hands
@@ -475,7 +484,9 @@ fn emit_var(b: &mut FunctionBuilder<'_>, env: &Env, plan: &Plan, i: u32) -> bool
             b.ins().store(TRUSTED, cur, env.ints, at * 8);
             // The log: [i, old, new] at `log_len`, then one more.
             let len = b.use_var(env.log_len);
-            let offset = b.ins().imul_imm_s(len, 24);
+            let mask = b.ins().load(I64, TRUSTED, env.frame, offset_of!(Frame, log_mask) as i32);
+            let at_entry = b.ins().band(len, mask);
+            let offset = b.ins().imul_imm_s(at_entry, 24);
             let log = b.ins().load(env.ptr, TRUSTED, env.frame, offset_of!(Frame, log) as i32);
             let place = b.ins().iadd(log, offset);
             let index = b.ins().iconst(I64, i64::from(i));
