@@ -994,6 +994,21 @@ fn native_code_computes_what_it_compiled() {
     sheet.forget_values();
     sheet.solve_all();
     assert_eq!(sheet.values(), after);
+    // A value that stops being whole: its dependents' code reads the marker and hands them to
+    // the interpreter, in a recomputation and in a full solve.
+    let mut frac = Sheet::new(globals(&["A", "B", "C"]));
+    frac.add_modifier(&add("a", "A", ModKind::Set, "3")).unwrap();
+    frac.add_modifier(&add("b", "B", ModKind::Add, "A + 1")).unwrap();
+    frac.add_modifier(&add("c", "C", ModKind::Add, "B * 2")).unwrap();
+    assert!(frac.compile_native(0));
+    assert_eq!(frac.native_coverage(), Some((3, 3)));
+    frac.add_modifier(&add("half", "A", ModKind::Add, "0.5")).unwrap();
+    assert_eq!((val(&frac, "A"), val(&frac, "B"), val(&frac, "C")), ("3.5".into(), "4.5".into(), "9".into()));
+    frac.forget_values();
+    frac.solve_all();
+    assert_eq!((val(&frac, "B"), val(&frac, "C")), ("4.5".into(), "9".into()));
+    frac.remove_modifier("half").unwrap();
+    assert_eq!((val(&frac, "B"), val(&frac, "C")), ("4".into(), "8".into()));
     // A new variable (an instance) may change the order: the code is dropped.
     let mut rules = RulesBuilder::new("PC");
     rules.add_scope("PC.ITEM", "PC").unwrap();

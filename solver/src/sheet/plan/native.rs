@@ -460,8 +460,9 @@ fn emit_var(b: &mut FunctionBuilder<'_>, env: &Env, plan: &Plan, i: u32) -> bool
             // any check is computed again by `slow`, which then does everything.
             let ok = b.ins().load(types::I8, TRUSTED, env.ok, at);
             let fail = b.ins().icmp_imm_s(IntCC::Equal, ok, 0);
-            let mut e = Emit { b: &mut *b, env, fail, never: false };
+            let mut e = Emit { b: &mut *b, env, fail, never: false, low: None };
             let cur = e.entry(start, steps);
+            e.reads_checked();
             e.fail_if_eq(cur, NOT_WHOLE);
             let cur = e.value(cur);
             // A value that was not whole is in the side map: `slow` stores it properly.
@@ -520,8 +521,12 @@ fn finish_slow(b: &mut FunctionBuilder<'_>, env: &Env, i: u32, next: Block, nati
     let index = b.ins().iconst(types::I32, i64::from(i));
     let slow = b.ins().load(env.ptr, TRUSTED, env.frame, offset_of!(Frame, slow) as i32);
     b.ins().call_indirect(env.slow_sig, slow, &[env.frame, index]);
+    // Both counters are read back from the frame, so that neither lives through the call: the
+    // four pointers then fit the registers a call preserves, and nothing is spilled.
     let n = b.ins().load(I64, TRUSTED, env.frame, LOG_LEN);
     b.def_var(env.log_len, n);
+    let n = b.ins().load(I64, TRUSTED, env.frame, EVALUATED);
+    b.def_var(env.evaluated, n);
     b.ins().jump(next, &[]);
     b.switch_to_block(next);
     native
@@ -535,9 +540,15 @@ struct Emit<'a, 'b> {
     fail: Value,
     /// Whether a check on constants failed when compiling: the variable always goes to `slow`.
     never: bool,
+    /// The least value read so far: [`NOT_WHOLE`] is the least `i64`, so one check of it at
+    /// the end covers every read (a min is cheaper than a compare and an or per read).
+    low: Option<Value>,
 }
 
 const I64: Type = types::I64;
+
+// `Emit::read` checks reads by their least value: the marker must be the least `i64`.
+const _: () = assert!(NOT_WHOLE == i64::MIN);
 
 /// Values and flags are read and written through aligned pointers that never trap.
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
@@ -582,12 +593,22 @@ impl Emit<'_, '_> {
         }
     }
 
-    /// A value read from variable `v`; the variable fails when it is not whole.
+    /// A value read from variable `v`; the variable fails when it is not whole (checked by
+    /// `reads_checked`).
     fn read(&mut self, v: u32) -> V {
         let x = self.b.ins().load(I64, TRUSTED, self.env.ints, (v * 8) as i32);
-        let x = V::R(x);
-        self.fail_if_eq(x, NOT_WHOLE);
-        x
+        self.low = Some(match self.low {
+            None => x,
+            Some(low) => self.b.ins().smin(low, x),
+        });
+        V::R(x)
+    }
+
+    /// The variable fails when any value it read was not whole.
+    fn reads_checked(&mut self) {
+        if let Some(low) = self.low.take() {
+            self.fail_if_eq(V::R(low), NOT_WHOLE);
+        }
     }
 
     /// A constant result, or (`None`: the operation fails on these constants) none.
