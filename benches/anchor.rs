@@ -1,8 +1,9 @@
 //! The anchor workload (`../shared/bench/anchor-workload/`, see `workload.rs`) at 2,000 and
 //! 20,000 variables — and 200,000 with `SHEETD_BENCH_200K=1` — one row per measure of the
 //! solver's performance table (issue 13): re-solve with the plan cached, the first solve after a
-//! structural change (both interpreted, then with the plan compiled to native code), building
-//! the sheet in one batch, a sheet from the compiled (built) sheet,
+//! structural change and the hub and leaf changes (each interpreted, then with the plan compiled
+//! to native code: `*_interpreted` is the same-run baseline of the row without the suffix),
+//! building the sheet in one batch, a sheet from the compiled (built) sheet,
 //! the hub and leaf changes, and (at 2,000)
 //! the modifiers added one by one in file order, each recomputed at once or deferred to one
 //! `settle`. Each group has a baseline measured in the same
@@ -38,6 +39,31 @@ fn timed_change(
         }
         total
     });
+}
+
+/// The hub and leaf changes (`ADD 1` on V1 and on V1998, timed; then removed, untimed), as rows
+/// `hub_change{suffix}` and `leaf_change{suffix}`.
+fn bench_changes(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    sheet: &mut solver::Sheet,
+    w: &Workload,
+    suffix: &str,
+) {
+    for (name, target) in [("hub_change", w.hub), ("leaf_change", w.leaf)] {
+        let spec = Workload::add_one(target);
+        g.bench_function(format!("{name}{suffix}"), |b| {
+            timed_change(
+                b,
+                sheet,
+                |s| {
+                    black_box(s.add_modifier(&spec).expect("adds"));
+                },
+                |s| {
+                    s.remove_modifier("add-one").expect("removes");
+                },
+            )
+        });
+    }
 }
 
 /// A structural change (a modifier added to the leaf and removed), then the full solve timed.
@@ -116,6 +142,7 @@ fn bench_anchor(c: &mut Criterion) {
         g.bench_function("resolve_plan_cached", |b| b.iter(|| black_box(&mut sheet).solve_all()));
         let touch = Workload::add_one(w.leaf);
         g.bench_function("first_solve_after_structural_change", |b| first_solve(b, &mut sheet, &touch));
+        bench_changes(&mut g, &mut sheet, &w, "_interpreted");
         // The same two rows with the plan compiled to native code (the interpreted rows above
         // are their baseline, in the same run).
         let t = Instant::now();
@@ -139,21 +166,7 @@ fn bench_anchor(c: &mut Criterion) {
             )
         });
         bench_compiled(&mut g, &mut sheet);
-        for (name, target) in [("hub_change", w.hub), ("leaf_change", w.leaf)] {
-            let spec = Workload::add_one(target);
-            g.bench_function(name, |b| {
-                timed_change(
-                    b,
-                    &mut sheet,
-                    |s| {
-                        black_box(s.add_modifier(&spec).expect("adds"));
-                    },
-                    |s| {
-                        s.remove_modifier("add-one").expect("removes");
-                    },
-                )
-            });
-        }
+        bench_changes(&mut g, &mut sheet, &w, "");
         if vars == 2_000 {
             bench_one_by_one(&mut g, &rules, &ops);
         }
