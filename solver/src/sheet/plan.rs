@@ -27,6 +27,9 @@
 //!   sorted. Both are brought up to date only on a sheet that owns its shape (a structural change
 //!   made it its own), or by `Sheet::prepare_to_share` before copies are made.
 //!
+//! The plan can also be compiled to machine code (`native.rs`), which runs the same entries
+//! without a dispatch per step and hands back to this module what it does not compute.
+//!
 //! The plan is an optimisation only: a variable it cannot handle — not a NUMBER, a modifier
 //! with a condition, an input without a value, any evaluation error — is computed by
 //! [`Sheet::compute`], the one function that defines values, and the property tests hold both
@@ -435,7 +438,8 @@ impl Plan {
     /// The native code and which variables it computes, when there is one for this order.
     pub(super) fn native(&self) -> Option<(&native::Native, &[u8])> {
         let code = self.native.as_deref()?;
-        Some((code, &self.native_ok))
+        // Compiling sets one flag per variable the code may address; without them, no code.
+        (self.native_ok.len() >= code.span).then_some((code, &self.native_ok))
     }
 
     /// Writes every stale entry again (or all of them, when garbage outweighs the rest), so

@@ -1,5 +1,6 @@
-//! Native code for the full solve: the plan's entries compiled, once per shape, into machine
-//! code with [Cranelift](https://cranelift.dev), in the full solve's order.
+//! Native code for the plan: its entries compiled, once per shape, into machine code with
+//! [Cranelift](https://cranelift.dev), in the full solve's order, for full solves and for
+//! recomputations that reach many variables.
 //!
 //! **Why.** The plan's interpreter ([`Plan::eval`]) dispatches once per step, and which step
 //! comes next depends on the data: on the anchor workload the processor mispredicts most of
@@ -7,28 +8,36 @@
 //! an entry is straight-line code: loads, checked arithmetic, and branches that are never taken
 //! in the common case.
 //!
-//! **What the code does.** Each compiled function covers a run of variables of the full solve's
-//! order (a *chunk*). For each variable `i`, in order:
-//! 1. if `ok[i]` is 0 (its entry changed after compiling), or its entry holds a step this module
+//! **What the code does.** Each compiled function covers a run of variables of the order (a
+//! *chunk*); a run starts at the chunk holding a given position. For each variable `i`, in
+//! order:
+//! 1. unless `pending[i]` is set (every variable, in a full solve), go on to the next; else
+//!    clear it and count an evaluation;
+//! 2. if `ok[i]` is 0 (its entry changed after compiling), or its entry holds a step this module
 //!    does not compile (a decimal, a general formula, a program with a stack, DIVIDE), call
-//!    `slow(ctx, i)`: the caller evaluates it the way the interpreter does;
-//! 2. else compute the entry on `i64`s from its start. Every read of a value that is not whole
-//!    ([`NOT_WHOLE`]), every overflow, and a previous value that was not whole branch to `slow`
-//!    for this variable, which then takes exactly the interpreter's path (whole, then exact);
-//! 3. store the value in `ints[i]`.
+//!    `slow(frame, i)`: the caller evaluates it the interpreter's way, stores it, marks its
+//!    dependents and says whether it changed;
+//! 3. else compute the entry on `i64`s from its start. A read of a value that is not whole
+//!    ([`NOT_WHOLE`]), an overflow, or a previous value that was not whole sends the variable to
+//!    `slow` instead, which then takes exactly the interpreter's path (whole, then exact);
+//! 4. an unchanged value stops there (early cutoff); a changed one is stored in `ints[i]`,
+//!    logged as `[i, old, new]`, and marks its dependents pending.
 //!
 //! So the native code only ever answers where the interpreter's whole-number path would answer
 //! the same, and everything else goes through the one definition of values. A property test
-//! holds native solves to interpreted ones on values that overflow, divide and are not whole.
+//! holds native solves and recomputations (values and reports) to interpreted ones on values
+//! that overflow, divide and are not whole.
 //!
 //! **Invariants.**
-//! - The code was compiled from the entries and order of one plan. It keeps that order, which
-//!   stays topological while every new edge goes forward in it ([`Native::precedes`]); the plan
-//!   drops the code when one does not, or when a variable is added or removed, and clears
-//!   `ok[i]` when variable `i`'s modifiers change, so the code never computes a stale entry.
-//! - `ints` and `ok` hold at least [`Native::span`] elements when the code runs (every index
-//!   compiled in is below it), and `ints` is not reallocated while it runs (`slow` writes only
-//!   existing elements).
+//! - The code was compiled from the entries, dependents and order of one plan. It keeps that
+//!   order, which stays topological while every new edge goes forward in it
+//!   ([`Native::precedes`]); the plan drops the code when one does not, or when a variable is
+//!   added or removed. It clears `ok[i]` when variable `i`'s modifiers change or it gains a
+//!   dependent, so the code never computes a stale entry nor misses a dependent.
+//! - The buffers hold at least [`Native::span`] elements when the code runs (every index
+//!   compiled in is below it), the log room for every change (or one entry, overwritten, in a
+//!   full solve), and none of them moves while it runs (`slow` writes only existing elements).
+//! - No variable before the run's first position is pending.
 //! - The code's memory lives as long as the [`Native`], which is shared by `Arc` between copies
 //!   of a shape and freed when the last one is dropped.
 
@@ -193,7 +202,7 @@ impl Native {
         slow: &mut dyn FnMut(u32) -> bool,
     ) -> Ran {
         if ok.len() < self.span {
-            // Not the plan this code was compiled for (the plan keeps them together).
+            // Not the flags this code was compiled with: `Plan::native` never hands them out.
             return Ran { evaluated: 0, logged: 0 };
         }
         let mut cb = Callback { f: slow, panic: None };
