@@ -46,6 +46,10 @@ fn main() {
     let calls: usize = arg("--calls", 2000);
     let batch: usize = arg("--batch", 20_000);
     let seconds: u64 = arg("--seconds", 3);
+    if std::env::var_os("SHEETD_KEEP_THP").is_none() {
+        // As `sheetd serve` sets it up (`SHEETD_KEEP_THP=1` measures without).
+        sheetd::cli::serve::tune_memory();
+    }
     let dir = tempfile::tempdir().expect("temp dir");
     let port =
         std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
