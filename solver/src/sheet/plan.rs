@@ -108,7 +108,8 @@ pub(super) struct Plan {
     pub(super) level: Vec<u32>,
     /// Each variable's dependents: the targets of its outgoing edges, each once.
     pub(super) succ: Vec<Vec<u32>>,
-    /// The entries as native code for the full solve, once compiled ([`Plan::compile_native`]);
+    /// The entries as native code (full solves, large recomputations), once compiled
+    /// ([`Plan::compile_native`]);
     /// shared by copies of the shape, dropped when the order may change.
     native: Option<Arc<native::Native>>,
     /// Per variable: 1 while the native code computes its current entry, 0 once its modifiers
@@ -422,7 +423,7 @@ impl Plan {
         }
     }
 
-    /// Compiles the entries into native code for the full solve (see [`native`]), unless it
+    /// Compiles the entries into native code (see [`native`]), unless it
     /// is compiled already. The plan must be fresh, order included (`refresh`, `sort_order`).
     /// On a host Cranelift does not support, the plan keeps interpreting.
     pub(super) fn compile_native(&mut self) {

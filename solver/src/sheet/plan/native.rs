@@ -634,12 +634,13 @@ impl Emit<'_, '_> {
     /// `x op y`; the variable fails on overflow.
     fn checked(&mut self, op: Arith, x: V, y: V) -> V {
         if let (V::K(a), V::K(b)) = (x, y) {
-            let r = match op {
-                Arith::Add => a.checked_add(b),
-                Arith::Sub => a.checked_sub(b),
-                Arith::Mul => a.checked_mul(b),
+            // Folded by the instruction's own rules, as the interpreter runs it.
+            let op = match op {
+                Arith::Add => IntOp::AddK(b),
+                Arith::Sub => IntOp::SubK(b),
+                Arith::Mul => IntOp::MulK(b),
             };
-            return self.folded(r);
+            return self.folded(op.apply_top(a, |_| None));
         }
         let (x, y) = (self.value(x), self.value(y));
         let (v, of) = match op {
@@ -654,7 +655,8 @@ impl Emit<'_, '_> {
     /// The smaller of `x` and `y`, or with `max` the larger.
     fn min_max(&mut self, max: bool, x: V, y: V) -> V {
         if let (V::K(a), V::K(b)) = (x, y) {
-            return V::K(if max { a.max(b) } else { a.min(b) });
+            let op = if max { IntOp::MaxK(b) } else { IntOp::MinK(b) };
+            return self.folded(op.apply_top(a, |_| None));
         }
         let (x, y) = (self.value(x), self.value(y));
         V::R(if max { self.b.ins().smax(x, y) } else { self.b.ins().smin(x, y) })
