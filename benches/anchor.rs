@@ -6,8 +6,14 @@
 //! building the sheet in one batch, a sheet from the compiled (built) sheet,
 //! the hub and leaf changes, and (at 2,000)
 //! the modifiers added one by one in file order, each recomputed at once or deferred to one
-//! `settle`. Each group has a baseline measured in the same
-//! run: reading one value.
+//! `settle`. Each group has baselines measured in the same run: reading one value, and timing
+//! nothing the way the hub and leaf rows time a change (the clock's own cost, under both).
+//!
+//! The rows run on the daemon's allocator (mimalloc), as `sheetd serve` does.
+
+/// The daemon's allocator (see `service/src/main.rs`): the rows measure what `sheetd serve` runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use sheetd_benches::workload::Workload;
@@ -139,6 +145,18 @@ fn bench_anchor(c: &mut Criterion) {
         sheet.solve_all();
         let probe = format!("V{}", w.hub);
         g.bench_function("baseline_value_of_one_variable", |b| b.iter(|| sheet.value(black_box(&probe))));
+        // What timing one change costs by itself (two clock reads): the floor under the hub and
+        // leaf rows, which time each change alone so as to leave its undo out.
+        g.bench_function("baseline_timed_nothing", |b| {
+            timed_change(
+                b,
+                &mut sheet,
+                |s| {
+                    black_box(s);
+                },
+                |_| {},
+            )
+        });
         g.bench_function("resolve_plan_cached", |b| b.iter(|| black_box(&mut sheet).solve_all()));
         let touch = Workload::add_one(w.leaf);
         g.bench_function("first_solve_after_structural_change", |b| first_solve(b, &mut sheet, &touch));

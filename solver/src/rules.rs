@@ -202,9 +202,12 @@ impl RulesBuilder {
 
     /// Finishes the rules.
     pub fn build(self) -> Rules {
-        let mut by_name: Map<String, Vec<(ScopeId, VarDefId)>> = Map::default();
+        let mut by_name: Map<Box<[u8]>, Vec<(ScopeId, VarDefId)>> = Map::default();
         for (i, v) in self.vars.iter().enumerate() {
-            by_name.entry(v.name.to_ascii_lowercase()).or_default().push((v.scope, VarDefId(i as u32)));
+            by_name
+                .entry(v.name.to_ascii_lowercase().into_bytes().into())
+                .or_default()
+                .push((v.scope, VarDefId(i as u32)));
         }
         let mut rules = Rules {
             compiler: Compiler::new(Arc::new(self.library)),
@@ -245,7 +248,9 @@ pub struct Rules {
     scope_names: HashMap<String, ScopeId>,
     vars: Vec<VarDef>,
     /// Declarations by lowercased name: every scope declaring it.
-    by_name: Map<String, Vec<(ScopeId, VarDefId)>>,
+    /// Declarations by name in ASCII lower case, as bytes (a name folded on the stack is looked
+    /// up without checking it again as UTF-8).
+    by_name: Map<Box<[u8]>, Vec<(ScopeId, VarDefId)>>,
     defaults: HashMap<Format, Value>,
     /// Every declaration's default value, by `VarDefId`: computed once, shared by every sheet.
     var_defaults: Arc<[Value]>,
@@ -302,13 +307,12 @@ impl Rules {
                 Some(short) => {
                     short.copy_from_slice(name.as_bytes());
                     short.make_ascii_lowercase();
-                    // ASCII case folding keeps UTF-8 valid.
-                    self.by_name.get(std::str::from_utf8(short).ok()?)?
+                    self.by_name.get(&*short)?
                 }
-                None => self.by_name.get(&name.to_ascii_lowercase())?,
+                None => self.by_name.get(name.to_ascii_lowercase().as_bytes())?,
             }
         } else {
-            self.by_name.get(name)?
+            self.by_name.get(name.as_bytes())?
         };
         // The nearest scope wins (declaration rules keep one per chain, but be exact anyway).
         let mut s = Some(scope);

@@ -175,6 +175,35 @@ fn higher_priority_wins_either_way_round() {
     }
 }
 
+/// A source whose last modifier went is unknown to `remove_source`, whether its emptied list
+/// is still kept for reuse or was dropped with the others (past 64 empty lists); a source
+/// used again works as new.
+#[test]
+fn emptied_sources_are_unknown_until_used_again() {
+    let mut sheet = Sheet::new(globals(&["Hands"]));
+    let spec = |k: usize| ModifierSpec::new(&format!("m{k}"), "Hands", ModKind::Add, "1", &format!("S{k}"));
+    for k in 0..200 {
+        sheet.add_modifier(&spec(k)).unwrap();
+    }
+    assert_eq!(val(&sheet, "Hands"), "200");
+    for k in 0..200 {
+        sheet.remove_modifier(&format!("m{k}")).unwrap();
+        let e = sheet.remove_source(&format!("S{k}")).unwrap_err();
+        assert_eq!(e.code, codes::UNKNOWN_MODIFIER, "source S{k}");
+    }
+    assert_eq!(val(&sheet, "Hands"), "0");
+    // Sources reused after their lists were dropped (S0) or kept (S199).
+    for k in [0, 199] {
+        sheet.add_modifier(&spec(k)).unwrap();
+    }
+    assert_eq!(val(&sheet, "Hands"), "2");
+    sheet.remove_source("S199").unwrap();
+    assert_eq!(val(&sheet, "Hands"), "1");
+    sheet.remove_source("S0").unwrap();
+    assert_eq!(val(&sheet, "Hands"), "0");
+    assert!(sheet.remove_source("S0").is_err());
+}
+
 /// At one user priority: default 6 → SET 4 → MULTIPLY 2 → ADD 1 = 9, added in reverse order.
 #[test]
 fn inherent_priorities_at_one_user_priority() {

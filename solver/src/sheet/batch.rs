@@ -245,7 +245,7 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        let keys = self.shape.sources.get(source).cloned().ok_or_else(|| {
+        let keys = self.shape.sources.get(source).filter(|l| !l.is_empty()).cloned().ok_or_else(|| {
             SolveError::new(codes::UNKNOWN_MODIFIER, format!("no modifier has source `{source}`"))
         })?;
         for k in keys {

@@ -27,7 +27,7 @@ impl Sheet {
 impl Shape {
     /// Checks a modifier against the sheet and makes it ready to link: its target node, type,
     /// value, condition and the nodes it reads.
-    pub(super) fn prepare(&self, spec: &ModifierSpec) -> Result<Modifier, SolveError> {
+    pub(super) fn prepare(&self, spec: &ModifierSpec) -> Result<Arc<Modifier>, SolveError> {
         if self.mod_ids.contains_key(&spec.id) {
             return Err(SolveError::new(
                 codes::DUPLICATE_MODIFIER,
@@ -70,7 +70,9 @@ impl Shape {
             ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
             _ => None,
         };
-        let m = Modifier {
+        // Built in its `Arc` at once: the record is about 200 bytes, and each move of it (out of
+        // here, into the `Arc`) was a copy.
+        let m = Arc::new(Modifier {
             value_slots,
             cond_slots,
             const_num,
@@ -89,7 +91,7 @@ impl Shape {
             on,
             from,
             reads: reads.into(),
-        };
+        });
         self.check_cycles(&m)?;
         Ok(m)
     }
@@ -239,7 +241,7 @@ impl Shape {
     }
 
     /// Adds a prepared modifier under a new key, and returns the key.
-    pub(super) fn insert_modifier(&mut self, m: Modifier) -> ModKey {
+    pub(super) fn insert_modifier(&mut self, m: Arc<Modifier>) -> ModKey {
         self.next_seq += 1;
         let key = match self.free_mods.pop() {
             Some(k) => k,
@@ -248,19 +250,26 @@ impl Shape {
                 ModKey(self.mods.len() as u32 - 1)
             }
         };
-        self.link_modifier(key, Arc::new(m));
+        self.link_modifier(key, m);
         key
     }
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list.
     pub(super) fn link_modifier(&mut self, key: ModKey, m: Arc<Modifier>) {
         let target = m.target;
-        self.plan.touch(target);
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
         }
         self.mod_ids.insert(m.id.clone(), key);
-        self.sources.entry(m.source.clone()).or_default().push(key);
+        match self.sources.get_mut(&m.source) {
+            Some(list) => {
+                self.empty_sources -= usize::from(list.is_empty());
+                list.push(key);
+            }
+            None => {
+                self.sources.insert(m.source.clone(), vec![key]);
+            }
+        }
         // The global instance is never removed, so it needs no index (and would hold nearly
         // every modifier).
         for i in [m.on, m.from] {
@@ -273,6 +282,13 @@ impl Shape {
         let list = &self.graph[target].mods;
         // Keep the target's list sorted by (priority, inherent priority, insertion).
         let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
+        // Last in the list (a new modifier usually is: the latest applies last among equals),
+        // it is appended to the plan's entry; anywhere else, the entry is written again.
+        if pos == list.len() {
+            self.plan.appended(target, key.0, &m);
+        } else {
+            self.plan.touch(target);
+        }
         self.mods[key.0 as usize] = Some(m);
         self.graph[target].mods.insert(pos, key);
     }
@@ -295,7 +311,11 @@ impl Shape {
         if let Some(list) = self.sources.get_mut(&m.source) {
             list.retain(|k| *k != key);
             if list.is_empty() {
-                self.sources.remove(&m.source);
+                self.empty_sources += 1;
+                if self.empty_sources > 64 && self.empty_sources * 2 > self.sources.len() {
+                    self.sources.retain(|_, l| !l.is_empty());
+                    self.empty_sources = 0;
+                }
             }
         }
         for i in [m.on, m.from] {

@@ -15,9 +15,12 @@
 //! constants are applied when it is written: it starts from their result.
 //!
 //! **Kept, not rebuilt.** A structural change marks only what it touched:
-//! - a modifier linked or unlinked marks its target *stale*; the target's entry is written again
-//!   (appended at the end of the arrays, the old range left as garbage) before the next
-//!   evaluation, once however many modifiers the batch changed;
+//! - a modifier linked last in its target's order (a new modifier usually is) has its steps
+//!   appended to the target's entry at once ([`Plan::appended`]), in the room reserved after it
+//!   or with the entry moved to the end of the arrays;
+//! - any other modifier linked, or one unlinked, marks its target *stale*; the target's entry is
+//!   written again (in place when it fits, else at the end of the arrays, the old range left as
+//!   garbage) before the next evaluation, once however many modifiers the batch changed;
 //! - a variable added or removed, or a level raised, marks the full solve's order stale; it is
 //!   sorted again (by level) only when a full solve needs it;
 //! - when garbage outweighs the live entries, every entry is written again from scratch.
@@ -292,6 +295,25 @@ struct PlanFormula {
 /// `cur` combined with `v` by a modifier of type `kind` on whole numbers, or `None` when the
 /// result is not a whole `i64` (the caller then takes the exact general path).
 #[inline(always)]
+/// Applies an entry's leading whole constants to its start, once, when the entry is written:
+/// the entry starts from their result (what every evaluation would compute first). A step that
+/// does not stay whole stays in the entry, for the exact path to take at evaluation.
+fn fold_leading(start: &mut Option<Num>, steps: &mut Vec<Step>) {
+    if let Some(Num::Int(mut whole)) = *start {
+        let mut folded = 0;
+        for s in steps.iter() {
+            let Some((kind, FoldOf::Whole(k))) = s.fold() else { break };
+            let Some(next) = combine_whole(kind, whole, k) else { break };
+            whole = next;
+            folded += 1;
+        }
+        if folded > 0 {
+            *start = Some(Num::Int(whole));
+            steps.drain(..folded);
+        }
+    }
+}
+
 fn combine_whole(kind: ModKind, cur: i64, v: i64) -> Option<i64> {
     match kind {
         ModKind::Set => Some(v),
@@ -496,12 +518,15 @@ impl Plan {
     /// fit in the records reserved for it, else appended — with `room`, with room to grow.
     fn write(&mut self, sheet: &Source<'_>, i: usize, room: bool) {
         let old = self.vars[i];
-        // Decimal constants are written again with the entry: the old ones are garbage.
-        let decimals = self
-            .steps
-            .get(old.first as usize..old.end as usize)
-            .map_or(0, |s| s.iter().filter(|s| matches!(s, Step::FoldDec(..))).count());
-        self.garbage += decimals;
+        // Decimal constants are written again with the entry: the old ones are garbage. (A plan
+        // without any has nothing to count: most plans, and the scan is a pass over the entry.)
+        if !self.decimals.is_empty() {
+            let decimals = self
+                .steps
+                .get(old.first as usize..old.end as usize)
+                .map_or(0, |s| s.iter().filter(|s| matches!(s, Step::FoldDec(..))).count());
+            self.garbage += decimals;
+        }
         let Some(n) = sheet.graph.node_weight(NodeIndex::new(i)) else {
             self.vars[i] = PlanVar { start: None, end: old.first, stale: false, ..old };
             return;
@@ -521,22 +546,7 @@ impl Plan {
         if start.is_none() {
             scratch.clear();
         }
-        // Leading whole constants are applied now, once: the entry starts from their result
-        // (what every evaluation would compute first). A step that does not stay whole stays
-        // in the entry, for the exact path to take at evaluation.
-        if let Some(Num::Int(mut whole)) = start {
-            let mut folded = 0;
-            for s in &scratch {
-                let Some((kind, FoldOf::Whole(k))) = s.fold() else { break };
-                let Some(next) = combine_whole(kind, whole, k) else { break };
-                whole = next;
-                folded += 1;
-            }
-            if folded > 0 {
-                start = Some(Num::Int(whole));
-                scratch.drain(..folded);
-            }
-        }
+        fold_leading(&mut start, &mut scratch);
         let len = scratch.len() as u32;
         let (first, cap) = if len <= old.cap - old.first {
             (old.first, old.cap)
@@ -550,6 +560,51 @@ impl Plan {
             self.steps.resize(cap as usize, Step::LoadK(0));
         }
         self.steps[first as usize..end as usize].copy_from_slice(&scratch);
+        self.scratch = scratch;
+        self.vars[i] = PlanVar { start, first, end, cap, stale: false };
+    }
+
+    /// Modifier `key` (`m`) was linked last in node `n`'s list (it applies after every other):
+    /// its steps go at the end of `n`'s entry, which is what writing the whole entry again would
+    /// give, at the cost of one modifier. An entry stale already, or one the plan does not
+    /// compute, is left to `touch`.
+    pub(super) fn appended(&mut self, n: NodeIndex, key: u32, m: &Modifier) {
+        let i = n.index();
+        let v = match self.vars.get(i) {
+            Some(v) if !v.stale && v.start.is_some() => *v,
+            _ => return self.touch(n),
+        };
+        if let Some(ok) = self.native_ok.get_mut(i) {
+            *ok = 0;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        if self.push_steps(key, m, &mut scratch).is_none() {
+            // The plan cannot compute this modifier: the variable leaves the plan (as `write`
+            // would leave it).
+            self.vars[i] = PlanVar { start: None, end: v.first, ..v };
+            self.scratch = scratch;
+            return;
+        }
+        // Leading constants fold into the start only while nothing is left before them.
+        let mut start = v.start;
+        if v.first == v.end {
+            fold_leading(&mut start, &mut scratch);
+        }
+        let len = scratch.len() as u32;
+        let (first, end, cap) = if v.end + len <= v.cap {
+            (v.first, v.end + len, v.cap)
+        } else {
+            // Moved to the end, with room to grow; the old records become garbage.
+            let have = v.end - v.first;
+            let first = self.steps.len() as u32;
+            let cap = first + (2 * (have + len)).max(4);
+            self.steps.resize(cap as usize, Step::LoadK(0));
+            self.steps.copy_within(v.first as usize..v.end as usize, first as usize);
+            self.garbage += (v.cap - v.first) as usize;
+            (first, first + have + len, cap)
+        };
+        self.steps[(end - len) as usize..end as usize].copy_from_slice(&scratch);
         self.scratch = scratch;
         self.vars[i] = PlanVar { start, first, end, cap, stale: false };
     }
