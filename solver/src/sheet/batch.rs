@@ -54,6 +54,9 @@ pub(super) struct Pending {
     /// Variables of removed instances, with their names and values before the batch.
     removed: Vec<(NodeIndex, Change)>,
     undo: Vec<Undo>,
+    /// Modifiers and instances the batch adds, to reserve room for at its first change (then
+    /// zero).
+    grow: (usize, usize),
 }
 
 /// What deferred batches touched, for the next [`Sheet::settle`] (or what one batch touched,
@@ -84,13 +87,19 @@ impl Sheet {
         let mut pending = std::mem::take(&mut self.spare);
         pending.dirty.reserve(ops.len());
         pending.undo.reserve(ops.len());
-        // A large batch of adds (a sheet being built) grows the tables once, not by doubling.
-        let adds = ops.iter().filter(|op| matches!(op, Operation::AddModifier(_))).count();
-        if adds > 16 {
-            let shape = self.shape_mut();
-            shape.mods.reserve(adds.saturating_sub(shape.free_mods.len()));
-            shape.mod_ids.reserve(adds);
+        // A batch of adds (a sheet being built, an object with its parts and modifiers) grows
+        // the tables once, not by doubling: growing a hash table moves every entry.
+        let (mut adds, mut instances) = (0usize, 0usize);
+        for op in ops {
+            match op {
+                Operation::AddModifier(_) => adds += 1,
+                Operation::AddInstance { .. } => instances += 1,
+                _ => {}
+            }
         }
+        // Reserved by the first operation that gets as far as changing the shape: a batch
+        // rejected before that leaves a copied sheet sharing its shape.
+        pending.grow = (adds, instances);
         for (index, op) in ops.iter().enumerate() {
             let result = match op {
                 Operation::AddInstance { key, scope, parent } => {
@@ -114,10 +123,23 @@ impl Sheet {
 
     /// Keeps a batch's emptied buffers for the next batch — unless a large batch grew them:
     /// a sheet does not hold a build's worth of bookkeeping for the rest of its life.
-    fn keep_spare(&mut self, pending: Pending) {
+    fn keep_spare(&mut self, mut pending: Pending) {
+        pending.grow = (0, 0);
         const KEEP: usize = 256;
         if pending.undo.capacity() <= KEEP && pending.dirty.capacity() <= KEEP {
             self.spare = pending;
+        }
+    }
+
+    /// Gives the shape's tables room for what the batch adds, once (see `Pending::grow`).
+    fn grow(&mut self, pending: &mut Pending) {
+        let (adds, instances) = std::mem::take(&mut pending.grow);
+        if adds + instances > 0 {
+            let shape = self.shape_mut();
+            shape.mods.reserve(adds.saturating_sub(shape.free_mods.len()));
+            shape.mod_ids.reserve(adds);
+            shape.sources.reserve(adds);
+            shape.instance_keys.reserve(instances);
         }
     }
 
@@ -169,6 +191,7 @@ impl Sheet {
                 ),
             ));
         }
+        self.grow(pending);
         let reuses = self.shape.free_instances.last().copied();
         let id = self.create_instance(Arc::from(key), scope_id, Some(parent_id));
         pending.created.extend(self.shape.instance(id).nodes.iter().copied());
@@ -231,6 +254,7 @@ impl Sheet {
     ) -> Result<(), SolveError> {
         let m = self.shape.prepare(spec)?;
         pending.dirty.push(m.target);
+        self.grow(pending);
         let key = self.shape_mut().insert_modifier(m);
         pending.undo.push(Undo::AddedModifier(key));
         Ok(())

@@ -181,8 +181,18 @@ impl Sheet {
     /// solve's order), so that copies of this sheet can solve without a shape of their own. Call
     /// it on a sheet that is to be copied many times (a ruleset's starting sheet); it costs at
     /// most one sort of the variables.
+    ///
+    /// It also gives the shape's indexes (modifiers by id and by source, instances by key) room
+    /// for as many entries again as they hold: a copy's first structural change copies them with
+    /// the shape, capacity included, and then adds to them without growing them (growing a hash
+    /// table moves every entry).
     pub fn prepare_to_share(&mut self) {
         self.refresh_plan(true);
+        // (A shape shared already is left as it is: reserving would copy it.)
+        let Some(shape) = Arc::get_mut(&mut self.shape) else { return };
+        shape.mod_ids.reserve(shape.mod_ids.len());
+        shape.sources.reserve(shape.sources.len());
+        shape.instance_keys.reserve(shape.instance_keys.len());
     }
 
     /// Brings the plan's entries up to date with the structure, and with `order` also the full
