@@ -48,16 +48,35 @@ fn timed_change(
 }
 
 /// The hub and leaf changes (`ADD 1` on V1 and on V1998, timed; then removed, untimed), as rows
-/// `hub_change{suffix}` and `leaf_change{suffix}`.
+/// `hub_change{suffix}` and `leaf_change{suffix}` — and, without a suffix, the leaf change with
+/// its target named, `leaf_change_by_name`.
 fn bench_changes(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     sheet: &mut solver::Sheet,
     w: &Workload,
     suffix: &str,
 ) {
+    let rules = sheet.rules().clone();
     for (name, target) in [("hub_change", w.hub), ("leaf_change", w.leaf)] {
-        let spec = Workload::add_one(target);
+        let spec = Workload::add_one(&rules, target);
         g.bench_function(format!("{name}{suffix}"), |b| {
+            timed_change(
+                b,
+                sheet,
+                |s| {
+                    black_box(s.add_modifier(&spec).expect("adds"));
+                },
+                |s| {
+                    s.remove_modifier("add-one").expect("removes");
+                },
+            )
+        });
+    }
+    // The leaf change again with the target named, as a request names it: the sheet resolves
+    // the name (the rows above add by index, as a ruleset's objects do).
+    if suffix.is_empty() {
+        let spec = Workload::add_one_by_name(w.leaf);
+        g.bench_function("leaf_change_by_name", |b| {
             timed_change(
                 b,
                 sheet,
@@ -158,7 +177,7 @@ fn bench_anchor(c: &mut Criterion) {
             )
         });
         g.bench_function("resolve_plan_cached", |b| b.iter(|| black_box(&mut sheet).solve_all()));
-        let touch = Workload::add_one(w.leaf);
+        let touch = Workload::add_one(&sheet.rules().clone(), w.leaf);
         g.bench_function("first_solve_after_structural_change", |b| first_solve(b, &mut sheet, &touch));
         bench_changes(&mut g, &mut sheet, &w, "_interpreted");
         // The same two rows with the plan compiled to native code (the interpreted rows above

@@ -147,8 +147,17 @@ impl Workload {
         sheet
     }
 
-    /// An `ADD 1` constant modifier on `V{target}`.
-    pub fn add_one(target: usize) -> ModifierSpec {
+    /// An `ADD 1` constant modifier on `V{target}`, its target resolved first, as the
+    /// workload's own modifiers are (see [`Workload::operations`]).
+    pub fn add_one(rules: &Rules, target: usize) -> ModifierSpec {
+        let mut spec = Self::add_one_by_name(target);
+        spec.var = Target::Def(rules.resolve(rules.global(), &format!("V{target}")).expect("declared"));
+        spec
+    }
+
+    /// The same modifier naming its target, resolved by the sheet when it is added (as a
+    /// request naming a variable is).
+    pub fn add_one_by_name(target: usize) -> ModifierSpec {
         let mut spec = ModifierSpec::new("add-one", &format!("V{target}"), ModKind::Add, "1", "check");
         spec.value = Instruction::Literal(formula::Value::Number(rust_decimal::Decimal::ONE), Arc::from("1"));
         spec

@@ -4,6 +4,10 @@
 //! `SHEETD_NATIVE=1` the built sheet's plan is compiled to native code first.
 
 use sheetd_benches::workload::Workload;
+
+/// The daemon's allocator, as in the anchor benches.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -46,7 +50,7 @@ fn main() {
                 black_box(sheet.solve_all());
             }
             "first" => {
-                sheet.add_modifier(&Workload::add_one(w.leaf)).expect("adds");
+                sheet.add_modifier(&Workload::add_one(&rules, w.leaf)).expect("adds");
                 sheet.remove_modifier("add-one").expect("removes");
                 let t = Instant::now();
                 black_box(sheet.solve_all());
@@ -56,7 +60,7 @@ fn main() {
             "copy" => {
                 // A sheet from the compiled one, then its first structural change (a shape copy).
                 let mut c = sheet.clone();
-                c.add_modifier(&Workload::add_one(w.leaf)).expect("adds");
+                c.add_modifier(&Workload::add_one(&rules, w.leaf)).expect("adds");
                 black_box(c);
             }
             "build" => {
@@ -81,7 +85,7 @@ fn main() {
             }
             "hub" | "leaf" => {
                 let target = if what == "hub" { w.hub } else { w.leaf };
-                let report = sheet.add_modifier(&Workload::add_one(target)).expect("adds");
+                let report = sheet.add_modifier(&Workload::add_one(&rules, target)).expect("adds");
                 timed += t.elapsed();
                 evaluations = black_box(report).recomputed;
                 sheet.remove_modifier("add-one").expect("removes");

@@ -15,13 +15,13 @@ fn the_solver_solves_the_anchor_workload_exactly() {
     }
     assert_eq!(sum(&sheet), 9_195_514);
     // The hub: 1,428 variables change and the sum becomes 9,590,433; removing it restores all.
-    let report = sheet.add_modifier(&Workload::add_one(w.hub)).expect("adds");
+    let report = sheet.add_modifier(&Workload::add_one(&sheet.rules().clone(), w.hub)).expect("adds");
     assert_eq!((w.hub, report.changed.len()), (1, 1_428));
     assert_eq!(sum(&sheet), 9_590_433);
     sheet.remove_modifier("add-one").expect("removes");
     assert_eq!(sum(&sheet), 9_195_514);
-    // The leaf: one variable changes.
-    let report = sheet.add_modifier(&Workload::add_one(w.leaf)).expect("adds");
+    // The leaf, named (resolved by the sheet): one variable changes.
+    let report = sheet.add_modifier(&Workload::add_one_by_name(w.leaf)).expect("adds");
     assert_eq!(report.changed.len(), 1);
 }
 

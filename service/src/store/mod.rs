@@ -23,6 +23,7 @@
 //! - A record that cannot be read back is [`StoreError::Damaged`], naming it; a store that cannot
 //!   be reached is [`StoreError::Failed`].
 
+mod journal;
 mod records;
 mod redb;
 
