@@ -273,12 +273,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn frames_survive_reopening_and_a_reset_empties_them() {
+    /// A new journal in a temporary directory (kept alive by the first element).
+    fn fresh() -> (tempfile::TempDir, PathBuf, Journal) {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("j");
-        let (mut j, found) = Journal::open(&path).expect("create");
+        let (j, found) = Journal::open(&path).expect("create");
         assert!(found.is_empty());
+        (dir, path, j)
+    }
+
+    #[test]
+    fn frames_survive_reopening_and_a_reset_empties_them() {
+        let (_dir, path, mut j) = fresh();
         assert_eq!(std::fs::metadata(&path).expect("meta").len(), CAPACITY);
         let (a, b, c) = (append("s1", 1, false), append("s2", 1, true), append("s1", 2, false));
         j.write(&[&a, &b]).expect("frame 1");
@@ -298,9 +304,7 @@ mod tests {
 
     #[test]
     fn a_torn_frame_ends_the_journal_and_is_written_over() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("j");
-        let (mut j, _) = Journal::open(&path).expect("create");
+        let (_dir, path, mut j) = fresh();
         let (a, b) = (append("s1", 1, false), append("s1", 2, true));
         j.write(&[&a]).expect("frame 1");
         let second = j.end;
@@ -321,9 +325,7 @@ mod tests {
 
     #[test]
     fn a_frame_larger_than_the_file_grows_it() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("j");
-        let (mut j, _) = Journal::open(&path).expect("create");
+        let (_dir, path, mut j) = fresh();
         let big = Append { log: vec![3; CAPACITY as usize], ..append("s1", 1, false) };
         j.write(&[&big]).expect("frame");
         assert!(std::fs::metadata(&path).expect("meta").len() > CAPACITY);

@@ -695,6 +695,12 @@ mod tests {
         }
     }
 
+    /// Records sheet `id` with its revision 0.
+    fn create(store: &RedbStore, id: &str) {
+        let rec = SheetRecord { id: id.into(), ruleset_id: "starter".into() };
+        store.create_sheet(&rec, &entry(0), &Snapshot::default()).expect("create");
+    }
+
     fn revisions(log: &[Logged]) -> Vec<u64> {
         log.iter().map(|e| e.revision.number).collect()
     }
@@ -743,8 +749,7 @@ mod tests {
         {
             let store = RedbStore::open(dir.path(), 1 << 20).expect("open");
             for id in ["a", "gone"] {
-                let rec = SheetRecord { id: id.into(), ruleset_id: "starter".into() };
-                store.create_sheet(&rec, &entry(0), &Snapshot::default()).expect("create");
+                create(&store, id);
                 for r in 1..=40 {
                     let snap = Snapshot { revision: r, values: vec![] };
                     store.append(id, &entry(r), (r % SNAPSHOT_EVERY == 0).then_some(&snap)).expect("append");
@@ -777,8 +782,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         {
             let store = RedbStore::open(dir.path(), 1 << 20).expect("open");
-            let rec = SheetRecord { id: "a".into(), ruleset_id: "starter".into() };
-            store.create_sheet(&rec, &entry(0), &Snapshot::default()).expect("create");
+            create(&store, "a");
             // A record whose seal does not match its key, journaled as if it were revision 1.
             let append = Append {
                 sheet: "a".into(),
