@@ -218,7 +218,7 @@ impl Sheetd for Api {
             span.record("revision", sheet.revision);
             Ok(pb::CreateSheetResponse {
                 sheet: Some(convert::sheet_info(sheet)),
-                values: convert::variables(&values),
+                values: convert::variables(values),
             })
         })
         .await
@@ -282,7 +282,7 @@ impl Sheetd for Api {
             let (revision, values) =
                 e.values(&req.sheet_id, &req.variables, req.revision).map_err(to_status)?;
             span.record("revision", revision);
-            Ok(pb::ValuesResponse { revision, values: convert::variables(&values) })
+            Ok(pb::ValuesResponse { revision, values: convert::variables(values) })
         })
         .await
     }
@@ -505,7 +505,7 @@ fn solve_one(e: &Engine, item: &pb::BatchItem) -> pb::BatchResult {
     pb::BatchResult {
         id: item.id.clone(),
         result: Some(match result {
-            Ok(values) => R::Values(pb::BatchValues { values: convert::variables(&values) }),
+            Ok(values) => R::Values(pb::BatchValues { values: convert::variables(values) }),
             Err(problems) => {
                 R::Error(pb::ErrorInfo { diagnostics: problems.iter().map(convert::diagnostic).collect() })
             }

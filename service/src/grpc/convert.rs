@@ -132,19 +132,7 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
 }
 
 pub fn value(v: &record::Value) -> pb::Value {
-    use pb::value::Kind as K;
-    let kind = match &v.kind {
-        Kind::Number(n) => K::Number(n.clone()),
-        Kind::Boolean(b) => K::Boolean(*b),
-        Kind::Text(t) => K::Text(t.clone()),
-        Kind::List(items) => K::List(pb::ValueList { items: items.iter().map(value).collect() }),
-        Kind::Error { code, message, modifier } => K::Error(pb::ValueError {
-            code: code.clone(),
-            message: message.clone(),
-            modifier: modifier.clone(),
-        }),
-    };
-    pb::Value { format: v.format.clone(), kind: Some(kind) }
+    into_value(v.clone())
 }
 
 /// A message value as a recorded value (the client's direction: for showing it).
@@ -172,8 +160,23 @@ pub fn variable(v: &Variable) -> pb::VariableValue {
     pb::VariableValue { r#ref: v.var.clone(), value: Some(value(&v.value)) }
 }
 
-pub fn variables(v: &[Variable]) -> Vec<pb::VariableValue> {
-    v.iter().map(variable).collect()
+/// Values as messages, moved rather than copied: every string of a record becomes its
+/// message's (a SolveBatch answers tens of thousands of sheets of them).
+pub fn variables(v: Vec<Variable>) -> Vec<pb::VariableValue> {
+    v.into_iter().map(|v| pb::VariableValue { r#ref: v.var, value: Some(into_value(v.value)) }).collect()
+}
+
+/// A value as a message, moving the record's strings.
+fn into_value(v: record::Value) -> pb::Value {
+    use pb::value::Kind as K;
+    let kind = match v.kind {
+        Kind::Number(n) => K::Number(n),
+        Kind::Boolean(b) => K::Boolean(b),
+        Kind::Text(t) => K::Text(t),
+        Kind::List(items) => K::List(pb::ValueList { items: items.into_iter().map(into_value).collect() }),
+        Kind::Error { code, message, modifier } => K::Error(pb::ValueError { code, message, modifier }),
+    };
+    pb::Value { format: v.format, kind: Some(kind) }
 }
 
 pub fn change(c: &Change) -> pb::Change {
@@ -185,16 +188,16 @@ fn changes(c: &[Change]) -> Vec<pb::Change> {
 }
 
 fn typed(t: &Typed) -> pb::Value {
-    value(&record::Value::of(&t.format, &t.slot))
+    into_value(record::Value::of(&t.format, &t.slot))
 }
 
 pub fn trace(t: &Trace) -> pb::Trace {
     pb::Trace {
         r#ref: t.var.to_string(),
         format: t.format.to_string(),
-        default: Some(value(&record::Value::of(&t.format, &Ok(t.default.clone())))),
+        default: Some(into_value(record::Value::of(&t.format, &Ok(t.default.clone())))),
         steps: t.steps.iter().map(|s| trace_step(&t.format, s)).collect(),
-        value: Some(value(&record::Value::of(&t.format, &t.value))),
+        value: Some(into_value(record::Value::of(&t.format, &t.value))),
     }
 }
 
@@ -215,7 +218,7 @@ fn trace_step(format: &formula::Format, s: &TraceStep) -> pb::TraceStep {
                 value: v.as_ref().map(|v| value(&record::Value::untyped(v))),
             })
             .collect(),
-        after: s.after.as_ref().map(|a| value(&record::Value::of(format, a))),
+        after: s.after.as_ref().map(|a| into_value(record::Value::of(format, a))),
     }
 }
 
@@ -345,7 +348,7 @@ pub fn event(e: &Event) -> pb::WatchEvent {
     let event = match &e.kind {
         EventKind::Changes(c) => E::Changes(pb::Changes { changes: changes(c) }),
         EventKind::Resync { reason, values } => {
-            E::Resync(pb::Resync { reason: reason.clone(), values: variables(values) })
+            E::Resync(pb::Resync { reason: reason.clone(), values: variables(values.clone()) })
         }
         EventKind::Deleted => E::Deleted(pb::Deleted {}),
     };

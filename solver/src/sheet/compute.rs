@@ -146,19 +146,17 @@ impl Sheet {
         let log = self.vals.log.get(..ran.logged).unwrap_or_default();
         let delta =
             |&[i, old, new]: &[i64; 3]| Delta::whole(Var::new(NodeIndex::new(i as usize)), Some(old), new);
-        if slow.len() == 0 {
-            // The common case, as one exact-size copy.
-            report.changed.extend(log.iter().map(delta));
-        } else {
-            report.changed.reserve(log.len());
-            for entry in log {
-                if entry[0] & plan::SLOW_CHANGE != 0 {
-                    report.changed.extend(slow.next());
-                } else {
-                    report.changed.push(delta(entry));
-                }
-            }
+        // Runs of whole-number changes between the interpreter's, each as one exact-size copy
+        // (one variable the interpreter took, say a leaf whose modifiers changed since
+        // compiling, must not turn a hub change's thousands of changes into pushes one by one).
+        report.changed.reserve(log.len());
+        let mut rest = log;
+        while let Some(k) = rest.iter().position(|e| e[0] & plan::SLOW_CHANGE != 0) {
+            report.changed.extend(rest[..k].iter().map(delta));
+            report.changed.extend(slow.next());
+            rest = &rest[k + 1..];
         }
+        report.changed.extend(rest.iter().map(delta));
         true
     }
 
