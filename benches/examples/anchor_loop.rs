@@ -17,8 +17,9 @@ fn compile_native(sheet: &mut solver::Sheet) {
     let compiled = sheet.compile_native(0);
     let (vars, native) = sheet.native_coverage().unwrap_or_default();
     eprintln!(
-        "native code: {compiled}, {native} of {vars} variables compiled in {:.1} ms",
-        t.elapsed().as_secs_f64() * 1e3
+        "native code: {compiled}, {native} of {vars} variables compiled in {:.1} ms, {:.1} KiB of machine code",
+        t.elapsed().as_secs_f64() * 1e3,
+        sheet.native_code_bytes().unwrap_or(0) as f64 / 1024.0
     );
     sheet.solve_all();
     eprintln!("sum after a native solve: {}", sheetd_benches::workload::sum(sheet));

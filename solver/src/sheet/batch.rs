@@ -138,7 +138,8 @@ impl Sheet {
             let shape = self.shape_mut();
             shape.mods.reserve(adds.saturating_sub(shape.free_mods.len()));
             shape.mod_ids.reserve(adds);
-            shape.sources.reserve(adds);
+            // (Not `sources`: a batch's modifiers mostly share a few sources — an object's, a
+            // file's — and room for one each would hold megabytes for a large batch.)
             shape.instance_keys.reserve(instances);
         }
     }

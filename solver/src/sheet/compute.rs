@@ -306,6 +306,12 @@ impl Sheet {
         self.shape.plan.native().map(|(code, _)| code.coverage())
     }
 
+    /// The size of the native code, in bytes, when there is some (it lives in pages of its
+    /// own, which an allocator does not count).
+    pub fn native_code_bytes(&self) -> Option<usize> {
+        self.shape.plan.native().map(|(code, _)| code.code_bytes)
+    }
+
     /// The value of `node` from its default through its modifiers, recording each step when
     /// `trace` is given. The one function that computes values, for solving and for traces.
     pub(super) fn compute(&self, node: NodeIndex, trace: Option<&mut Vec<TraceStep>>) -> Slot {

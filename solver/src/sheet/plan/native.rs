@@ -118,6 +118,8 @@ pub(in crate::sheet) struct Native {
     compiled: usize,
     /// How many variables the code covers.
     vars: usize,
+    /// The machine code's size, in bytes (its pages are the JIT's own, not the allocator's).
+    pub(in crate::sheet) code_bytes: usize,
 }
 
 impl fmt::Debug for Native {
@@ -284,6 +286,7 @@ pub(super) fn compile(plan: &Plan, order: &[u32]) -> Result<Native, String> {
     let mut fctx = FunctionBuilderContext::new();
     let (mut ids, mut starts) = (Vec::new(), Vec::new());
     let mut compiled = 0;
+    let mut code_bytes = 0;
     let mut rest = order;
     while !rest.is_empty() {
         // A chunk: variables until it holds about STEPS_PER_CHUNK steps.
@@ -339,6 +342,7 @@ pub(super) fn compile(plan: &Plan, order: &[u32]) -> Result<Native, String> {
             b.finalize(target);
         }
         module.define_function(id, &mut ctx).map_err(|e| format!("{e:?}"))?;
+        code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -358,7 +362,16 @@ pub(super) fn compile(plan: &Plan, order: &[u32]) -> Result<Native, String> {
             *slot = p as u32;
         }
     }
-    Ok(Native { chunks, starts, module: Mutex::new(Some(module)), span, pos, compiled, vars: order.len() })
+    Ok(Native {
+        chunks,
+        starts,
+        module: Mutex::new(Some(module)),
+        span,
+        pos,
+        compiled,
+        vars: order.len(),
+        code_bytes,
+    })
 }
 
 /// What every variable's code refers to: the frame's fields, loaded once per chunk, and the
