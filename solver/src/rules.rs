@@ -247,9 +247,8 @@ pub struct Rules {
     scopes: Vec<ScopeDef>,
     scope_names: HashMap<String, ScopeId>,
     vars: Vec<VarDef>,
-    /// Declarations by lowercased name: every scope declaring it.
-    /// Declarations by name in ASCII lower case, as bytes (a name folded on the stack is looked
-    /// up without checking it again as UTF-8).
+    /// Declarations by name in ASCII lower case, as bytes: every scope declaring it. (A name
+    /// folded on the stack is looked up without checking it again as UTF-8.)
     by_name: Map<Box<[u8]>, Vec<(ScopeId, VarDefId)>>,
     defaults: HashMap<Format, Value>,
     /// Every declaration's default value, by `VarDefId`: computed once, shared by every sheet.

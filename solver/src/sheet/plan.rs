@@ -295,6 +295,18 @@ struct PlanFormula {
 /// `cur` combined with `v` by a modifier of type `kind` on whole numbers, or `None` when the
 /// result is not a whole `i64` (the caller then takes the exact general path).
 #[inline(always)]
+fn combine_whole(kind: ModKind, cur: i64, v: i64) -> Option<i64> {
+    match kind {
+        ModKind::Set => Some(v),
+        ModKind::Add => cur.checked_add(v),
+        ModKind::Multiply => cur.checked_mul(v),
+        ModKind::Divide => cur.checked_div(v).filter(|q| q.wrapping_mul(v) == cur),
+        ModKind::Max => Some(cur.max(v)),
+        ModKind::Min => Some(cur.min(v)),
+        ModKind::Append => None,
+    }
+}
+
 /// Applies an entry's leading whole constants to its start, once, when the entry is written:
 /// the entry starts from their result (what every evaluation would compute first). A step that
 /// does not stay whole stays in the entry, for the exact path to take at evaluation.
@@ -311,18 +323,6 @@ fn fold_leading(start: &mut Option<Num>, steps: &mut Vec<Step>) {
             *start = Some(Num::Int(whole));
             steps.drain(..folded);
         }
-    }
-}
-
-fn combine_whole(kind: ModKind, cur: i64, v: i64) -> Option<i64> {
-    match kind {
-        ModKind::Set => Some(v),
-        ModKind::Add => cur.checked_add(v),
-        ModKind::Multiply => cur.checked_mul(v),
-        ModKind::Divide => cur.checked_div(v).filter(|q| q.wrapping_mul(v) == cur),
-        ModKind::Max => Some(cur.max(v)),
-        ModKind::Min => Some(cur.min(v)),
-        ModKind::Append => None,
     }
 }
 
