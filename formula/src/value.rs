@@ -108,7 +108,8 @@ pub fn parse_decimal(text: &str) -> Result<Decimal, String> {
 pub fn canonical_decimal(d: Decimal) -> String {
     // A whole number of scale 0 (nearly every value of game data) is its integer's digits.
     if let crate::Num::Int(i) = crate::Num::from_decimal(d) {
-        return i.to_string();
+        // One exact allocation (the formatting machinery grows its string as it writes).
+        return itoa::Buffer::new().format(i).to_owned();
     }
     let n = d.normalize();
     if n.is_zero() { "0".to_owned() } else { n.to_string() }
