@@ -300,42 +300,42 @@ impl RedbStore {
     fn commit_appends(&self, batch: Vec<(u64, Append)>) -> Vec<(u64, Result<(), StoreError>)> {
         let mut wal = self.wal();
         let mut results = Vec::with_capacity(batch.len());
-        let mut accepted: Vec<(u64, Append)> = Vec::with_capacity(batch.len());
-        // Last revisions as this batch leaves them (an append may follow another to its sheet).
-        let mut last: HashMap<&str, u64> = HashMap::new();
-        for (ticket, a) in &batch {
-            let sheet = a.sheet.as_str();
-            let known = match last.get(sheet).or_else(|| wal.last.get(sheet)) {
-                Some(&r) => Ok(Some(r)),
-                None => self.last_logged(sheet),
-            };
-            let known = match known {
-                Ok(k) => k,
-                Err(e) => {
-                    results.push((*ticket, Err(e)));
-                    continue;
+        // Whether each append passed its check, in batch order.
+        let mut passed = Vec::with_capacity(batch.len());
+        {
+            // Last revisions as this batch leaves them (an append may follow another to its
+            // sheet).
+            let mut last: HashMap<&str, u64> = HashMap::new();
+            for (ticket, a) in &batch {
+                let sheet = a.sheet.as_str();
+                let known = match last.get(sheet).or_else(|| wal.last.get(sheet)) {
+                    Some(&r) => Ok(Some(r)),
+                    None => self.last_logged(sheet),
+                };
+                let refused = match known {
+                    Err(e) => Some(e),
+                    Ok(known) if a.revision == 0 || known != Some(a.revision - 1) => {
+                        Some(StoreError::Conflict(match known {
+                            Some(l) => format!(
+                                "sheet `{sheet}` is at revision {l}, not {}",
+                                a.revision.saturating_sub(1)
+                            ),
+                            None => format!("sheet `{sheet}` has no log"),
+                        }))
+                    }
+                    Ok(_) => None,
+                };
+                passed.push(refused.is_none());
+                match refused {
+                    Some(e) => results.push((*ticket, Err(e))),
+                    None => {
+                        last.insert(sheet, a.revision);
+                    }
                 }
-            };
-            if a.revision == 0 || known != Some(a.revision - 1) {
-                results.push((
-                    *ticket,
-                    Err(StoreError::Conflict(match known {
-                        Some(l) => format!(
-                            "sheet `{sheet}` is at revision {l}, not {}",
-                            a.revision.saturating_sub(1)
-                        ),
-                        None => format!("sheet `{sheet}` has no log"),
-                    })),
-                ));
-                continue;
             }
-            last.insert(sheet, a.revision);
         }
-        let rejected: std::collections::HashSet<u64> = results.iter().map(|(t, _)| *t).collect();
-        for (ticket, a) in batch.iter().filter(|(t, _)| !rejected.contains(t)) {
-            accepted.push((*ticket, a.clone()));
-        }
-        drop(last);
+        let accepted: Vec<(u64, Append)> =
+            batch.into_iter().zip(passed).filter_map(|(item, ok)| ok.then_some(item)).collect();
         if accepted.is_empty() {
             return results;
         }
