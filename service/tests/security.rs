@@ -365,8 +365,10 @@ async fn watch_replay_streams_from_the_store_in_bounded_chunks() {
     );
     // Building each replay whole held 20 copies of the history (~10 MiB each here).
     assert!(open < base + (48 << 20), "idle watchers hold {:.1} MiB", mib(open - base));
+    // The slack is allocator noise (a run measured 0.8 MiB over an 8 MiB slack once); what
+    // the test guards against, a replay held whole per watcher, is about 200 MiB here.
     assert!(
-        after < base + base / 10 + (8 << 20),
+        after < base + base / 10 + (16 << 20),
         "after closing: {:.1} MiB vs base {:.1}",
         mib(after),
         mib(base)
