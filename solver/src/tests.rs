@@ -746,18 +746,29 @@ fn sheets_share_the_rules_defaults() {
     assert_eq!((val(&a, "A"), val(&b, "B")), ("0".to_owned(), "0".to_owned()));
 }
 
+/// `ModifierSpec::new` with source `s`.
+fn spec_s(id: &str, var: &str, kind: ModKind, value: &str) -> ModifierSpec {
+    ModifierSpec::new(id, var, kind, value, "s")
+}
+
+/// Four chained globals: A = 3, B += A * 2 + 1, C += `c`, D = max(D, C - 1.5).
+fn chain(c: &str) -> Sheet {
+    let mut sheet = Sheet::new(globals(&["A", "B", "C", "D"]));
+    sheet.add_modifier(&spec_s("a", "A", ModKind::Set, "3")).unwrap();
+    sheet.add_modifier(&spec_s("b", "B", ModKind::Add, "A * 2 + 1")).unwrap();
+    sheet.add_modifier(&spec_s("c", "C", ModKind::Add, c)).unwrap();
+    sheet.add_modifier(&spec_s("d", "D", ModKind::Max, "C - 1.5")).unwrap();
+    sheet
+}
+
 /// The plan is kept across structural changes, not rebuilt: entries rewritten in place, moved
 /// when they grow, and every entry laid out again once garbage outweighs the rest. Through
 /// thousands of changes — enough for several compactions — every value stays what the
 /// reference computation (the trace) and a plan laid out from nothing say.
 #[test]
 fn the_kept_plan_survives_thousands_of_changes() {
-    let mut sheet = Sheet::new(globals(&["A", "B", "C", "D"]));
-    let add = |id: &str, var: &str, kind: ModKind, value: &str| ModifierSpec::new(id, var, kind, value, "s");
-    sheet.add_modifier(&add("a", "A", ModKind::Set, "3")).unwrap();
-    sheet.add_modifier(&add("b", "B", ModKind::Add, "A * 2 + 1")).unwrap();
-    sheet.add_modifier(&add("c", "C", ModKind::Add, "floor(B / 2) + A")).unwrap();
-    sheet.add_modifier(&add("d", "D", ModKind::Max, "C - 1.5")).unwrap();
+    let mut sheet = chain("floor(B / 2) + A");
+    let add = spec_s;
     for round in 0..3_000i64 {
         let value = format!("A + {}", round % 7);
         let id = format!("t{round}");
@@ -994,12 +1005,8 @@ proptest! {
 /// variable back to the interpreter, and a new variable drops the code.
 #[test]
 fn native_code_computes_what_it_compiled() {
-    let mut sheet = Sheet::new(globals(&["A", "B", "C", "D"]));
-    let add = |id: &str, var: &str, kind: ModKind, value: &str| ModifierSpec::new(id, var, kind, value, "s");
-    sheet.add_modifier(&add("a", "A", ModKind::Set, "3")).unwrap();
-    sheet.add_modifier(&add("b", "B", ModKind::Add, "A * 2 + 1")).unwrap();
-    sheet.add_modifier(&add("c", "C", ModKind::Add, "floor(B / -3) + A")).unwrap();
-    sheet.add_modifier(&add("d", "D", ModKind::Max, "C - 1.5")).unwrap();
+    let mut sheet = chain("floor(B / -3) + A");
+    let add = spec_s;
     assert!(sheet.compile_native(0));
     // D's formula is not whole (1.5): it calls back; the rest is native.
     assert_eq!(sheet.native_coverage(), Some((4, 3)));
