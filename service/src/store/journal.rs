@@ -302,6 +302,33 @@ mod tests {
         assert_eq!(Journal::open(&path).expect("reopen").1, vec![a]);
     }
 
+    /// The layout the module docs (and `docs/api.md`) describe, byte by byte.
+    #[test]
+    fn the_bytes_are_as_documented() {
+        let (_dir, path, mut j) = fresh();
+        let a =
+            Append { sheet: "s".into(), revision: 7, log: vec![0xAB; 3], snapshot: Some((7, vec![0xCD])) };
+        j.write(&[&a]).expect("frame");
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(&bytes[..8], b"SHEETDJ1");
+        assert_eq!(bytes[8..16], 1u64.to_le_bytes(), "generation 1");
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&1u32.to_le_bytes());
+        payload.extend_from_slice(b"s");
+        payload.extend_from_slice(&7u64.to_le_bytes());
+        payload.extend_from_slice(&3u32.to_le_bytes());
+        payload.extend_from_slice(&[0xAB; 3]);
+        payload.push(1);
+        payload.extend_from_slice(&7u64.to_le_bytes());
+        payload.extend_from_slice(&1u32.to_le_bytes());
+        payload.push(0xCD);
+        assert_eq!(bytes[16..20], (payload.len() as u32).to_le_bytes(), "length");
+        assert_eq!(bytes[20..24], frame_crc(1, &payload).to_le_bytes(), "CRC of generation and payload");
+        assert_eq!(bytes[24..32], 1u64.to_le_bytes(), "the frame's generation");
+        assert_eq!(&bytes[32..32 + payload.len()], &payload[..]);
+        assert!(bytes[32 + payload.len()..].iter().all(|&b| b == 0), "zeros after the last frame");
+    }
+
     #[test]
     fn a_torn_frame_ends_the_journal_and_is_written_over() {
         let (_dir, path, mut j) = fresh();
