@@ -50,6 +50,8 @@ use rust_decimal::Decimal;
 use std::sync::Arc;
 
 mod native;
+#[cfg(target_os = "linux")]
+mod pages;
 
 pub(super) use native::{Buffers, SLOW_CHANGE};
 
