@@ -4,7 +4,8 @@
 //! it prints nothing (it logs through `tracing`).
 //!
 //! Every method is synchronous and may block (solving, the store's durable writes); the gRPC
-//! layer calls it from blocking threads.
+//! layer calls it from blocking threads (or in place for a lone call, when the store
+//! [runs in place](Store::runs_in_place)).
 //!
 //! Read in this order: [`rulesets`] (load, reload, versions), [`sheets`] (create, apply, upgrade,
 //! delete: `migrate` then `apply_and_log`), [`history`] (values now and past, explain,
@@ -241,6 +242,11 @@ impl Engine {
     }
 
     /// Where the store is.
+    /// Whether a call may run on an async runtime's thread ([`Store::runs_in_place`]).
+    pub fn runs_in_place(&self) -> bool {
+        self.store.runs_in_place()
+    }
+
     pub fn store_location(&self) -> String {
         self.store.location()
     }

@@ -19,7 +19,8 @@
 //!   several servers over one networked store never interleave a sheet's revisions.
 //! - Methods block. The engine calls them from blocking threads, never from an async task, so an
 //!   implementation over an async driver (PostgreSQL, say) runs its future to completion inside
-//!   the call. Everything passed is owned or borrowed for the call only, and `Store: Send + Sync`.
+//!   the call — unless it says [`Store::runs_in_place`]: then a call that is alone may run on
+//!   the runtime's own thread (it must only make system calls, never enter a runtime). Everything passed is owned or borrowed for the call only, and `Store: Send + Sync`.
 //! - A record that cannot be read back is [`StoreError::Damaged`], naming it; a store that cannot
 //!   be reached is [`StoreError::Failed`].
 
@@ -81,6 +82,14 @@ pub type Record<M> = Result<M, (String, StoreError)>;
 pub trait Store: Send + Sync {
     /// Where the store is, for people (a file path, a database URL without credentials).
     fn location(&self) -> String;
+
+    /// Whether its methods may run on an async runtime's thread: they only make system calls
+    /// (file writes, fsync) and never start or enter a runtime. The gRPC layer then runs a call
+    /// that finds no other call running in place, saving two thread wake-ups (see
+    /// `grpc::api::Api::run_blocking`). No, unless an implementation says so.
+    fn runs_in_place(&self) -> bool {
+        false
+    }
 
     /// Every ruleset record; a damaged one comes as its id and the damage.
     fn rulesets(&self) -> Result<Vec<Record<RulesetRecord>>, StoreError>;

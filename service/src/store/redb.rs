@@ -422,6 +422,12 @@ impl RedbStore {
 }
 
 impl Store for RedbStore {
+    fn runs_in_place(&self) -> bool {
+        // File writes and fdatasync, on the calling thread (the group commit's leader is a
+        // caller, followers wait on a condition variable): nothing enters a runtime.
+        true
+    }
+
     fn location(&self) -> String {
         self.path.display().to_string()
     }
