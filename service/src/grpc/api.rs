@@ -41,6 +41,9 @@ pub struct Api {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cost {
     Normal,
+    /// A share of a stream's work (SolveBatch items): never run in place, so a stream's jobs
+    /// run side by side on blocking threads and none holds a runtime thread for long.
+    Share,
     Expensive,
 }
 
@@ -133,7 +136,7 @@ impl Api {
         let run = async move {
             let turn = match cost {
                 Cost::Expensive => Some(expensive.acquire_owned().await.map_err(closed)?),
-                Cost::Normal => None,
+                Cost::Normal | Cost::Share => None,
             };
             let permit = blocking.acquire_owned().await.map_err(closed)?;
             tokio::task::spawn_blocking(move || {
@@ -446,7 +449,7 @@ impl Sheetd for Api {
                         }
                     }
                     let solved = api
-                        .run_blocking(Cost::Normal, move |e| {
+                        .run_blocking(Cost::Share, move |e| {
                             Ok(span
                                 .in_scope(|| good.iter().map(|item| solve_one(e, item)).collect::<Vec<_>>()))
                         })
@@ -610,6 +613,8 @@ mod tests {
         assert_eq!(on(&api).await, here, "alone again");
         let expensive = api.run_blocking(Cost::Expensive, |_| Ok(std::thread::current().id())).await;
         assert_ne!(expensive.expect("runs"), here, "an expensive call always goes to a blocking thread");
+        let share = api.run_blocking(Cost::Share, |_| Ok(std::thread::current().id())).await;
+        assert_ne!(share.expect("runs"), here, "a SolveBatch job always goes to a blocking thread");
 
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = done.clone();
