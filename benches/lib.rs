@@ -192,6 +192,25 @@ pub mod load {
             .unwrap_or(default)
     }
 
+    /// The text after `--name` on the command line, if any.
+    pub fn arg_str(name: &str) -> Option<String> {
+        let args: Vec<String> = std::env::args().collect();
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+    }
+
+    /// CPU time (user + system) that process `pid` (`"self"` for this one) has used so far, in
+    /// seconds, from `/proc/PID/stat` (clock ticks of 1/100 s, as Linux reports them there);
+    /// `None` where there is no `/proc`.
+    pub fn cpu_seconds(pid: &str) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name (field 2) may hold spaces; the fields after its `)` are fixed.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15: 11 and 12 after the name.
+        let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        Some(ticks as f64 / 100.0)
+    }
+
     /// The `p` quantile (0 to 1) of sorted durations; zero when there are none.
     pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
         if sorted.is_empty() {

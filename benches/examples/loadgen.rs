@@ -18,11 +18,16 @@
 //!    `--seconds` each): the store's group commit lets concurrent writers share an fsync.
 //! 3. SolveBatch throughput: N example characters streamed through one SolveBatch call;
 //!    prints sheets per second (and per core), with the same sheets solved in-process on all
-//!    cores (no gRPC) as the baseline.
+//!    cores (no gRPC) as the baseline. Client and server share this process and its cores
+//!    there, so the client's own encoding and decoding count against the server. Then, when
+//!    the release binary is built (`cargo build --release -p sheetd`; or `--server PATH`), the
+//!    same batch against the real `sheetd serve` in its own process: sheets per second of the
+//!    server's CPU time (from `/proc`), against sheets per second of CPU time in-process — the
+//!    per-core cost of serving a sheet over gRPC against solving it in place.
 
 use sheetd::grpc::config::ServeArgs;
 use sheetd::grpc::proto as pb;
-use sheetd_benches::load::{arg, percentile};
+use sheetd_benches::load::{arg, cpu_seconds, percentile};
 use std::time::{Duration, Instant};
 
 /// The daemon's allocator (see `service/src/main.rs`): loadgen measures the server as shipped,
@@ -67,7 +72,7 @@ fn main() {
             std::process::exit(1);
         }
     });
-    runtime.block_on(async move {
+    let (items, local_cpu) = runtime.block_on(async move {
         let url = format!("http://127.0.0.1:{port}");
         let mut client = loop {
             match sheetd::cli::client::connect(&url, None, None).await {
@@ -242,6 +247,7 @@ fn main() {
         assert_eq!(n, batch);
         // Baseline: the same sheets solved in-process on all cores, no gRPC.
         let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
+        let cpu_before = cpu_seconds("self");
         let t = Instant::now();
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         std::thread::scope(|s| {
@@ -258,6 +264,7 @@ fn main() {
             }
         });
         let local = t.elapsed();
+        let local_cpu = cpu_seconds("self").zip(cpu_before).map(|(after, before)| after - before);
         println!("SolveBatch, {batch} example characters on the starter ruleset ({threads} cores):");
         println!(
             "  SolveBatch over gRPC    {:.0} sheets/s, {:.0} per core ({:.2} s)",
@@ -271,5 +278,88 @@ fn main() {
             batch as f64 / local.as_secs_f64() / threads as f64,
             local.as_secs_f64()
         );
+        (items, local_cpu)
     });
+    drop(runtime);
+    external_batch(&items, local_cpu);
+}
+
+/// SolveBatch against the real server in its own process: sheets per second of its CPU time,
+/// against `local_cpu` (the CPU seconds the in-process baseline took for the same items).
+fn external_batch(items: &[pb::BatchItem], local_cpu: Option<f64>) {
+    let server = sheetd_benches::load::arg_str("--server").unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/release/sheetd")
+            .display()
+            .to_string()
+    });
+    if !std::path::Path::new(&server).is_file() {
+        println!("  (no {server}: `cargo build --release -p sheetd` to measure the server's CPU per sheet)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    /// The server, killed however this function ends.
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Server(
+        std::process::Command::new(&server)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {server}: {e}")),
+    );
+    let mut line = String::new();
+    let stdout = child.0.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("read");
+    let url = line
+        .trim()
+        .strip_prefix("sheetd serving on ")
+        .and_then(|r| r.split_whitespace().next())
+        .expect("the server prints its address")
+        .to_owned();
+    let pid = child.0.id().to_string();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let (wall, server_cpu) = runtime.block_on(async {
+        let mut client = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
+        // One small batch first, so the server has loaded and compiled what a sheet needs.
+        let warm = items.iter().take(64).cloned().collect::<Vec<_>>();
+        let mut s = client.solve_batch(tokio_stream::iter(warm)).await.expect("batch").into_inner();
+        while s.message().await.expect("result").is_some() {}
+        let sent = items.to_vec();
+        let before = cpu_seconds(&pid);
+        let t = Instant::now();
+        let mut stream = client.solve_batch(tokio_stream::iter(sent)).await.expect("batch").into_inner();
+        let mut n = 0;
+        while let Some(r) = stream.message().await.expect("result") {
+            assert!(matches!(r.result, Some(pb::batch_result::Result::Values(_))), "{r:?}");
+            n += 1;
+        }
+        assert_eq!(n, items.len());
+        (t.elapsed(), cpu_seconds(&pid).zip(before).map(|(after, before)| after - before))
+    });
+    drop(child);
+    let n = items.len() as f64;
+    println!(
+        "  `sheetd serve` in its own process: {:.0} sheets/s over gRPC ({:.2} s)",
+        n / wall.as_secs_f64(),
+        wall.as_secs_f64()
+    );
+    if let (Some(server), Some(local)) = (server_cpu, local_cpu) {
+        println!(
+            "  per second of CPU time: server {:.0} sheets ({:.2} CPU s), in-process {:.0} sheets ({:.2} CPU s): {:.2}×",
+            n / server,
+            server,
+            n / local,
+            local,
+            (n / local) / (n / server)
+        );
+    }
 }

@@ -21,15 +21,10 @@
 
 use sheetd::grpc::proto as pb;
 use sheetd_benches::generator::Rng;
-use sheetd_benches::load::{arg, percentile};
+use sheetd_benches::load::{arg, arg_str, percentile};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn arg_str(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
-}
 
 fn steps(json: &[&str]) -> Vec<pb::Operation> {
     sheetd::cli::client::operations(&sheetd::cli::client::Steps {
