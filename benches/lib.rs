@@ -198,6 +198,63 @@ pub mod load {
         args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
     }
 
+    /// A `sheetd serve` process on a free loopback port over `data_dir`, killed when dropped.
+    pub struct Server {
+        child: std::process::Child,
+        /// Where it serves, as `http://127.0.0.1:PORT`.
+        pub url: String,
+    }
+
+    impl Server {
+        /// Starts the binary at `path` (logging warnings only, to this process's stderr
+        /// unless `quiet`) and waits for its "serving on" line.
+        pub fn start(path: &str, data_dir: &std::path::Path, quiet: bool) -> Server {
+            use std::process::{Command, Stdio};
+            let mut child = Command::new(path)
+                .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+                .arg(data_dir)
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::piped())
+                .stderr(if quiet { Stdio::null() } else { Stdio::inherit() })
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("cannot start {path} (cargo build --release -p sheetd first): {e}")
+                });
+            let mut line = String::new();
+            let stdout = child.stdout.take().expect("stdout");
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("read");
+            let url = line
+                .trim()
+                .strip_prefix("sheetd serving on ")
+                .and_then(|r| r.split_whitespace().next())
+                .expect("the server prints its address")
+                .to_owned();
+            Server { child, url }
+        }
+
+        /// Its process id.
+        pub fn pid(&self) -> u32 {
+            self.child.id()
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// The release `sheetd` binary: `--server PATH`, or the workspace's `target/release/sheetd`.
+    pub fn server_binary() -> String {
+        arg_str("--server").unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/release/sheetd")
+                .display()
+                .to_string()
+        })
+    }
+
     /// CPU time (user + system) that process `pid` (`"self"` for this one) has used so far, in
     /// seconds, from `/proc/PID/stat` (clock ticks of 1/100 s, as Linux reports them there);
     /// `None` where there is no `/proc`.

@@ -237,14 +237,8 @@ fn main() {
         // baseline below reads the same items in place).
         let sent = items.clone();
         let t = Instant::now();
-        let mut stream = client.solve_batch(tokio_stream::iter(sent)).await.expect("batch").into_inner();
-        let mut n = 0;
-        while let Some(r) = stream.message().await.expect("result") {
-            assert!(matches!(r.result, Some(pb::batch_result::Result::Values(_))), "{r:?}");
-            n += 1;
-        }
+        solve_batch(&mut client, sent).await;
         let grpc = t.elapsed();
-        assert_eq!(n, batch);
         // Baseline: the same sheets solved in-process on all cores, no gRPC.
         let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
         let cpu_before = cpu_seconds("self");
@@ -287,62 +281,23 @@ fn main() {
 /// SolveBatch against the real server in its own process: sheets per second of its CPU time,
 /// against `local_cpu` (the CPU seconds the in-process baseline took for the same items).
 fn external_batch(items: &[pb::BatchItem], local_cpu: Option<f64>) {
-    let server = sheetd_benches::load::arg_str("--server").unwrap_or_else(|| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/release/sheetd")
-            .display()
-            .to_string()
-    });
+    let server = sheetd_benches::load::server_binary();
     if !std::path::Path::new(&server).is_file() {
         println!("  (no {server}: `cargo build --release -p sheetd` to measure the server's CPU per sheet)");
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    /// The server, killed however this function ends.
-    struct Server(std::process::Child);
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = Server(
-        std::process::Command::new(&server)
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path())
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {server}: {e}")),
-    );
-    let mut line = String::new();
-    let stdout = child.0.stdout.take().expect("stdout");
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("read");
-    let url = line
-        .trim()
-        .strip_prefix("sheetd serving on ")
-        .and_then(|r| r.split_whitespace().next())
-        .expect("the server prints its address")
-        .to_owned();
-    let pid = child.0.id().to_string();
+    let child = sheetd_benches::load::Server::start(&server, dir.path(), true);
+    let (url, pid) = (child.url.clone(), child.pid().to_string());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let (wall, server_cpu) = runtime.block_on(async {
         let mut client = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
         // One small batch first, so the server has loaded and compiled what a sheet needs.
-        let warm = items.iter().take(64).cloned().collect::<Vec<_>>();
-        let mut s = client.solve_batch(tokio_stream::iter(warm)).await.expect("batch").into_inner();
-        while s.message().await.expect("result").is_some() {}
+        solve_batch(&mut client, items.iter().take(64).cloned().collect()).await;
         let sent = items.to_vec();
         let before = cpu_seconds(&pid);
         let t = Instant::now();
-        let mut stream = client.solve_batch(tokio_stream::iter(sent)).await.expect("batch").into_inner();
-        let mut n = 0;
-        while let Some(r) = stream.message().await.expect("result") {
-            assert!(matches!(r.result, Some(pb::batch_result::Result::Values(_))), "{r:?}");
-            n += 1;
-        }
-        assert_eq!(n, items.len());
+        solve_batch(&mut client, sent).await;
         (t.elapsed(), cpu_seconds(&pid).zip(before).map(|(after, before)| after - before))
     });
     drop(child);
@@ -362,4 +317,16 @@ fn external_batch(items: &[pb::BatchItem], local_cpu: Option<f64>) {
             (n / local) / (n / server)
         );
     }
+}
+
+/// Streams `items` through one SolveBatch call and checks that every one was solved.
+async fn solve_batch(client: &mut sheetd::cli::client::Client, items: Vec<pb::BatchItem>) {
+    let count = items.len();
+    let mut stream = client.solve_batch(tokio_stream::iter(items)).await.expect("batch").into_inner();
+    let mut n = 0;
+    while let Some(r) = stream.message().await.expect("result") {
+        assert!(matches!(r.result, Some(pb::batch_result::Result::Values(_))), "{r:?}");
+        n += 1;
+    }
+    assert_eq!(n, count);
 }

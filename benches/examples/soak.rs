@@ -21,7 +21,7 @@
 
 use sheetd::grpc::proto as pb;
 use sheetd_benches::generator::Rng;
-use sheetd_benches::load::{arg, arg_str, percentile};
+use sheetd_benches::load::{arg, percentile, server_binary};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -164,31 +164,10 @@ fn main() {
     let minutes: u64 = arg("--minutes", 10);
     let n_sheets: usize = arg("--sheets", 200);
     let n_clients: usize = arg("--clients", 32);
-    let server_bin = arg_str("--server").unwrap_or_else(|| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/release/sheetd")
-            .display()
-            .to_string()
-    });
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = std::process::Command::new(&server_bin)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {server_bin} (cargo build --release -p sheetd first): {e}"));
-    let mut line = String::new();
-    let stdout = child.stdout.take().expect("stdout");
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("read");
-    let url = line
-        .trim()
-        .strip_prefix("sheetd serving on ")
-        .and_then(|r| r.split_whitespace().next())
-        .expect("url")
-        .to_owned();
-    let pid = child.id();
+    let server = sheetd_benches::load::Server::start(&server_binary(), dir.path(), false);
+    let url = server.url.clone();
+    let pid = server.pid();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let tally = Arc::new(Mutex::new(Tally::default()));
     let duration = Duration::from_secs(minutes * 60);
@@ -232,8 +211,7 @@ fn main() {
         }
         samples
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
 
     let mut t = tally.lock().expect("tally");
     let total: u64 = t.calls.values().sum();
