@@ -154,6 +154,9 @@ struct Group {
     leader: bool,
     /// How many group commits ran (for tests).
     commits: u64,
+    /// How many appenders wait on `committed` for a leader: when none does (a lone writer),
+    /// the leader skips the wake-up, a system call per commit.
+    waiting: usize,
 }
 
 impl RedbStore {
@@ -226,7 +229,9 @@ impl RedbStore {
     fn settle(&self) -> Result<(), StoreError> {
         let mut group = self.group();
         while group.leader {
+            group.waiting += 1;
             group = self.committed.wait(group).unwrap_or_else(PoisonError::into_inner);
+            group.waiting -= 1;
         }
         group.leader = true;
         drop(group);
@@ -528,10 +533,14 @@ impl Store for RedbStore {
                 group.leader = false;
                 group.commits += 1;
                 group.done.extend(results);
-                self.committed.notify_all();
+                if group.waiting > 0 {
+                    self.committed.notify_all();
+                }
                 continue;
             }
+            group.waiting += 1;
             group = self.committed.wait(group).unwrap_or_else(PoisonError::into_inner);
+            group.waiting -= 1;
         }
     }
 
