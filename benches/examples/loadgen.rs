@@ -11,9 +11,8 @@
 //!    baselines, an empty unary call (`Ping`) and one write + fsync of a file in the same
 //!    directory, of the size of the Apply's reply (about what the log record holds), so all see
 //!    the same machine conditions. Prints p50 and p99 of each, and Apply against Ping + fsync.
-//!    A third baseline writes what the store's B-tree writes per commit (8 pages of 4 KiB, as
-//!    measured with strace) before one fsync: Apply against Ping + that shows how much of the
-//!    gap is the storage engine's write amplification.
+//!    (The store writes one journal frame and one fdatasync per commit: the fsync baseline
+//!    is the same shape.)
 //! 2. Durable Applies per second with 1, 8 and 64 concurrent clients (each on its own sheet,
 //!    `--seconds` each): the store's group commit lets concurrent writers share an fsync.
 //! 3. SolveBatch throughput: N example characters streamed through one SolveBatch call;
@@ -24,6 +23,9 @@
 //!    same batch against the real `sheetd serve` in its own process: sheets per second of the
 //!    server's CPU time (from `/proc`), against sheets per second of CPU time in-process — the
 //!    per-core cost of serving a sheet over gRPC against solving it in place.
+//! 4. With that real server, the Apply round trip of 1. again, from a client on its own
+//!    single-threaded runtime: client and server then share no threads, as with a separate
+//!    client process.
 
 use sheetd::grpc::config::ServeArgs;
 use sheetd::grpc::proto as pb;
@@ -80,107 +82,8 @@ fn main() {
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             }
         };
-        let created = client
-            .create_sheet(pb::CreateSheetRequest { operations: example(), ..Default::default() })
-            .await
-            .expect("create")
-            .into_inner();
-        let id = created.sheet.expect("info").id;
-        let armor_on = sheetd::cli::client::operations(&sheetd::cli::client::Steps {
-            steps: vec![
-                r#"{"add_object": {"kind": "EQUIPMENT", "key": "Ring Hauberk", "id": "armor"}}"#.into(),
-            ],
-            file: None,
-        })
-        .expect("step");
-        let armor_off = sheetd::cli::client::operations(&sheetd::cli::client::Steps {
-            steps: vec![r#"{"remove_object": "armor"}"#.into()],
-            file: None,
-        })
-        .expect("step");
-
-        let (mut apply, mut ping, mut fsync, mut paged) = (
-            Vec::with_capacity(calls),
-            Vec::with_capacity(calls),
-            Vec::with_capacity(calls),
-            Vec::with_capacity(calls),
-        );
-        // A second baseline: what the store's copy-on-write B-tree writes per commit — measured
-        // with `strace -e pwrite64,fdatasync` on this run: a median of 8 page writes, about
-        // 29 KB, then one fdatasync — as 8 writes of 4 KiB pages spread over a file, one fsync.
-        let paged_file = std::fs::File::create(dir.path().join("paged-baseline")).expect("baseline file");
-        let page = vec![0x5au8; 4096];
-        let baseline_file = std::fs::File::create(dir.path().join("fsync-baseline")).expect("baseline file");
-        let mut record = vec![0u8; 512];
-        for i in 0..(calls + calls / 10) {
-            let t = Instant::now();
-            client.ping(pb::PingRequest {}).await.expect("ping");
-            let p = t.elapsed();
-            let t = Instant::now();
-            std::os::unix::fs::FileExt::write_all_at(&baseline_file, &record, 0).expect("write");
-            baseline_file.sync_data().expect("fsync");
-            let f = t.elapsed();
-            let t = Instant::now();
-            for k in 0..8u64 {
-                let at = ((i as u64 * 8 + k) % 256) * 4096;
-                std::os::unix::fs::FileExt::write_all_at(&paged_file, &page, at).expect("write");
-            }
-            paged_file.sync_data().expect("fsync");
-            let pf = t.elapsed();
-            let ops = if i % 2 == 0 { armor_off.clone() } else { armor_on.clone() };
-            let t = Instant::now();
-            let reply = client
-                .apply(pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: ops })
-                .await
-                .expect("apply")
-                .into_inner();
-            let a = t.elapsed();
-            record.resize(prost::Message::encoded_len(&reply), 0x5a);
-            if i >= calls / 10 {
-                // The first tenth warms up.
-                ping.push(p);
-                apply.push(a);
-                fsync.push(f);
-                paged.push(pf);
-            }
-        }
-        apply.sort();
-        ping.sort();
-        fsync.sort();
-        paged.sort();
-        println!("Apply round trip, one-object change, durable ({calls} calls, loopback):");
-        println!(
-            "  Apply          p50 {}  p99 {}",
-            micros(percentile(&apply, 0.5)),
-            micros(percentile(&apply, 0.99))
-        );
-        println!(
-            "  Ping baseline  p50 {}  p99 {}",
-            micros(percentile(&ping, 0.5)),
-            micros(percentile(&ping, 0.99))
-        );
-        println!(
-            "  fsync baseline p50 {}  p99 {}  (write + fsync of {} bytes)",
-            micros(percentile(&fsync, 0.5)),
-            micros(percentile(&fsync, 0.99)),
-            record.len()
-        );
-        println!(
-            "  paged baseline p50 {}  p99 {}  (8 page writes of 4 KiB + fsync: what the store writes)",
-            micros(percentile(&paged, 0.5)),
-            micros(percentile(&paged, 0.99)),
-        );
-        for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
-            for (what, sync) in [("fsync", &fsync), ("paged fsync", &paged)] {
-                let base = percentile(&ping, p) + percentile(sync, p);
-                println!(
-                    "  Apply / (Ping + {what}) at {name}: {:.2} ({} against {})",
-                    percentile(&apply, p).as_secs_f64() / base.as_secs_f64(),
-                    micros(percentile(&apply, p)),
-                    micros(base)
-                );
-            }
-        }
+        apply_round_trip(&mut client, dir.path(), calls, "in-process server").await;
+        let (armor_on, armor_off) = armor_steps();
 
         println!("Durable Applies per second, concurrent clients each on its own sheet ({seconds} s each):");
         for clients in [1usize, 8, 64] {
@@ -275,20 +178,29 @@ fn main() {
         (items, local_cpu)
     });
     drop(runtime);
-    external_batch(&items, local_cpu);
+    external(&items, local_cpu, calls);
 }
 
-/// SolveBatch against the real server in its own process: sheets per second of its CPU time,
-/// against `local_cpu` (the CPU seconds the in-process baseline took for the same items).
-fn external_batch(items: &[pb::BatchItem], local_cpu: Option<f64>) {
+/// The real server in its own process: the Apply round trip (`calls` calls), then SolveBatch
+/// as sheets per second of its CPU time, against `local_cpu` (the CPU seconds the in-process
+/// baseline took for the same items).
+fn external(items: &[pb::BatchItem], local_cpu: Option<f64>, calls: usize) {
     let server = sheetd_benches::load::server_binary();
     if !std::path::Path::new(&server).is_file() {
-        println!("  (no {server}: `cargo build --release -p sheetd` to measure the server's CPU per sheet)");
+        println!("(no {server}: `cargo build --release -p sheetd` to measure against the real server)");
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let child = sheetd_benches::load::Server::start(&server, dir.path(), true);
     let (url, pid) = (child.url.clone(), child.pid().to_string());
+    // The round trip first, from a client on a runtime of its own on this thread, as a
+    // separate client process would be: nothing shared with the server.
+    let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    client_rt.block_on(async {
+        let mut client = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
+        apply_round_trip(&mut client, dir.path(), calls, "`sheetd serve` in its own process").await;
+    });
+    drop(client_rt);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let (wall, server_cpu) = runtime.block_on(async {
         let mut client = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
@@ -302,11 +214,8 @@ fn external_batch(items: &[pb::BatchItem], local_cpu: Option<f64>) {
     });
     drop(child);
     let n = items.len() as f64;
-    println!(
-        "  `sheetd serve` in its own process: {:.0} sheets/s over gRPC ({:.2} s)",
-        n / wall.as_secs_f64(),
-        wall.as_secs_f64()
-    );
+    println!("SolveBatch against `sheetd serve` in its own process ({} sheets):", items.len());
+    println!("  {:.0} sheets/s over gRPC ({:.2} s)", n / wall.as_secs_f64(), wall.as_secs_f64());
     if let (Some(server), Some(local)) = (server_cpu, local_cpu) {
         println!(
             "  per second of CPU time: server {:.0} sheets ({:.2} CPU s), in-process {:.0} sheets ({:.2} CPU s): {:.2}×",
@@ -329,4 +238,92 @@ async fn solve_batch(client: &mut sheetd::cli::client::Client, items: Vec<pb::Ba
         n += 1;
     }
     assert_eq!(n, count);
+}
+
+/// The example character's armor put on and taken off: the Apply phases' one-object changes.
+fn armor_steps() -> (Vec<pb::Operation>, Vec<pb::Operation>) {
+    let steps = |json: &str| {
+        sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps: vec![json.into()], file: None })
+            .expect("step")
+    };
+    (
+        steps(r#"{"add_object": {"kind": "EQUIPMENT", "key": "Ring Hauberk", "id": "armor"}}"#),
+        steps(r#"{"remove_object": "armor"}"#),
+    )
+}
+
+/// The Apply round trip against `client`'s server (named `server` in the output): on a new
+/// sheet, `calls` one-object changes (and a tenth more to warm up), each interleaved with the
+/// baselines, an empty call and a write + fsync in `dir` of the Apply's reply size.
+async fn apply_round_trip(
+    client: &mut sheetd::cli::client::Client,
+    dir: &std::path::Path,
+    calls: usize,
+    server: &str,
+) {
+    let created = client
+        .create_sheet(pb::CreateSheetRequest { operations: example(), ..Default::default() })
+        .await
+        .expect("create")
+        .into_inner();
+    let id = created.sheet.expect("info").id;
+    let (armor_on, armor_off) = armor_steps();
+
+    let (mut apply, mut ping, mut fsync) =
+        (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls));
+    let baseline_file = std::fs::File::create(dir.join("fsync-baseline")).expect("baseline file");
+    let mut record = vec![0u8; 512];
+    for i in 0..(calls + calls / 10) {
+        let t = Instant::now();
+        client.ping(pb::PingRequest {}).await.expect("ping");
+        let p = t.elapsed();
+        let t = Instant::now();
+        std::os::unix::fs::FileExt::write_all_at(&baseline_file, &record, 0).expect("write");
+        baseline_file.sync_data().expect("fsync");
+        let f = t.elapsed();
+        let ops = if i % 2 == 0 { armor_off.clone() } else { armor_on.clone() };
+        let t = Instant::now();
+        let reply = client
+            .apply(pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: ops })
+            .await
+            .expect("apply")
+            .into_inner();
+        let a = t.elapsed();
+        record.resize(prost::Message::encoded_len(&reply), 0x5a);
+        if i >= calls / 10 {
+            // The first tenth warms up.
+            ping.push(p);
+            apply.push(a);
+            fsync.push(f);
+        }
+    }
+    apply.sort();
+    ping.sort();
+    fsync.sort();
+    println!("Apply round trip, one-object change, durable ({calls} calls, loopback, {server}):");
+    println!(
+        "  Apply          p50 {}  p99 {}",
+        micros(percentile(&apply, 0.5)),
+        micros(percentile(&apply, 0.99))
+    );
+    println!(
+        "  Ping baseline  p50 {}  p99 {}",
+        micros(percentile(&ping, 0.5)),
+        micros(percentile(&ping, 0.99))
+    );
+    println!(
+        "  fsync baseline p50 {}  p99 {}  (write + fsync of {} bytes)",
+        micros(percentile(&fsync, 0.5)),
+        micros(percentile(&fsync, 0.99)),
+        record.len()
+    );
+    for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+        let base = percentile(&ping, p) + percentile(&fsync, p);
+        println!(
+            "  Apply / (Ping + fsync) at {name}: {:.2} ({} against {})",
+            percentile(&apply, p).as_secs_f64() / base.as_secs_f64(),
+            micros(percentile(&apply, p)),
+            micros(base)
+        );
+    }
 }
