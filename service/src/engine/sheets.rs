@@ -310,7 +310,7 @@ impl Engine {
                 operations: ops,
                 moved_from: moved.as_ref().map(|m| m.from_version),
             },
-            changes: all_changes.clone(),
+            changes: all_changes,
         };
         let snapshot = revision
             .is_multiple_of(SNAPSHOT_EVERY)
@@ -330,7 +330,8 @@ impl Engine {
         if revision.is_multiple_of(CHECKPOINT_EVERY) {
             self.checkpoints.put(&sheet.id, revision, st.version, &st.character);
         }
-        let event = Event { revision, kind: EventKind::Changes(all_changes) };
+        // The logged changes go on to the watchers (the log entry is done with).
+        let event = Event { revision, kind: EventKind::Changes(entry.changes) };
         let _ = sheet.events.send(Arc::new(event));
         Ok(Applied { revision, changes, recomputed: report.recomputed, moved })
     }
