@@ -324,10 +324,12 @@ struct Shape {
     mods: Vec<Option<Arc<Modifier>>>,
     free_mods: Vec<ModKey>,
     mod_ids: Map<Arc<str>, ModKey>,
-    /// Modifiers by source. A source's list is kept when it empties (a modifier replaced, an
-    /// object taken off and put back: the next one reuses it) until the empty lists outnumber
-    /// the others.
-    sources: Map<Arc<str>, Vec<ModKey>>,
+    /// Modifiers by source, in the order they were linked — built only when first needed (a
+    /// `RemoveSource`), then kept up to date: building a sheet, or every character of a
+    /// batch, never pays for it. A source's list is kept when it empties (a modifier
+    /// replaced, an object taken off and put back: the next one reuses it) until the empty
+    /// lists outnumber the others.
+    sources: Option<Map<Arc<str>, Vec<ModKey>>>,
     /// How many lists in `sources` are empty.
     empty_sources: usize,
     /// The modifiers on or from each instance other than the global one, by instance id: what
@@ -382,7 +384,7 @@ impl Sheet {
             mods: Vec::new(),
             free_mods: Vec::new(),
             mod_ids: Map::default(),
-            sources: Map::default(),
+            sources: None,
             empty_sources: 0,
             by_instance: Vec::new(),
             free_instances: Vec::new(),

@@ -182,6 +182,9 @@ fn higher_priority_wins_either_way_round() {
 fn emptied_sources_are_unknown_until_used_again() {
     let mut sheet = Sheet::new(globals(&["Hands"]));
     let spec = |k: usize| ModifierSpec::new(&format!("m{k}"), "Hands", ModKind::Add, "1", &format!("S{k}"));
+    // A first removal by source builds the index by source, which the rest then maintains.
+    sheet.add_modifier(&ModifierSpec::new("x", "Hands", ModKind::Add, "1", "X")).unwrap();
+    sheet.remove_source("X").unwrap();
     for k in 0..200 {
         sheet.add_modifier(&spec(k)).unwrap();
     }
@@ -202,6 +205,41 @@ fn emptied_sources_are_unknown_until_used_again() {
     sheet.remove_source("S0").unwrap();
     assert_eq!(val(&sheet, "Hands"), "0");
     assert!(sheet.remove_source("S0").is_err());
+}
+
+/// The index by source is built by the first removal by source, from the modifiers then on
+/// the sheet: before it, during a batch that is rolled back, and after it, a removal by source
+/// takes exactly the live modifiers of that source, and one that fails leaves a copy sharing.
+#[test]
+fn removal_by_source_before_and_after_the_index_is_built() {
+    let mut sheet = Sheet::new(globals(&["Hands", "Feet"]));
+    let spec =
+        |id: &str, var: &str, v: &str, source: &str| ModifierSpec::new(id, var, ModKind::Add, v, source);
+    sheet.add_modifier(&spec("a1", "Hands", "1", "A")).unwrap();
+    sheet.add_modifier(&spec("b1", "Hands", "10", "B")).unwrap();
+    sheet.add_modifier(&spec("a2", "Feet", "2", "A")).unwrap();
+    sheet.add_modifier(&spec("b2", "Feet", "20", "B")).unwrap();
+    sheet.remove_modifier("a1").unwrap();
+    // A rejected removal by source copies nothing (no index is built on a shared shape).
+    let copy = sheet.clone();
+    let mut probe = copy.clone();
+    assert_eq!(probe.remove_source("Z").unwrap_err().code, codes::UNKNOWN_MODIFIER);
+    assert!(probe.shares_structure_with(&copy), "a rejected removal leaves the shape shared");
+    // A batch that removes by source (building the index) and then fails is undone whole.
+    let err = sheet
+        .apply(&[Operation::RemoveSource("A".into()), Operation::RemoveModifier("nope".into())])
+        .unwrap_err();
+    assert_eq!(err.index, 1);
+    assert_eq!((val(&sheet, "Hands"), val(&sheet, "Feet")), ("10".to_owned(), "22".to_owned()));
+    // Then the index is kept up to date by adds and removes.
+    sheet.add_modifier(&spec("a3", "Hands", "100", "A")).unwrap();
+    sheet.remove_source("A").unwrap();
+    assert_eq!((val(&sheet, "Hands"), val(&sheet, "Feet")), ("10".to_owned(), "20".to_owned()));
+    sheet.remove_source("B").unwrap();
+    assert_eq!((val(&sheet, "Hands"), val(&sheet, "Feet")), ("0".to_owned(), "0".to_owned()));
+    assert!(sheet.remove_source("A").is_err() && sheet.remove_source("B").is_err());
+    // The copy taken before any of it still has all three.
+    assert_eq!((val(&copy, "Hands"), val(&copy, "Feet")), ("10".to_owned(), "22".to_owned()));
 }
 
 /// At one user priority: default 6 → SET 4 → MULTIPLY 2 → ADD 1 = 9, added in reverse order.

@@ -270,9 +270,15 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        let keys = self.shape.sources.get(source).filter(|l| !l.is_empty()).cloned().ok_or_else(|| {
-            SolveError::new(codes::UNKNOWN_MODIFIER, format!("no modifier has source `{source}`"))
-        })?;
+        let keys = self.shape.source_keys(source);
+        if keys.is_empty() {
+            return Err(SolveError::new(
+                codes::UNKNOWN_MODIFIER,
+                format!("no modifier has source `{source}`"),
+            ));
+        }
+        // The index pays for itself from the second removal by source on.
+        self.shape_mut().index_sources();
         for k in keys {
             self.op_unlink(k, pending);
         }

@@ -189,7 +189,9 @@ impl Sheet {
         // (A shape shared already is left as it is: reserving would copy it.)
         let Some(shape) = Arc::get_mut(&mut self.shape) else { return };
         shape.mod_ids.reserve(shape.mod_ids.len());
-        shape.sources.reserve(shape.sources.len());
+        if let Some(sources) = &mut shape.sources {
+            sources.reserve(sources.len());
+        }
         shape.instance_keys.reserve(shape.instance_keys.len());
     }
 

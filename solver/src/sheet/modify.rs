@@ -261,13 +261,15 @@ impl Shape {
             self.add_edge(read, target);
         }
         self.mod_ids.insert(m.id.clone(), key);
-        match self.sources.get_mut(&m.source) {
-            Some(list) => {
-                self.empty_sources -= usize::from(list.is_empty());
-                list.push(key);
-            }
-            None => {
-                self.sources.insert(m.source.clone(), vec![key]);
+        if let Some(sources) = &mut self.sources {
+            match sources.get_mut(&m.source) {
+                Some(list) => {
+                    self.empty_sources -= usize::from(list.is_empty());
+                    list.push(key);
+                }
+                None => {
+                    sources.insert(m.source.clone(), vec![key]);
+                }
             }
         }
         // The global instance is never removed, so it needs no index (and would hold nearly
@@ -293,6 +295,45 @@ impl Shape {
         self.graph[target].mods.insert(pos, key);
     }
 
+    /// The live modifiers with source `source`, in the order they were linked: from the index
+    /// when it is built, else by a pass over the modifiers (the index is built only by a change
+    /// that uses it, so that a rejected one leaves a shared shape shared).
+    pub(super) fn source_keys(&self, source: &str) -> Vec<ModKey> {
+        if let Some(sources) = &self.sources {
+            return sources.get(source).cloned().unwrap_or_default();
+        }
+        let mut found: Vec<(u64, ModKey)> = self
+            .mods
+            .iter()
+            .enumerate()
+            .filter_map(|(k, m)| {
+                m.as_ref().filter(|m| &*m.source == source).map(|m| (m.seq, ModKey(k as u32)))
+            })
+            .collect();
+        found.sort_unstable();
+        found.into_iter().map(|(_, k)| k).collect()
+    }
+
+    /// Builds the index of modifiers by source (see `Shape::sources`) if it is not built yet.
+    pub(super) fn index_sources(&mut self) {
+        if self.sources.is_some() {
+            return;
+        }
+        let mut by_seq: Vec<(u64, ModKey, Arc<str>)> = self
+            .mods
+            .iter()
+            .enumerate()
+            .filter_map(|(k, m)| m.as_ref().map(|m| (m.seq, ModKey(k as u32), m.source.clone())))
+            .collect();
+        by_seq.sort_unstable_by_key(|&(seq, ..)| seq);
+        let mut sources: Map<Arc<str>, Vec<ModKey>> = Map::default();
+        for (_, key, source) in by_seq {
+            sources.entry(source).or_default().push(key);
+        }
+        self.sources = Some(sources);
+        self.empty_sources = 0;
+    }
+
     /// Detaches a modifier from everything and returns it.
     pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Arc<Modifier> {
         // Keys handed out are live until this function frees them.
@@ -308,12 +349,14 @@ impl Shape {
             list.mods.retain(|k| *k != key);
         }
         self.mod_ids.remove(&m.id);
-        if let Some(list) = self.sources.get_mut(&m.source) {
+        if let Some(sources) = &mut self.sources
+            && let Some(list) = sources.get_mut(&m.source)
+        {
             list.retain(|k| *k != key);
             if list.is_empty() {
                 self.empty_sources += 1;
-                if self.empty_sources > 64 && self.empty_sources * 2 > self.sources.len() {
-                    self.sources.retain(|_, l| !l.is_empty());
+                if self.empty_sources > 64 && self.empty_sources * 2 > sources.len() {
+                    sources.retain(|_, l| !l.is_empty());
                     self.empty_sources = 0;
                 }
             }
