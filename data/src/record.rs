@@ -166,7 +166,11 @@ impl Change {
 
 /// Every value of a character, in the solver's order (globals, then instances as added).
 pub fn values(c: &Character) -> Vec<Variable> {
-    c.sheet().typed_values().iter().map(|(v, f, s)| Variable::of(v, f, s)).collect()
+    let mut out = Vec::with_capacity(c.sheet().variable_count());
+    c.sheet().for_each_value(|instance, name, format, slot| {
+        out.push(Variable { var: solver::full_name(instance, name), value: Value::of(format, &slot) });
+    });
+    out
 }
 
 /// The changes from one set of values to another: removed variables first (as in a solver

@@ -41,7 +41,8 @@ pub use error::{Code, SolveError, codes};
 pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec, Target, is_literal};
 pub use rules::{InstructionError, Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId};
 pub use sheet::{
-    BatchError, Change, InstanceId, Operation, Report, Sheet, Slot, Trace, TraceStep, ValueError, Var, VarRef,
+    BatchError, Change, InstanceId, Operation, Report, Sheet, Slot, Trace, TraceStep, ValueError, Var,
+    VarRef, full_name,
 };
 
 #[cfg(test)]

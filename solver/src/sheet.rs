@@ -67,16 +67,22 @@ impl VarRef {
     /// The name as output shows it (the same text as `Display`, without the formatting
     /// machinery: this runs for every variable a sheet's values or changes list).
     pub fn full_name(&self) -> String {
-        match &self.instance {
-            Some(i) => {
-                let mut s = String::with_capacity(i.len() + 1 + self.name.len());
-                s.push_str(i);
-                s.push('.');
-                s.push_str(&self.name);
-                s
-            }
-            None => self.name.to_string(),
+        full_name(self.instance.as_deref(), &self.name)
+    }
+}
+
+/// A variable's reference as output names it: `name`, or `instance.name` (what
+/// [`VarRef::full_name`] gives, from the parts [`Sheet::for_each_value`] hands out).
+pub fn full_name(instance: Option<&str>, name: &str) -> String {
+    match instance {
+        Some(i) => {
+            let mut s = String::with_capacity(i.len() + 1 + name.len());
+            s.push_str(i);
+            s.push('.');
+            s.push_str(name);
+            s
         }
+        None => name.to_owned(),
     }
 }
 

@@ -207,6 +207,35 @@ fn emptied_sources_are_unknown_until_used_again() {
     assert!(sheet.remove_source("S0").is_err());
 }
 
+/// `for_each_value` hands out what `values` lists — the same variables in the same order, with
+/// the instance's key and the name that `VarRef::full_name` joins — plus each one's format.
+#[test]
+fn for_each_value_matches_values() {
+    let mut b = RulesBuilder::new("PC");
+    b.add_scope("PC.ITEM", "PC").unwrap();
+    b.declare("AC", "PC", Format::Number, false).unwrap();
+    b.declare("Worn", "PC", Format::Boolean, false).unwrap();
+    b.declare("Bonus", "PC.ITEM", Format::Number, false).unwrap();
+    let mut sheet = Sheet::new(Arc::new(b.build()));
+    let item = |id: &str| Operation::AddInstance { key: id.into(), scope: "PC.ITEM".into(), parent: None };
+    let bonus = |id: &str, v: &str| {
+        Operation::AddModifier(ModifierSpec::new(id, "Bonus", ModKind::Set, v, id).on(id))
+    };
+    sheet.apply(&[item("sword"), item("shield"), bonus("sword", "2"), bonus("shield", "3")]).unwrap();
+    sheet.apply(&[Operation::RemoveInstance("sword".into()), item("ring"), bonus("ring", "1")]).unwrap();
+    let mut seen = Vec::new();
+    sheet.for_each_value(|instance, name, format, slot| {
+        seen.push((crate::full_name(instance, name), format.clone(), slot));
+    });
+    let listed: Vec<(String, Slot)> = sheet.values().into_iter().map(|(r, v)| (r.full_name(), v)).collect();
+    assert_eq!(seen.iter().map(|(n, _, v)| (n.clone(), v.clone())).collect::<Vec<_>>(), listed);
+    assert_eq!(
+        seen.iter().map(|(n, f, _)| format!("{n}: {f}")).collect::<Vec<_>>(),
+        // The ring took the removed sword's slot.
+        ["AC: NUMBER", "Worn: BOOLEAN", "ring.Bonus: NUMBER", "shield.Bonus: NUMBER"]
+    );
+}
+
 /// The index by source is built by the first removal by source, from the modifiers then on
 /// the sheet: before it, during a batch that is rolled back, and after it, a removal by source
 /// takes exactly the live modifiers of that source, and one that fails leaves a copy sharing.

@@ -156,18 +156,18 @@ impl Sheet {
             .collect()
     }
 
-    /// Like [`Sheet::values`], with each variable's format.
-    pub fn typed_values(&self) -> Vec<(VarRef, Format, Slot)> {
-        self.shape
-            .instances
-            .iter()
-            .flatten()
-            .flat_map(|inst| inst.nodes.iter())
-            .map(|&n| {
+    /// Every variable with its format and value, in the order of [`Sheet::values`], handed to
+    /// `f` as its instance's key (`None`: global), its name, its format and its value: no list
+    /// and no [`VarRef`] per variable ([`crate::full_name`] joins the two parts).
+    pub fn for_each_value(&self, mut f: impl FnMut(Option<&str>, &str, &Format, Slot)) {
+        for inst in self.shape.instances.iter().flatten() {
+            for &n in &inst.nodes {
                 let node = &self.shape.graph[n];
-                (self.shape.var_ref(n), self.shape.rules.var(node.def).format.clone(), self.value_of(n))
-            })
-            .collect()
+                let key = (node.owner != GLOBAL).then_some(&*inst.key);
+                let var = self.shape.rules.var(node.def);
+                f(key, &var.name, &var.format, self.value_of(n));
+            }
+        }
     }
 
     /// One variable by reference (see [`Sheet::find`]), with its format and value.
