@@ -565,6 +565,27 @@ impl Shape {
         }
     }
 
+    /// [`Shape::lookup_instance`], trying `hint` first: an object's modifiers come in a row
+    /// and name the same instance, which a comparison of its key confirms for much less than
+    /// hashing it. The answer is always the table's (a live instance's key is unique); `hint`
+    /// becomes the instance found.
+    pub(super) fn lookup_instance_hinted(
+        &self,
+        key: Option<&str>,
+        hint: &mut Option<InstanceId>,
+    ) -> Result<InstanceId, SolveError> {
+        let Some(k) = key else { return Ok(GLOBAL) };
+        if let Some(id) = *hint
+            && let Some(Some(inst)) = self.instances.get(id.0 as usize)
+            && &*inst.key == k
+        {
+            return Ok(id);
+        }
+        let id = self.lookup_instance(Some(k))?;
+        *hint = Some(id);
+        Ok(id)
+    }
+
     /// The node of variable `def` as seen from instance `from`: the variable of the nearest
     /// ancestor-or-self instance whose scope declares it.
     fn node_from(&self, from: InstanceId, def: VarDefId) -> Option<NodeIndex> {

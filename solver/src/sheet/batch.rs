@@ -57,6 +57,9 @@ pub(super) struct Pending {
     /// Modifiers and instances the batch adds, to reserve room for at its first change (then
     /// zero).
     grow: (usize, usize),
+    /// The instance the last modifier named, tried first for the next
+    /// ([`super::Shape::lookup_instance_hinted`]; only ever a hint, checked against the key).
+    instance_hint: Option<InstanceId>,
 }
 
 /// What deferred batches touched, for the next [`Sheet::settle`] (or what one batch touched,
@@ -253,7 +256,7 @@ impl Sheet {
         spec: &ModifierSpec,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        let m = self.shape.prepare(spec)?;
+        let m = self.shape.prepare(spec, &mut pending.instance_hint)?;
         pending.dirty.push(m.target);
         self.grow(pending);
         let key = self.shape_mut().insert_modifier(m);

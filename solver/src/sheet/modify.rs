@@ -27,16 +27,22 @@ impl Sheet {
 impl Shape {
     /// Checks a modifier against the sheet and makes it ready to link: its target node, type,
     /// value, condition and the nodes it reads.
-    pub(super) fn prepare(&self, spec: &ModifierSpec) -> Result<Arc<Modifier>, SolveError> {
+    /// `hint` is the instance the batch's previous modifier named (see
+    /// [`Shape::lookup_instance_hinted`]).
+    pub(super) fn prepare(
+        &self,
+        spec: &ModifierSpec,
+        hint: &mut Option<InstanceId>,
+    ) -> Result<Arc<Modifier>, SolveError> {
         if self.mod_ids.contains_key(&spec.id) {
             return Err(SolveError::new(
                 codes::DUPLICATE_MODIFIER,
                 format!("modifier `{}` already exists", spec.id),
             ));
         }
-        let on = self.lookup_instance(spec.on.as_deref())?;
+        let on = self.lookup_instance_hinted(spec.on.as_deref(), hint)?;
         let from = match &spec.from {
-            Some(f) => self.lookup_instance(Some(f))?,
+            Some(f) => self.lookup_instance_hinted(Some(f), hint)?,
             None => on,
         };
         let (def, target, kind) = self.target(spec, on)?;
