@@ -488,9 +488,12 @@ impl Sheet {
         let s = Arc::make_mut(shape);
         let reused = s.free_instances.pop();
         let id = reused.unwrap_or(InstanceId(s.instances.len() as u32));
-        let vars = s.rules.scope_def(scope).vars.clone();
+        // The rules by `Arc` (one count), not the scope's variable list copied: the loop
+        // below changes the shape while it reads them.
+        let rules = s.rules.clone();
+        let vars = &rules.scope_def(scope).vars;
         let mut nodes = Vec::with_capacity(vars.len());
-        for &def in vars.iter() {
+        for &def in vars {
             let node = s.graph.add_node(Node { def, owner: id, mods: Vec::new() });
             s.plan.node_added(node);
             vals.set(node.index(), Ok(s.defaults[def.0 as usize].clone()));
