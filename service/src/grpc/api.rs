@@ -112,7 +112,7 @@ impl Api {
     /// ([`crate::store::Store::runs_in_place`]); every other call runs on a blocking thread. Handing
     /// a call to a blocking thread and its result back costs two thread wake-ups — on this
     /// project's 2-core VM about 100 µs, a third of a durable Apply (`loadgen`: Apply against
-    /// Ping + fsync went from 1.51 to 1.28 at p50). A lone call has nothing to wait for but
+    /// Ping + fsync went from 1.50–1.51 to 1.34–1.35 at p50). A lone call has nothing to wait for but
     /// its own fsync, so it may hold one runtime thread that long; when calls overlap, they go
     /// to blocking threads, so the runtime keeps accepting requests and concurrent Applies
     /// still share fsyncs (group commit). A call run here is not cut off at the deadline: it
@@ -128,7 +128,10 @@ impl Api {
         if cost == Cost::Normal && running.alone && self.in_place {
             let start = Instant::now();
             let permit = blocking.acquire_owned().await.map_err(closed)?;
-            let result = f(&engine);
+            // A panic (a bug: input never panics) answers INTERNAL, as on a blocking thread,
+            // instead of unwinding through the connection's task.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&engine)))
+                .unwrap_or_else(|_| Err(Status::internal("the call did not complete: it panicked")));
             drop((permit, running));
             return if start.elapsed() > limit { Err(deadline(limit)) } else { result }
                 .map_err(status::clip_status);
@@ -630,6 +633,29 @@ mod tests {
         assert!(late.message().contains("--call-timeout"), "{}", late.message());
         assert!(done.load(Ordering::SeqCst), "the work itself ran to its end");
         assert_eq!(api.running.load(Ordering::SeqCst), 0, "no call is counted as running");
+    }
+
+    /// A panic in a call run in place (a bug: input never panics) answers INTERNAL, as on a
+    /// blocking thread, and leaves nothing counted as running.
+    #[tokio::test]
+    async fn a_panic_in_place_answers_internal() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = EngineConfig { data_dir: dir.path().to_owned(), ..Default::default() };
+        let engine = Arc::new(Engine::open(config).expect("engine"));
+        let (_tx, shutdown) = watch::channel(false);
+        let api = Api::new(engine, shutdown);
+        let here = std::thread::current().id();
+        let panicked = api
+            .run_blocking(Cost::Normal, move |_| -> Result<(), Status> {
+                assert_eq!(std::thread::current().id(), here, "run in place");
+                panic!("a bug")
+            })
+            .await
+            .expect_err("a panic is an error");
+        assert_eq!(panicked.code(), tonic::Code::Internal, "{panicked:?}");
+        assert_eq!(api.running.load(Ordering::SeqCst), 0);
+        let next = api.run_blocking(Cost::Normal, |_| Ok(std::thread::current().id())).await;
+        assert_eq!(next.expect("runs"), here, "the next lone call runs in place again");
     }
 
     /// A watcher that does not read while more changes happen than the buffer holds gets a
