@@ -152,7 +152,8 @@ fn main() {
                 let ruleset = ruleset.clone();
                 s.spawn(move || {
                     for item in chunk {
-                        let ops = sheetd::grpc::convert::operations(&item.operations).expect("operations");
+                        let ops =
+                            sheetd::grpc::convert::operations(item.operations.clone()).expect("operations");
                         let mut c = data::Character::new(ruleset.clone()).expect("sheet");
                         c.apply(&ops).expect("solves");
                         std::hint::black_box(data::record::values(&c));

@@ -16,7 +16,7 @@ fn main() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
     let steps = sheetd::cli::client::Steps { steps: vec![], file: Some(file) };
     let wire = sheetd::cli::client::operations(&steps).expect("example sheet");
-    let ops = sheetd::grpc::convert::operations(&wire).expect("operations");
+    let ops = sheetd::grpc::convert::operations(wire).expect("operations");
     let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
     let start = Instant::now();
     let mut values = 0;

@@ -273,7 +273,7 @@ impl Sheetd for Api {
     ) -> Result<Response<pb::CreateSheetResponse>, Status> {
         let req = req.into_inner();
         self.call(span("CreateSheet", &req.id, req.operations.len()), move |e, span| {
-            let ops = convert::operations(&req.operations).map_err(to_status)?;
+            let ops = convert::operations(req.operations).map_err(to_status)?;
             let id = (!req.id.is_empty()).then_some(req.id.as_str());
             let (sheet, values) = e.create_sheet(&req.ruleset_id, id, ops).map_err(to_status)?;
             span.record("sheet", sheet.id.as_str());
@@ -318,7 +318,7 @@ impl Sheetd for Api {
     async fn apply(&self, req: Request<pb::ApplyRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
         let req = req.into_inner();
         self.call(span("Apply", &req.sheet_id, req.operations.len()), move |e, span| {
-            let ops = convert::operations(&req.operations).map_err(to_status)?;
+            let ops = convert::operations(req.operations).map_err(to_status)?;
             let r = e.apply(&req.sheet_id, req.expected_revision, ops).map_err(to_status)?;
             span.record("revision", r.revision);
             span.record("recomputed", r.recomputed);
@@ -453,8 +453,9 @@ impl Sheetd for Api {
                     }
                     let solved = api
                         .run_blocking(Cost::Share, move |e| {
-                            Ok(span
-                                .in_scope(|| good.iter().map(|item| solve_one(e, item)).collect::<Vec<_>>()))
+                            Ok(span.in_scope(|| {
+                                good.into_iter().map(|item| solve_one(e, item)).collect::<Vec<_>>()
+                            }))
                         })
                         .await;
                     let mut out: Vec<Result<pb::BatchResult, Status>> = match solved {
@@ -559,13 +560,13 @@ fn to_status(e: EngineError) -> Status {
 }
 
 /// One SolveBatch item: its values, or its problems as diagnostics.
-fn solve_one(e: &Engine, item: &pb::BatchItem) -> pb::BatchResult {
+fn solve_one(e: &Engine, item: pb::BatchItem) -> pb::BatchResult {
     use pb::batch_result::Result as R;
-    let result = convert::operations(&item.operations)
+    let result = convert::operations(item.operations)
         .map_err(|e| e.diagnosed().to_vec())
         .and_then(|ops| e.solve(&item.ruleset_id, &ops, &item.variables));
     pb::BatchResult {
-        id: item.id.clone(),
+        id: item.id,
         result: Some(match result {
             Ok(values) => R::Values(pb::BatchValues { values: convert::variables(values) }),
             Err(problems) => {
@@ -680,7 +681,7 @@ mod tests {
             } else {
                 pb::Operation { op: Some(pb::operation::Op::RemoveObject("armor".into())) }
             };
-            engine.apply(&id, None, convert::operations(&[op]).expect("ops")).expect("apply");
+            engine.apply(&id, None, convert::operations(vec![op]).expect("ops")).expect("apply");
         }
         let first = stream.next().await.expect("an event").expect("ok");
         let Some(pb::watch_event::Event::Resync(r)) = first.event else {
@@ -690,7 +691,7 @@ mod tests {
         assert!(r.reason.contains("behind"), "{}", r.reason);
         assert_eq!(r.values.iter().map(|v| v.r#ref.as_str()).collect::<Vec<_>>(), ["AC"]);
         // Live again after the resync.
-        let ops = convert::operations(&[add_object("EQUIPMENT", "Ring Hauberk", "armor")]).expect("ops");
+        let ops = convert::operations(vec![add_object("EQUIPMENT", "Ring Hauberk", "armor")]).expect("ops");
         engine.apply(&id, Some(10), ops).expect("apply");
         let next = stream.next().await.expect("an event").expect("ok");
         assert_eq!(next.revision, 11);

@@ -18,8 +18,8 @@ use solver::{ModKind, ModifierSpec, Operation, Trace, TraceStep};
 
 /// A batch of operation messages as sheet operations; an error names the offending operation
 /// and field.
-pub fn operations(ops: &[pb::Operation]) -> Result<Vec<SheetOp>, EngineError> {
-    ops.iter()
+pub fn operations(ops: Vec<pb::Operation>) -> Result<Vec<SheetOp>, EngineError> {
+    ops.into_iter()
         .enumerate()
         .map(|(i, op)| {
             operation(op).map_err(|p| {
@@ -30,22 +30,15 @@ pub fn operations(ops: &[pb::Operation]) -> Result<Vec<SheetOp>, EngineError> {
         .collect()
 }
 
-/// One operation message as a sheet operation.
-pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
+/// One operation message as a sheet operation (its strings moved, not copied).
+pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
     use pb::operation::Op;
     let missing = || Box::new(Problem::of(Code::MissingOperation, "the operation is empty"));
-    Ok(match op.op.as_ref().ok_or_else(missing)? {
-        Op::AddObject(o) => SheetOp::AddObject {
-            kind: o.kind.clone(),
-            key: o.key.clone(),
-            id: o.id.clone(),
-            parent: o.parent.clone(),
-        },
-        Op::RemoveObject(id) => SheetOp::RemoveObject(id.clone()),
-        Op::SetInput(i) => SheetOp::SetInput {
-            channel: i.channel.clone(),
-            on: i.on.clone(),
-            value: i
+    Ok(match op.op.ok_or_else(missing)? {
+        Op::AddObject(o) => SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent },
+        Op::RemoveObject(id) => SheetOp::RemoveObject(id),
+        Op::SetInput(i) => {
+            let value = i
                 .value
                 .as_ref()
                 .ok_or_else(|| "the value is missing".to_owned())
@@ -54,8 +47,9 @@ pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
                     let mut p = Problem::of(Code::BadValue, format!("set_input `{}`: {m}", i.channel));
                     p.field = Some("set_input.value");
                     Box::new(p)
-                })?,
-        },
+                })?;
+            SheetOp::SetInput { channel: i.channel, on: i.on, value }
+        }
         Op::AddModifier(m) => {
             let source = if m.source.is_empty() { "request" } else { &m.source };
             let kind = ModKind::named(&m.kind).map_err(|e| {
@@ -70,14 +64,12 @@ pub fn operation(op: &pb::Operation) -> Result<SheetOp, Box<Problem>> {
             );
             SheetOp::Solver(Operation::AddModifier(spec))
         }
-        Op::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(id.clone())),
-        Op::RemoveSource(s) => SheetOp::Solver(Operation::RemoveSource(s.clone())),
-        Op::AddInstance(i) => SheetOp::Solver(Operation::AddInstance {
-            key: i.key.clone(),
-            scope: i.scope.clone(),
-            parent: i.parent.clone(),
-        }),
-        Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k.clone())),
+        Op::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(id)),
+        Op::RemoveSource(s) => SheetOp::Solver(Operation::RemoveSource(s)),
+        Op::AddInstance(i) => {
+            SheetOp::Solver(Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent })
+        }
+        Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
     })
 }
 
