@@ -155,6 +155,10 @@ impl Ruleset {
 
     /// A kind by name (case-insensitive).
     pub fn kind(&self, name: &str) -> Option<KindId> {
+        // Kinds are keyed in capitals, as requests usually write them: no copy then.
+        if let Some(&k) = self.kind_names.get(name) {
+            return Some(k);
+        }
         self.kind_names.get(&name.to_ascii_uppercase()).copied()
     }
 
