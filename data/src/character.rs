@@ -244,7 +244,11 @@ impl Character {
         let mut c = Character { ruleset, sheet, state: State::default() };
         let mut ops = Vec::new();
         for (k, m) in c.ruleset.global_modifiers().iter().enumerate() {
-            ops.push(Operation::AddModifier(spec(m, &format!("global:{}", k + 1), None)));
+            ops.push(Operation::AddModifier(spec(
+                m,
+                &id_of(&["global:", itoa::Buffer::new().format(k + 1)]),
+                None,
+            )));
         }
         let always: Vec<ObjectId> = (0..c.ruleset.objects().len() as u32)
             .map(ObjectId)
@@ -507,13 +511,13 @@ impl Character {
         for (k, m) in o.modify.iter().enumerate() {
             let mid = id_of(&[&id, ":", itoa::Buffer::new().format(k + 1)]);
             ops.push(Operation::AddModifier(spec(m, &mid, home.as_ref())));
-            mods.push((Arc::from(mid), home.clone()));
+            mods.push((mid, home.clone()));
         }
         for (k, (n, m)) in o.parts.iter().enumerate() {
-            let on: Arc<str> = Arc::from(id_of(&[&id, "#", itoa::Buffer::new().format(*n)]));
+            let on: Arc<str> = id_of(&[&id, "#", itoa::Buffer::new().format(*n)]);
             let mid = id_of(&[&on, ":", itoa::Buffer::new().format(k + 1)]);
             ops.push(Operation::AddModifier(spec(m, &mid, Some(&on))));
-            mods.push((Arc::from(mid), Some(on)));
+            mods.push((mid, Some(on)));
         }
         let seq = self.state.next_seq;
         self.state.next_seq += 1;
@@ -573,7 +577,7 @@ impl Character {
         self.state.instances.push(Inst { id: id.clone(), scope: kdef.scope, object });
         if let Some(ps) = kdef.parts {
             for n in 1..=o.part_count {
-                let pid: Arc<str> = Arc::from(id_of(&[id, "#", itoa::Buffer::new().format(n)]));
+                let pid: Arc<str> = id_of(&[id, "#", itoa::Buffer::new().format(n)]);
                 ops.push(Operation::AddInstance {
                     key: pid.to_string(),
                     scope: rules.scope_def(ps).name.to_string(),
@@ -616,7 +620,7 @@ impl Character {
                 if inst.scope == om.scope && self.matches(&om.select, inst.object) {
                     let mid = id_of(&[id, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
                     ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
-                    reach.push((Arc::from(mid), Some(inst.id.clone())));
+                    reach.push((mid, Some(inst.id.clone())));
                 }
             }
         }
@@ -646,7 +650,7 @@ impl Character {
                     if inst.scope == om.scope && self.matches(&om.select, inst.object) {
                         let mid = id_of(&[&other, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
                         ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
-                        added.push((Arc::from(mid), Some(inst.id.clone())));
+                        added.push((mid, Some(inst.id.clone())));
                     }
                 }
             }
@@ -749,7 +753,7 @@ impl Character {
         let v = convert(value, &var.format)
             .map_err(|m| err(codes::BAD_VALUE, format!("channel `{}`: {m}", var.name)))?;
         let on: Option<Arc<str>> = on.map(Arc::from);
-        let mid: Arc<str> = Arc::from(id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]));
+        let mid: Arc<str> = id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]);
         if self.state.inputs.insert((on.clone(), def), mid.clone()).is_some() {
             ops.push(Operation::RemoveModifier(mid.to_string()));
         }
@@ -789,9 +793,9 @@ fn literal_text(v: &Value) -> String {
 
 /// The solver modifier for template `m` with id `id`, on and from instance `on`: the variable
 /// and type as the ruleset resolved them, the value as it compiled it.
-fn spec(m: &ModTemplate, id: &str, on: Option<&Arc<str>>) -> ModifierSpec {
+fn spec(m: &ModTemplate, id: &Arc<str>, on: Option<&Arc<str>>) -> ModifierSpec {
     ModifierSpec {
-        id: Arc::from(id),
+        id: id.clone(),
         var: Target::Def(m.def),
         on: on.cloned(),
         from: on.cloned(),
@@ -804,12 +808,22 @@ fn spec(m: &ModTemplate, id: &str, on: Option<&Arc<str>>) -> ModifierSpec {
 }
 
 /// The id made of `parts` (`sword1:2`, `input:PC:Rolled`), built without the formatting
-/// machinery: ids are made for every modifier of every object added, where `format!` costs
-/// several times the copy.
-fn id_of(parts: &[&str]) -> String {
-    let mut id = String::with_capacity(parts.iter().map(|p| p.len()).sum());
-    for p in parts {
-        id.push_str(p);
+/// machinery and in one allocation: ids are made for every modifier of every object added,
+/// where `format!` costs several times the copy. A short id is put together on the stack and
+/// copied once into its `Arc`, which the modifier and the object's list then share.
+fn id_of(parts: &[&str]) -> Arc<str> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut buf = [0u8; 128];
+    if len <= buf.len() {
+        let mut at = 0;
+        for p in parts {
+            buf[at..at + p.len()].copy_from_slice(p.as_bytes());
+            at += p.len();
+        }
+        // Whole `str`s laid end to end are UTF-8.
+        if let Ok(id) = std::str::from_utf8(&buf[..len]) {
+            return Arc::from(id);
+        }
     }
-    id
+    Arc::from(parts.concat())
 }
