@@ -27,6 +27,9 @@
 //!    single-threaded runtime: client and server then share no threads, as with a separate
 //!    client process.
 
+mod common;
+
+use common::{example, example_sheet};
 use sheetd::grpc::config::ServeArgs;
 use sheetd::grpc::proto as pb;
 use sheetd_benches::load::{arg, cpu_seconds, percentile};
@@ -39,13 +42,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
-}
-
-fn example() -> Vec<pb::Operation> {
-    let file =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps: vec![], file: Some(file) })
-        .expect("example sheet")
 }
 
 // long: a measurement script, read top to bottom: start the server, measure, print.
@@ -89,12 +85,7 @@ fn main() {
         for clients in [1usize, 8, 64] {
             let mut ids = Vec::with_capacity(clients);
             for _ in 0..clients {
-                let created = client
-                    .create_sheet(pb::CreateSheetRequest { operations: example(), ..Default::default() })
-                    .await
-                    .expect("create")
-                    .into_inner();
-                ids.push(created.sheet.expect("info").id);
+                ids.push(example_sheet(&mut client).await);
             }
             let until = Instant::now() + Duration::from_secs(seconds);
             let start = Instant::now();
@@ -262,12 +253,7 @@ async fn apply_round_trip(
     calls: usize,
     server: &str,
 ) {
-    let created = client
-        .create_sheet(pb::CreateSheetRequest { operations: example(), ..Default::default() })
-        .await
-        .expect("create")
-        .into_inner();
-    let id = created.sheet.expect("info").id;
+    let id = example_sheet(client).await;
     let (armor_on, armor_off) = armor_steps();
 
     let (mut apply, mut ping, mut fsync) =

@@ -19,6 +19,9 @@
 //! history checkpoints — take to fill under this load): its first sample, its largest, its last,
 //! and the spread (largest / smallest − 1). Exits 1 on any error.
 
+mod common;
+
+use common::example_sheet;
 use sheetd::grpc::proto as pb;
 use sheetd_benches::generator::Rng;
 use sheetd_benches::load::{arg, percentile, server_binary};
@@ -32,13 +35,6 @@ fn steps(json: &[&str]) -> Vec<pb::Operation> {
         file: None,
     })
     .expect("valid steps")
-}
-
-fn example() -> Vec<pb::Operation> {
-    let file =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps: vec![], file: Some(file) })
-        .expect("example")
 }
 
 fn rss_bytes(pid: u32) -> u64 {
@@ -176,12 +172,7 @@ fn main() {
         let mut c = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
         let mut owned: Vec<Vec<Owned>> = (0..n_clients).map(|_| Vec::new()).collect();
         for i in 0..n_sheets {
-            let created = c
-                .create_sheet(pb::CreateSheetRequest { operations: example(), ..Default::default() })
-                .await
-                .expect("create")
-                .into_inner();
-            let id = created.sheet.expect("info").id;
+            let id = example_sheet(&mut c).await;
             owned[i % n_clients].push(Owned { id, revision: 0, armored: false });
         }
         let start = Instant::now();
