@@ -273,15 +273,14 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        let keys = self.shape.source_keys(source);
-        if keys.is_empty() {
+        if !self.shape.has_source(source) {
             return Err(SolveError::new(
                 codes::UNKNOWN_MODIFIER,
                 format!("no modifier has source `{source}`"),
             ));
         }
         // The index pays for itself from the second removal by source on.
-        self.shape_mut().index_sources();
+        let keys = self.shape_mut().source_keys(source);
         for k in keys {
             self.op_unlink(k, pending);
         }

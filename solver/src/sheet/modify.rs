@@ -301,27 +301,25 @@ impl Shape {
         self.graph[target].mods.insert(pos, key);
     }
 
-    /// The live modifiers with source `source`, in the order they were linked: from the index
-    /// when it is built, else by a pass over the modifiers (the index is built only by a change
-    /// that uses it, so that a rejected one leaves a shared shape shared).
-    pub(super) fn source_keys(&self, source: &str) -> Vec<ModKey> {
-        if let Some(sources) = &self.sources {
-            return sources.get(source).cloned().unwrap_or_default();
+    /// Whether a live modifier has source `source`: from the index when it is built, else by a
+    /// pass over the modifiers (the index is built only by a change that uses it, so that a
+    /// rejected one leaves a shared shape shared).
+    pub(super) fn has_source(&self, source: &str) -> bool {
+        match &self.sources {
+            Some(sources) => sources.get(source).is_some_and(|l| !l.is_empty()),
+            None => self.mods.iter().flatten().any(|m| &*m.source == source),
         }
-        let mut found: Vec<(u64, ModKey)> = self
-            .mods
-            .iter()
-            .enumerate()
-            .filter_map(|(k, m)| {
-                m.as_ref().filter(|m| &*m.source == source).map(|m| (m.seq, ModKey(k as u32)))
-            })
-            .collect();
-        found.sort_unstable();
-        found.into_iter().map(|(_, k)| k).collect()
+    }
+
+    /// The live modifiers with source `source`, in the order they were linked, from the index
+    /// by source (see `Shape::sources`), built first if it is not yet.
+    pub(super) fn source_keys(&mut self, source: &str) -> Vec<ModKey> {
+        self.index_sources();
+        self.sources.as_ref().and_then(|s| s.get(source)).cloned().unwrap_or_default()
     }
 
     /// Builds the index of modifiers by source (see `Shape::sources`) if it is not built yet.
-    pub(super) fn index_sources(&mut self) {
+    fn index_sources(&mut self) {
         if self.sources.is_some() {
             return;
         }
