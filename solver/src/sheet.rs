@@ -18,6 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 mod batch;
+mod bulk;
 mod compute;
 mod graph;
 mod modify;
@@ -26,6 +27,8 @@ mod query;
 mod values;
 
 pub use batch::{BatchError, Operation};
+#[cfg(test)]
+pub(crate) use bulk::bulk_batches;
 pub use query::Var;
 
 /// A scope instance in a sheet.
@@ -250,10 +253,11 @@ struct Modifier {
     from: InstanceId,
     /// Every variable the value and condition read, and the node it is in this sheet.
     reads: Box<[(VarId, NodeIndex)]>,
-    /// The nodes the value formula reads, in the order of its variables (its slots), so that
-    /// evaluation indexes instead of searching.
-    value_slots: Box<[NodeIndex]>,
-    /// The same for the condition.
+    /// How many of `reads` are the value formula's variables: its first reads, in the order of
+    /// its variables (its slots), so that evaluation indexes instead of searching
+    /// ([`Modifier::value_slots`]; no list of their own to allocate).
+    value_vars: u32,
+    /// The nodes the condition reads, by its slots.
     cond_slots: Box<[NodeIndex]>,
     /// A constant NUMBER value, ready for the numeric path.
     const_num: Option<Num>,
@@ -262,6 +266,11 @@ struct Modifier {
 impl Modifier {
     fn order(&self) -> (u32, u8, u64) {
         (self.priority, self.kind.inherent_priority(), self.seq)
+    }
+
+    /// The value formula's reads, by slot (see `value_vars`).
+    fn value_slots(&self) -> &[(VarId, NodeIndex)] {
+        self.reads.get(..self.value_vars as usize).unwrap_or_default()
     }
 }
 
@@ -356,7 +365,16 @@ struct ModContext<'a> {
     vals: &'a values::Values,
     reads: &'a [(VarId, NodeIndex)],
     /// The nodes of the formula being evaluated, by slot.
-    slots: &'a [NodeIndex],
+    slots: Slots<'a>,
+}
+
+/// Where a [`ModContext`] finds the nodes of its formula's slots.
+#[derive(Clone, Copy)]
+enum Slots<'a> {
+    /// The modifier's reads, the first of which are its value formula's (`Modifier::value_slots`).
+    Reads(&'a [(VarId, NodeIndex)]),
+    /// A list of their own (a condition's).
+    Nodes(&'a [NodeIndex]),
 }
 
 impl EvalContext for ModContext<'_> {
@@ -373,7 +391,10 @@ impl EvalContext for ModContext<'_> {
 
     #[inline(always)]
     fn num_at(&self, slot: usize) -> Option<Option<Num>> {
-        let node = *self.slots.get(slot)?;
+        let node = match self.slots {
+            Slots::Reads(reads) => reads.get(slot)?.1,
+            Slots::Nodes(nodes) => *nodes.get(slot)?,
+        };
         Some(self.vals.num(node.index()))
     }
 }

@@ -12,6 +12,7 @@
 //! graph, isolated, until the batch commits: that keeps the removal undoable without
 //! renumbering anything.
 
+use super::bulk::{BULK_MIN, BULK_SHARE, Collected};
 use super::{Change, Instance, InstanceId, ModKey, Modifier, Report, Sheet};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
@@ -60,6 +61,10 @@ pub(super) struct Pending {
     /// The instance the last modifier named, tried first for the next
     /// ([`super::Shape::lookup_instance_hinted`]; only ever a hint, checked against the key).
     instance_hint: Option<InstanceId>,
+    /// Whether the batch links its modifiers in bulk (see `bulk.rs`), and what it collected
+    /// for its end.
+    bulk: bool,
+    collected: Collected,
 }
 
 /// What deferred batches touched, for the next [`Sheet::settle`] (or what one batch touched,
@@ -87,22 +92,35 @@ impl Sheet {
     /// follows (each affected variable evaluated once; the report gives old → new across the
     /// batch), or the first failure is returned with its index and the sheet is unchanged.
     pub fn apply(&mut self, ops: &[Operation]) -> Result<Report, BatchError> {
+        self.apply_ops(ops, true)
+    }
+
+    /// [`Sheet::apply`]; `bulk`: whether a large batch of additions may link in bulk (see
+    /// `bulk.rs`; a bulk batch that fails runs again with `bulk` false, to name the operation).
+    fn apply_ops(&mut self, ops: &[Operation], bulk: bool) -> Result<Report, BatchError> {
         let mut pending = std::mem::take(&mut self.spare);
         pending.dirty.reserve(ops.len());
         pending.undo.reserve(ops.len());
         // A batch of adds (a sheet being built, an object with its parts and modifiers) grows
         // the tables once, not by doubling: growing a hash table moves every entry.
-        let (mut adds, mut instances) = (0usize, 0usize);
+        let (mut adds, mut instances, mut others) = (0usize, 0usize, 0usize);
         for op in ops {
             match op {
                 Operation::AddModifier(_) => adds += 1,
                 Operation::AddInstance { .. } => instances += 1,
-                _ => {}
+                _ => others += 1,
             }
         }
         // Reserved by the first operation that gets as far as changing the shape: a batch
         // rejected before that leaves a copied sheet sharing its shape.
         pending.grow = (adds, instances);
+        pending.bulk = bulk
+            && others == 0
+            && adds >= BULK_MIN
+            && adds.saturating_mul(BULK_SHARE) >= self.shape.mod_ids.len();
+        if pending.bulk {
+            super::bulk::count_bulk_batch();
+        }
         for (index, op) in ops.iter().enumerate() {
             let result = match op {
                 Operation::AddInstance { key, scope, parent } => {
@@ -114,20 +132,49 @@ impl Sheet {
                 Operation::RemoveSource(source) => self.op_remove_source(source, &mut pending),
             };
             if let Err(error) = result {
+                let bulk = pending.bulk;
                 self.rollback(&mut pending);
                 self.keep_spare(pending);
+                if bulk {
+                    // Bulk linking checks no cycles: an earlier operation may be the first to
+                    // fail.
+                    return self.apply_ops(ops, false);
+                }
                 return Err(BatchError { index, error });
             }
+        }
+        if pending.bulk && !self.finish_bulk(&mut pending) {
+            // A cycle: one operation at a time names the one that closes it.
+            self.rollback(&mut pending);
+            self.keep_spare(pending);
+            return self.apply_ops(ops, false);
         }
         let report = self.commit(&mut pending);
         self.keep_spare(pending);
         Ok(report)
     }
 
+    /// Ends the linking of a bulk batch (see `bulk.rs`): its edges into the graph, the lists
+    /// appended to out of order sorted, every level given again. `false` when the graph now
+    /// has a cycle (levels then unchanged; the edges stay, for the rollback to remove).
+    fn finish_bulk(&mut self, pending: &mut Pending) -> bool {
+        if pending.collected.is_empty() {
+            return true;
+        }
+        let shape = self.shape_mut();
+        shape.add_collected_edges(&mut pending.collected.edges);
+        shape.sort_collected(&mut pending.collected.unsorted);
+        shape.relevel()
+    }
+
     /// Keeps a batch's emptied buffers for the next batch — unless a large batch grew them:
     /// a sheet does not hold a build's worth of bookkeeping for the rest of its life.
     fn keep_spare(&mut self, mut pending: Pending) {
         pending.grow = (0, 0);
+        pending.bulk = false;
+        if pending.collected.edges.capacity() > 256 {
+            pending.collected = Collected::default();
+        }
         const KEEP: usize = 256;
         if pending.undo.capacity() <= KEEP && pending.dirty.capacity() <= KEEP {
             self.spare = pending;
@@ -256,10 +303,16 @@ impl Sheet {
         spec: &ModifierSpec,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        let m = self.shape.prepare(spec, &mut pending.instance_hint)?;
+        // In bulk, cycles are found at the end of the batch (see `bulk.rs`).
+        let m = self.shape.prepare(spec, &mut pending.instance_hint, !pending.bulk)?;
         pending.dirty.push(m.target);
         self.grow(pending);
-        let key = self.shape_mut().insert_modifier(m);
+        let key = if pending.bulk {
+            let Sheet { shape, .. } = self;
+            Arc::make_mut(shape).insert_modifier_bulk(m, &mut pending.collected)
+        } else {
+            self.shape_mut().insert_modifier(m)
+        };
         pending.undo.push(Undo::AddedModifier(key));
         Ok(())
     }
@@ -372,12 +425,17 @@ impl Sheet {
         pending.dirty.clear();
         pending.created.clear();
         pending.removed.clear();
+        pending.collected.unsorted.clear();
         if pending.undo.is_empty() {
             // Nothing was done (and a shared shape stays shared).
+            pending.collected.edges.clear();
             return;
         }
         let Sheet { shape, vals, .. } = self;
         let shape = Arc::make_mut(shape);
+        // Modifiers linked in bulk expect their edges in the graph when unlinked (the order of
+        // their lists does not matter: unlinking removes them all).
+        shape.add_collected_edges(&mut pending.collected.edges);
         for undo in pending.undo.drain(..).rev() {
             match undo {
                 Undo::AddedModifier(key) => {

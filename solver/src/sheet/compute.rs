@@ -333,7 +333,7 @@ impl Sheet {
         for &k in &n.mods {
             let Some(m) = &self.shape.mods[k.0 as usize] else { continue };
             if let Some(c) = &m.condition {
-                let cx = ModContext { vals: &self.vals, reads: &m.reads, slots: &m.cond_slots };
+                let cx = ModContext { vals: &self.vals, reads: &m.reads, slots: Slots::Nodes(&m.cond_slots) };
                 match c.evaluate(&cx, Some(&Value::Number(cur.to_decimal()))) {
                     Ok(Value::Boolean(true)) => {}
                     Ok(_) => continue,
@@ -343,7 +343,11 @@ impl Sheet {
             let v = match (m.const_num, &m.value) {
                 (Some(c), _) => c,
                 (None, ModValue::Formula(f)) => {
-                    let cx = ModContext { vals: &self.vals, reads: &m.reads, slots: &m.value_slots };
+                    let cx = ModContext {
+                        vals: &self.vals,
+                        reads: &m.reads,
+                        slots: Slots::Reads(m.value_slots()),
+                    };
                     let input = if f.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
                     match f.evaluate_num(&cx, input.as_ref()) {
                         Ok(d) => d,
@@ -368,7 +372,7 @@ impl Sheet {
             let condition = match &m.condition {
                 None => None,
                 Some(c) => match c.evaluate(
-                    &ModContext { vals: &self.vals, reads: &m.reads, slots: &m.cond_slots },
+                    &ModContext { vals: &self.vals, reads: &m.reads, slots: Slots::Nodes(&m.cond_slots) },
                     Some(&cur),
                 ) {
                     Ok(Value::Boolean(b)) => Some(b),
@@ -387,7 +391,7 @@ impl Sheet {
             let result = match &m.value {
                 ModValue::Const(v) => apply(m.kind, cur, v.clone()),
                 ModValue::Formula(f) => match f.evaluate(
-                    &ModContext { vals: &self.vals, reads: &m.reads, slots: &m.value_slots },
+                    &ModContext { vals: &self.vals, reads: &m.reads, slots: Slots::Reads(m.value_slots()) },
                     Some(&cur),
                 ) {
                     Ok(v) => apply(m.kind, cur, v),

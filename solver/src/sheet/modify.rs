@@ -28,11 +28,13 @@ impl Shape {
     /// Checks a modifier against the sheet and makes it ready to link: its target node, type,
     /// value, condition and the nodes it reads.
     /// `hint` is the instance the batch's previous modifier named (see
-    /// [`Shape::lookup_instance_hinted`]).
+    /// [`Shape::lookup_instance_hinted`]). With `cycles`, a modifier that would close a cycle
+    /// is rejected (a bulk batch checks for cycles once, at its end).
     pub(super) fn prepare(
         &self,
         spec: &ModifierSpec,
         hint: &mut Option<InstanceId>,
+        cycles: bool,
     ) -> Result<Arc<Modifier>, SolveError> {
         if self.mod_ids.contains_key(&spec.id) {
             return Err(SolveError::new(
@@ -59,19 +61,14 @@ impl Shape {
             ModValue::Const(_) => None,
         };
         let reads = self.reads(spec, from, [value_formula, condition.as_ref()])?;
-        let slots = |f: Option<&Arc<Formula>>| -> Box<[NodeIndex]> {
-            // Every variable of both formulas is in `reads` (built just above), so the exact
-            // capacity is filled and the boxing does not reallocate.
-            f.map_or(Box::default(), |f| {
-                let mut slots = Vec::with_capacity(f.variables().len());
-                slots.extend(
-                    f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)),
-                );
-                slots.into_boxed_slice()
-            })
-        };
-        let value_slots = slots(value_formula);
-        let cond_slots = slots(condition.as_ref());
+        // The value formula's variables are the first reads, in its order (`reads` takes them
+        // first, and a formula's variables are distinct): its slots need no list of their own.
+        let value_vars = value_formula.map_or(0, |f| f.variables().len()) as u32;
+        // A condition's slots: its variables' nodes, in its order. Every variable of both
+        // formulas is in `reads` (built just above).
+        let cond_slots: Box<[NodeIndex]> = condition.as_ref().map_or(Box::default(), |f| {
+            f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)).collect()
+        });
         let const_num = match &value {
             ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
             _ => None,
@@ -79,7 +76,7 @@ impl Shape {
         // Built in its `Arc` at once: the record is about 200 bytes, and each move of it (out of
         // here, into the `Arc`) was a copy.
         let m = Arc::new(Modifier {
-            value_slots,
+            value_vars,
             cond_slots,
             const_num,
             id: spec.id.clone(),
@@ -98,7 +95,9 @@ impl Shape {
             from,
             reads: reads.into(),
         });
-        self.check_cycles(&m)?;
+        if cycles {
+            self.check_cycles(&m)?;
+        }
         Ok(m)
     }
 
@@ -248,16 +247,21 @@ impl Shape {
 
     /// Adds a prepared modifier under a new key, and returns the key.
     pub(super) fn insert_modifier(&mut self, m: Arc<Modifier>) -> ModKey {
+        let key = self.new_key();
+        self.link_modifier(key, m);
+        key
+    }
+
+    /// A key for a new modifier (the last one freed, or a new slot), its sequence number taken.
+    pub(super) fn new_key(&mut self) -> ModKey {
         self.next_seq += 1;
-        let key = match self.free_mods.pop() {
+        match self.free_mods.pop() {
             Some(k) => k,
             None => {
                 self.mods.push(None);
                 ModKey(self.mods.len() as u32 - 1)
             }
-        };
-        self.link_modifier(key, m);
-        key
+        }
     }
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list.
@@ -266,6 +270,26 @@ impl Shape {
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
         }
+        self.index_modifier(key, &m);
+        let order = m.order();
+        let mods = &self.mods;
+        let list = &self.graph[target].mods;
+        // Keep the target's list sorted by (priority, inherent priority, insertion).
+        let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
+        // Last in the list (a new modifier usually is: the latest applies last among equals),
+        // it is appended to the plan's entry; anywhere else, the entry is written again.
+        if pos == list.len() {
+            self.plan.appended(target, key.0, &m);
+        } else {
+            self.plan.touch(target);
+        }
+        self.mods[key.0 as usize] = Some(m);
+        self.graph[target].mods.insert(pos, key);
+    }
+
+    /// Enters modifier `m`, under `key`, in the indexes: by id, by source (when that index is
+    /// built), by instance.
+    pub(super) fn index_modifier(&mut self, key: ModKey, m: &Modifier) {
         self.mod_ids.insert(m.id.clone(), key);
         if let Some(sources) = &mut self.sources {
             match sources.get_mut(&m.source) {
@@ -285,20 +309,6 @@ impl Shape {
                 self.by_instance[i.0 as usize].push(key);
             }
         }
-        let order = m.order();
-        let mods = &self.mods;
-        let list = &self.graph[target].mods;
-        // Keep the target's list sorted by (priority, inherent priority, insertion).
-        let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
-        // Last in the list (a new modifier usually is: the latest applies last among equals),
-        // it is appended to the plan's entry; anywhere else, the entry is written again.
-        if pos == list.len() {
-            self.plan.appended(target, key.0, &m);
-        } else {
-            self.plan.touch(target);
-        }
-        self.mods[key.0 as usize] = Some(m);
-        self.graph[target].mods.insert(pos, key);
     }
 
     /// Whether a live modifier has source `source`: from the index when it is built, else by a

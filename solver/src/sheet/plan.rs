@@ -516,6 +516,9 @@ impl Plan {
         // Live variables in topological order (variables without a node keep empty entries),
         // packed without room to grow: the records a solve streams through stay as few cache
         // lines as they can be (an entry that grows later moves to the end, with room).
+        // One formula per modifier at most: room for them at once, not by doubling.
+        self.formulas.reserve(sheet.mods.len());
+        self.formula_of.reserve(sheet.mods.len());
         let order = self.take_order(sheet);
         for &i in &order {
             self.write(sheet, i as usize, false);
@@ -642,7 +645,7 @@ impl Plan {
                 out.push(Step::FoldDec(m.kind, self.decimals.len() as u32 - 1));
             }
             (ModValue::Formula(f), None)
-                if *f.format() == formula::Format::Number && m.value_slots.len() == f.variables().len() =>
+                if *f.format() == formula::Format::Number && m.value_slots().len() == f.variables().len() =>
             {
                 let index = match self.formula_of.get(key as usize) {
                     Some(&index) if index != NONE => index,
@@ -682,11 +685,12 @@ impl Plan {
     /// node indexes. Returns its slot in `formulas`.
     fn add_formula(&mut self, key: u32, m: &Modifier, f: &Arc<Formula>) -> u32 {
         let first = self.reads.len() as u32;
-        self.reads.extend(m.value_slots.iter().map(|n| n.index() as u32));
+        self.reads.extend(m.value_slots().iter().map(|(_, n)| n.index() as u32));
         let ops = self.int_ops.len() as u32;
         if let Some(program) = f.int_program() {
             // An unknown slot reads as "not whole": the general path decides.
-            let node = |slot: u32| m.value_slots.get(slot as usize).map_or(u32::MAX, |n| n.index() as u32);
+            let node =
+                |slot: u32| m.value_slots().get(slot as usize).map_or(u32::MAX, |(_, n)| n.index() as u32);
             let renumbered = program.iter().map(|op| op.renumber(node));
             self.int_ops.extend(renumbered);
         }
@@ -694,8 +698,14 @@ impl Plan {
         let program = &self.int_ops[ops as usize..];
         let straight = matches!(program.first(), Some(IntOp::Var(_) | IntOp::Const(_)))
             && program[1..].iter().all(|op| op.is_top_only());
-        let pf =
-            PlanFormula { formula: f.clone(), first, count: m.value_slots.len() as u32, ops, len, straight };
+        let pf = PlanFormula {
+            formula: f.clone(),
+            first,
+            count: m.value_slots().len() as u32,
+            ops,
+            len,
+            straight,
+        };
         let index = match self.free_formulas.pop() {
             Some(i) => {
                 self.formulas[i as usize] = pf;
@@ -723,12 +733,24 @@ impl Plan {
     /// Sorts the full solve's order again, if a change left it stale.
     pub(super) fn sort_order(&mut self, sheet: &Source<'_>) {
         if self.order_stale {
+            // A counting sort by level (levels are below the number of variables), each level
+            // in ascending index: linear, where sorting the pairs compared them.
             let graph = &sheet.graph;
-            let mut keyed: Vec<(u32, u32)> =
-                graph.node_indices().map(|n| (self.level_of(n), n.index() as u32)).collect();
-            keyed.sort_unstable();
+            let top = graph.node_indices().map(|n| self.level_of(n) as usize).max().unwrap_or(0);
+            let mut start = vec![0u32; top + 2];
+            for n in graph.node_indices() {
+                start[self.level_of(n) as usize + 1] += 1;
+            }
+            for l in 0..=top {
+                start[l + 1] += start[l];
+            }
             self.order.clear();
-            self.order.extend(keyed.into_iter().map(|(_, i)| i));
+            self.order.resize(graph.node_count(), 0);
+            for n in graph.node_indices() {
+                let at = &mut start[self.level_of(n) as usize];
+                self.order[*at as usize] = n.index() as u32;
+                *at += 1;
+            }
             self.order_stale = false;
         }
     }

@@ -1,0 +1,225 @@
+//! Large batches of additions, linked in bulk.
+//!
+//! A batch that only adds — a sheet being built, a ruleset's starting character, a scenario's
+//! objects — is checked operation by operation as always (ids, instances, names, types,
+//! formulas), but its modifiers are not linked into the dependency graph one at a time. Linking
+//! one at a time costs, per modifier, a search for a cycle, a walk of the reading variable's
+//! edge list for an edge to count, a raise of levels, an insertion into the target's ordered
+//! list and a write of the target's plan entry, most of which a later modifier of the same
+//! batch does again. In bulk:
+//! - each modifier is appended to its target's list (the few lists that end up out of order
+//!   are sorted once, at the end) and its target's plan entry is marked stale;
+//! - its edges are collected, then sorted once and added to the graph once each, with their
+//!   counts;
+//! - one topological pass over the whole graph (Kahn's) gives every variable its level and
+//!   finds a cycle if there is one;
+//! - the plan is written once, at the commit (every stale entry; laid out again from scratch
+//!   when the batch touched a large part of the sheet).
+//!
+//! **Invariant: a batch gives the same result in bulk as one operation at a time.** The same
+//! modifiers, in the same order of application, with the same values; when it fails, the same
+//! error at the same operation. Bulk linking skips the cycle check, so a failure — any error
+//! of any operation, or a cycle found by the final pass — rolls the batch back and runs it
+//! again one operation at a time, which names the operation that fails first. Rolling back
+//! adds the collected edges to the graph first, so that unlinking each modifier finds the
+//! edges it expects (levels are not touched until the final pass succeeds). Levels may differ
+//! from those the one-at-a-time path would have raised — both keep every edge going up a
+//! level — so only the order among variables of one level, which nothing depends on, can
+//! differ.
+//!
+//! A batch goes in bulk when it holds at least [`BULK_MIN`] additions, nothing else, and adds
+//! at least as many modifiers as the sheet holds already (the final pass visits the whole
+//! graph). The property tests lower both thresholds so that every batch of additions they make
+//! goes in bulk.
+
+use super::*;
+
+/// The fewest additions for which a batch goes in bulk (small in tests, so that their batches
+/// do).
+pub(super) const BULK_MIN: usize = if cfg!(test) { 2 } else { 64 };
+
+/// A batch goes in bulk only when it adds at least 1/`BULK_SHARE` as many modifiers as the
+/// sheet holds (the final pass visits the whole graph); in tests, whatever the sheet holds.
+pub(super) const BULK_SHARE: usize = if cfg!(test) { usize::MAX / 2 } else { 1 };
+
+#[cfg(test)]
+thread_local! {
+    static BULK_BATCHES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many batches this thread started in bulk (for tests: that the property tests reach it).
+#[cfg(test)]
+pub(crate) fn bulk_batches() -> usize {
+    BULK_BATCHES.with(|c| c.get())
+}
+
+/// Counts a batch started in bulk (tests only).
+pub(super) fn count_bulk_batch() {
+    #[cfg(test)]
+    BULK_BATCHES.with(|c| c.set(c.get() + 1));
+}
+
+/// What a bulk batch collects until its end.
+#[derive(Default, Clone)]
+pub(super) struct Collected {
+    /// Edges of the modifiers linked, one per read, not yet in the graph: `from << 32 | to`
+    /// (node indexes).
+    pub(super) edges: Vec<u64>,
+    /// Variables whose list of modifiers was appended to out of order.
+    pub(super) unsorted: Vec<u32>,
+}
+
+impl Collected {
+    pub(super) fn is_empty(&self) -> bool {
+        self.edges.is_empty() && self.unsorted.is_empty()
+    }
+}
+
+impl Shape {
+    /// Links modifier `m` under a new key, as part of a bulk batch: appended to its target's
+    /// list and the target's plan entry marked stale; its edges collected in `collected`.
+    pub(super) fn insert_modifier_bulk(&mut self, m: Arc<Modifier>, collected: &mut Collected) -> ModKey {
+        let key = self.new_key();
+        let target = m.target;
+        let to = target.index() as u64;
+        collected.edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
+        self.index_modifier(key, &m);
+        let order = m.order();
+        let mods = &self.mods;
+        let list = &self.graph[target].mods;
+        if list.last().and_then(|k| mods[k.0 as usize].as_ref()).is_some_and(|last| last.order() > order) {
+            collected.unsorted.push(target.index() as u32);
+        }
+        self.plan.touch(target);
+        self.mods[key.0 as usize] = Some(m);
+        self.graph[target].mods.push(key);
+        key
+    }
+
+    /// Adds the collected edges to the graph, each distinct edge once with its count (an edge
+    /// already there counts up), without touching levels. Leaves `edges` empty.
+    ///
+    /// The edges are grouped by source with a counting sort (linear: no comparisons), and each
+    /// source's are added in the order they were collected, so that every variable lists its
+    /// dependents in the order linking one modifier at a time gives.
+    pub(super) fn add_collected_edges(&mut self, edges: &mut Vec<u64>) {
+        let n = self.plan.succ.len();
+        // Every node index read is below `n` (the plan has an entry per node); anything else is
+        // left out rather than trusted.
+        edges.retain(|&e| ((e >> 32) as usize) < n && ((e & u64::from(u32::MAX)) as usize) < n);
+        if edges.is_empty() {
+            return;
+        }
+        // `start[f]..start[f + 1]`: source f's targets in `to`, in the order collected.
+        let mut start = vec![0u32; n + 1];
+        for &e in edges.iter() {
+            start[(e >> 32) as usize + 1] += 1;
+        }
+        for f in 0..n {
+            start[f + 1] += start[f];
+        }
+        let mut fill = start.clone();
+        let mut to = vec![0u32; edges.len()];
+        for &e in edges.iter() {
+            let f = (e >> 32) as usize;
+            to[fill[f] as usize] = e as u32;
+            fill[f] += 1;
+        }
+        edges.clear();
+        // Per source: its distinct targets with their counts; `seen[t]` is the last source that
+        // had target `t`, `slot[t]` its place in `distinct`.
+        let (mut seen, mut slot) = (vec![u32::MAX; n], vec![0u32; n]);
+        let mut distinct: Vec<(u32, u32)> = Vec::new();
+        self.graph.reserve_edges(to.len());
+        for f in 0..n {
+            let targets = &to[start[f] as usize..start[f + 1] as usize];
+            if targets.is_empty() {
+                continue;
+            }
+            distinct.clear();
+            for &t in targets {
+                let t_ = t as usize;
+                if seen[t_] == f as u32 {
+                    distinct[slot[t_] as usize].1 += 1;
+                } else {
+                    seen[t_] = f as u32;
+                    slot[t_] = distinct.len() as u32;
+                    distinct.push((t, 1));
+                }
+            }
+            // The graph is searched for an existing edge only when the source had edges
+            // before (a new source's edges are all new).
+            let had_edges = !self.plan.succ[f].is_empty();
+            self.plan.succ[f].reserve(distinct.len());
+            let a = NodeIndex::new(f);
+            for &(t, count) in &distinct {
+                let b = NodeIndex::new(t as usize);
+                match had_edges.then(|| self.graph.find_edge(a, b)).flatten() {
+                    Some(e) => self.graph[e] += count,
+                    None => {
+                        self.graph.add_edge(a, b, count);
+                        self.plan.edge_added(a, b);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Gives every variable its level again, by one topological pass over the whole graph
+    /// (Kahn's): 0 for a variable that reads nothing, else one more than the highest level it
+    /// reads. `false`, with levels unchanged, when the graph has a cycle.
+    pub(super) fn relevel(&mut self) -> bool {
+        let n = self.plan.succ.len();
+        let mut indegree = vec![0u32; n];
+        for s in &self.plan.succ {
+            for &t in s {
+                indegree[t as usize] += 1;
+            }
+        }
+        let mut level = vec![0u32; n];
+        let mut queue: Vec<u32> = self
+            .graph
+            .node_indices()
+            .map(|v| v.index() as u32)
+            .filter(|&v| indegree[v as usize] == 0)
+            .collect();
+        let mut done = 0;
+        while done < queue.len() {
+            let v = queue[done] as usize;
+            done += 1;
+            let next = level[v] + 1;
+            for &t in &self.plan.succ[v] {
+                let t = t as usize;
+                level[t] = level[t].max(next);
+                indegree[t] -= 1;
+                if indegree[t] == 0 {
+                    queue.push(t as u32);
+                }
+            }
+        }
+        if done < self.graph.node_count() {
+            return false;
+        }
+        self.plan.level = level;
+        self.plan.levels_changed();
+        true
+    }
+
+    /// Sorts the lists of modifiers appended to out of order (see `Collected::unsorted`) into
+    /// their order of application.
+    pub(super) fn sort_collected(&mut self, unsorted: &mut Vec<u32>) {
+        unsorted.sort_unstable();
+        unsorted.dedup();
+        let Shape { graph, mods, .. } = self;
+        for &n in unsorted.iter() {
+            if let Some(node) = graph.node_weight_mut(NodeIndex::new(n as usize)) {
+                // Every key in a live list names a live modifier: the fallback is never used.
+                let order = |k: &ModKey| {
+                    mods[k.0 as usize].as_ref().map_or((u32::MAX, u8::MAX, u64::MAX), |m| m.order())
+                };
+                node.mods.sort_by_key(order);
+            }
+        }
+        unsorted.clear();
+    }
+}
