@@ -154,16 +154,15 @@ impl Sheet {
         Ok(report)
     }
 
-    /// Ends the linking of a bulk batch (see `bulk.rs`): its edges into the graph, the lists
-    /// appended to out of order sorted, every level given again. `false` when the graph now
+    /// Ends the linking of a bulk batch (see `bulk.rs`): its edges into the graph, every level
+    /// given again. `false` when the graph now
     /// has a cycle (levels then unchanged; the edges stay, for the rollback to remove).
     fn finish_bulk(&mut self, pending: &mut Pending) -> bool {
-        if pending.collected.is_empty() {
+        if pending.collected.edges.is_empty() {
             return true;
         }
         let shape = self.shape_mut();
         shape.add_collected_edges(&mut pending.collected.edges);
-        shape.sort_collected(&mut pending.collected.unsorted);
         shape.relevel()
     }
 
@@ -425,7 +424,6 @@ impl Sheet {
         pending.dirty.clear();
         pending.created.clear();
         pending.removed.clear();
-        pending.collected.unsorted.clear();
         if pending.undo.is_empty() {
             // Nothing was done (and a shared shape stays shared).
             pending.collected.edges.clear();

@@ -7,8 +7,8 @@
 //! edge list for an edge to count, a raise of levels, an insertion into the target's ordered
 //! list and a write of the target's plan entry, most of which a later modifier of the same
 //! batch does again. In bulk:
-//! - each modifier is appended to its target's list (the few lists that end up out of order
-//!   are sorted once, at the end) and its target's plan entry is marked stale;
+//! - each modifier takes its place in its target's list, and its target's plan entry is marked
+//!   stale (not written: a later modifier may change it again);
 //! - its edges are collected, then sorted once and added to the graph once each, with their
 //!   counts;
 //! - one topological pass over the whole graph (Kahn's) gives every variable its level and
@@ -65,34 +65,25 @@ pub(super) struct Collected {
     /// Edges of the modifiers linked, one per read, not yet in the graph: `from << 32 | to`
     /// (node indexes).
     pub(super) edges: Vec<u64>,
-    /// Variables whose list of modifiers was appended to out of order.
-    pub(super) unsorted: Vec<u32>,
-}
-
-impl Collected {
-    pub(super) fn is_empty(&self) -> bool {
-        self.edges.is_empty() && self.unsorted.is_empty()
-    }
 }
 
 impl Shape {
-    /// Links modifier `m` under a new key, as part of a bulk batch: appended to its target's
-    /// list and the target's plan entry marked stale; its edges collected in `collected`.
+    /// Links modifier `m` under a new key, as part of a bulk batch: in its place in its
+    /// target's list, the target's plan entry marked stale, its edges collected in `collected`.
     pub(super) fn insert_modifier_bulk(&mut self, m: Arc<Modifier>, collected: &mut Collected) -> ModKey {
         let key = self.new_key();
         let target = m.target;
         let to = target.index() as u64;
         collected.edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
         self.index_modifier(key, &m);
+        // In its place in the target's order (the search reads only the modifiers before it).
         let order = m.order();
         let mods = &self.mods;
         let list = &self.graph[target].mods;
-        if list.last().and_then(|k| mods[k.0 as usize].as_ref()).is_some_and(|last| last.order() > order) {
-            collected.unsorted.push(target.index() as u32);
-        }
+        let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
         self.plan.touch(target);
         self.mods[key.0 as usize] = Some(m);
-        self.graph[target].mods.push(key);
+        self.graph[target].mods.insert(pos, key);
         key
     }
 
@@ -203,23 +194,5 @@ impl Shape {
         self.plan.level = level;
         self.plan.levels_changed();
         true
-    }
-
-    /// Sorts the lists of modifiers appended to out of order (see `Collected::unsorted`) into
-    /// their order of application.
-    pub(super) fn sort_collected(&mut self, unsorted: &mut Vec<u32>) {
-        unsorted.sort_unstable();
-        unsorted.dedup();
-        let Shape { graph, mods, .. } = self;
-        for &n in unsorted.iter() {
-            if let Some(node) = graph.node_weight_mut(NodeIndex::new(n as usize)) {
-                // Every key in a live list names a live modifier: the fallback is never used.
-                let order = |k: &ModKey| {
-                    mods[k.0 as usize].as_ref().map_or((u32::MAX, u8::MAX, u64::MAX), |m| m.order())
-                };
-                node.mods.sort_by_key(order);
-            }
-        }
-        unsorted.clear();
     }
 }
