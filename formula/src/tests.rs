@@ -894,3 +894,43 @@ fn every_error_code_is_documented() {
         );
     }
 }
+
+/// A context that answers NUMBER reads only by slot (as a sheet's plan does: it resolved every
+/// formula's variables to positions beforehand) and has no `Value`s at all.
+struct BySlot(Vec<Option<Num>>);
+
+impl EvalContext for BySlot {
+    fn value(&self, _: VarId) -> Option<Value> {
+        None
+    }
+
+    fn num_at(&self, slot: usize) -> Option<Option<Num>> {
+        self.0.get(slot).copied()
+    }
+}
+
+/// Every NUMBER read goes through the slot-indexed read when the context offers it: formulas
+/// evaluated as trees (a function call, a decimal) as well as whole-number programs. (Reads
+/// by id only, the plan's general path failed on every tree formula and fell back to a slower
+/// evaluation.)
+#[test]
+fn number_reads_go_by_slot_in_trees_and_programs() {
+    let env = env();
+    for (text, expected) in [
+        ("d20Mod(Score) + a", "6"),
+        ("Score * 1.5 - a", "17"),
+        ("floor((Score - 10) / 2)", "2"),
+        ("max(a, b) + 1", "5"),
+    ] {
+        let f = Formula::compile(text, &library(), &CheckEnv::new(&env), &Limits::default()).unwrap();
+        let by_slot = BySlot(
+            f.variables().map(|v| env.value(v).and_then(|v| v.as_number()).map(Num::from_decimal)).collect(),
+        );
+        assert_eq!(f.evaluate_num(&by_slot, None).unwrap().to_decimal(), d(expected), "{text}");
+    }
+    // A slot without a value is an error naming the variable, not a panic.
+    let f = Formula::compile("d20Mod(Score)", &library(), &CheckEnv::new(&env), &Limits::default()).unwrap();
+    let e = f.evaluate_num(&BySlot(vec![None]), None).unwrap_err();
+    assert_eq!(e.code, ErrorCode::MissingValue);
+    assert!(e.message.contains("Score"), "{}", e.message);
+}

@@ -71,6 +71,11 @@ impl<'a, C: EvalContext> Evaluator<'a, C> {
     }
 
     fn var(&self, slot: u32) -> EvalResult<Value> {
+        // A number the context reads by slot needs no search by id (a plan's context answers
+        // only this way); anything else is read by id.
+        if let Some(Some(n)) = self.cx.num_at(slot as usize) {
+            return Ok(Value::Number(n.to_decimal()));
+        }
         let Some((id, name)) = self.vars.get(slot as usize) else {
             return Err(internal("a variable slot"));
         };
@@ -104,9 +109,15 @@ impl<'a, C: EvalContext> Evaluator<'a, C> {
         )
     }
 
-    /// Reads a NUMBER variable without building a [`Value`].
+    /// Reads a NUMBER variable without building a [`Value`]: by slot when the context answers
+    /// by slot (as [`Evaluator::var_num`] does), else by id.
     #[inline]
     pub fn var_number(&self, slot: u32) -> EvalResult<Decimal> {
+        match self.cx.num_at(slot as usize) {
+            Some(Some(n)) => return Ok(n.to_decimal()),
+            Some(None) => return Err(self.missing_number(slot)),
+            None => {}
+        }
         let Some((id, _)) = self.vars.get(slot as usize) else {
             return Err(internal("a variable slot"));
         };
