@@ -378,7 +378,8 @@ impl Sheet {
             d.removed.extend(removed);
             return Report::default();
         }
-        removed.sort_by_key(|c| c.var.to_string());
+        // By full name, each made once (the key of a plain sort is made at every comparison).
+        removed.sort_by_cached_key(|c| c.var.full_name());
         let report = self.recompute(&pending.dirty, &pending.created, removed);
         pending.dirty.clear();
         pending.created.clear();
@@ -389,7 +390,8 @@ impl Sheet {
     /// still there), reporting the removed ones first.
     fn recompute_touched(&mut self, d: Deferred) -> Report {
         let Deferred { dirty, created, mut removed } = d;
-        removed.sort_by_key(|c| c.var.to_string());
+        // By full name, each made once (the key of a plain sort is made at every comparison).
+        removed.sort_by_cached_key(|c| c.var.full_name());
         self.recompute(&dirty, &created, removed)
     }
 
