@@ -674,7 +674,7 @@ impl Character {
         let o = self.ruleset.object(object);
         match select {
             Select::All => true,
-            Select::Key(k) => o.key.to_lowercase() == **k,
+            Select::Key(k) => *o.folded_key == **k,
             Select::Group(g) => o.groups.iter().any(|x| x == g),
         }
     }

@@ -80,6 +80,9 @@ pub struct OtherMod {
 pub struct Object {
     pub kind: KindId,
     pub key: Arc<str>,
+    /// The key in lower case, made once at load: keys match case-insensitively (a MODIFYOTHER's
+    /// `KEY=` selection compares it, with no string made per comparison).
+    pub folded_key: Arc<str>,
     pub name: Arc<str>,
     /// The category within the kind (PCGen abilities).
     pub category: Option<Arc<str>>,

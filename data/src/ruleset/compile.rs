@@ -371,6 +371,7 @@ impl Compiler {
         Object {
             kind: kind_id,
             key: o.key.text.clone(),
+            folded_key: Arc::from(o.key.text.to_lowercase()),
             name: o.name.text.clone(),
             category: o.category.as_ref().map(|c| c.text.clone()),
             groups: o.groups.iter().map(|g| Arc::from(g.text.to_lowercase())).collect(),
