@@ -54,7 +54,7 @@ pub struct VarDef {
 /// Builds [`Rules`]: scopes, variables, defaults, functions.
 pub struct RulesBuilder {
     scopes: Vec<ScopeDef>,
-    scope_names: HashMap<String, ScopeId>,
+    scope_names: Map<String, ScopeId>,
     vars: Vec<VarDef>,
     var_names: HashMap<String, Vec<VarDefId>>,
     defaults: HashMap<Format, Value>,
@@ -67,7 +67,7 @@ impl RulesBuilder {
     pub fn new(global: &str) -> Self {
         let mut b = RulesBuilder {
             scopes: Vec::new(),
-            scope_names: HashMap::new(),
+            scope_names: Map::default(),
             vars: Vec::new(),
             var_names: HashMap::new(),
             defaults: HashMap::new(),
@@ -81,8 +81,11 @@ impl RulesBuilder {
 
     /// The scope named `name` (case-insensitive).
     pub fn scope(&self, name: &str) -> Result<ScopeId, SolveError> {
+        // Names are keyed in capitals, as rulesets write them: the name as written is tried
+        // first, and copied to capitals only when that misses.
         self.scope_names
-            .get(&name.to_ascii_uppercase())
+            .get(name)
+            .or_else(|| self.scope_names.get(&name.to_ascii_uppercase()))
             .copied()
             .ok_or_else(|| unknown_scope(name, &self.scopes))
     }
@@ -245,7 +248,7 @@ fn unknown_scope(name: &str, scopes: &[ScopeDef]) -> SolveError {
 /// Compiled, immutable rules shared by every sheet.
 pub struct Rules {
     scopes: Vec<ScopeDef>,
-    scope_names: HashMap<String, ScopeId>,
+    scope_names: Map<String, ScopeId>,
     vars: Vec<VarDef>,
     /// Declarations by name in ASCII lower case, as bytes: every scope declaring it. (A name
     /// folded on the stack is looked up without checking it again as UTF-8.)
@@ -265,8 +268,11 @@ impl Rules {
 
     /// A scope by name (case-insensitive).
     pub fn scope(&self, name: &str) -> Result<ScopeId, SolveError> {
+        // Names are keyed in capitals, as rulesets write them: the name as written is tried
+        // first, and copied to capitals only when that misses.
         self.scope_names
-            .get(&name.to_ascii_uppercase())
+            .get(name)
+            .or_else(|| self.scope_names.get(&name.to_ascii_uppercase()))
             .copied()
             .ok_or_else(|| unknown_scope(name, &self.scopes))
     }
