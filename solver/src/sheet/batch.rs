@@ -310,7 +310,9 @@ impl Sheet {
             let Sheet { shape, .. } = self;
             Arc::make_mut(shape).insert_modifier_bulk(m, &mut pending.collected)
         } else {
-            self.shape_mut().insert_modifier(m)
+            // While deferring, plan entries are written when the sheet settles.
+            let plan_now = self.deferred.is_none();
+            self.shape_mut().insert_modifier(m, plan_now)
         };
         pending.undo.push(Undo::AddedModifier(key));
         Ok(())
@@ -448,7 +450,7 @@ impl Sheet {
                     if let Some(i) = shape.free_mods.iter().rposition(|k| *k == key) {
                         shape.free_mods.remove(i);
                     }
-                    shape.link_modifier(key, m);
+                    shape.link_modifier(key, m, true);
                 }
                 Undo::AddedInstance(id, reused) => {
                     // Everything done after it has been undone: its slot is either the last

@@ -245,10 +245,13 @@ impl Shape {
         })
     }
 
-    /// Adds a prepared modifier under a new key, and returns the key.
-    pub(super) fn insert_modifier(&mut self, m: Arc<Modifier>) -> ModKey {
+    /// Adds a prepared modifier under a new key, and returns the key. With `plan_now`, a
+    /// modifier linked last in its target's order has its steps appended to the target's plan
+    /// entry at once; without (a sheet deferring its recomputation, whose entries are written
+    /// when it settles), the entry is only marked stale.
+    pub(super) fn insert_modifier(&mut self, m: Arc<Modifier>, plan_now: bool) -> ModKey {
         let key = self.new_key();
-        self.link_modifier(key, m);
+        self.link_modifier(key, m, plan_now);
         key
     }
 
@@ -264,8 +267,9 @@ impl Shape {
         }
     }
 
-    /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list.
-    pub(super) fn link_modifier(&mut self, key: ModKey, m: Arc<Modifier>) {
+    /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list
+    /// (`plan_now`: see [`Shape::insert_modifier`]).
+    pub(super) fn link_modifier(&mut self, key: ModKey, m: Arc<Modifier>, plan_now: bool) {
         let target = m.target;
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
@@ -278,7 +282,7 @@ impl Shape {
         let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
         // Last in the list (a new modifier usually is: the latest applies last among equals),
         // it is appended to the plan's entry; anywhere else, the entry is written again.
-        if pos == list.len() {
+        if plan_now && pos == list.len() {
             self.plan.appended(target, key.0, &m);
         } else {
             self.plan.touch(target);
