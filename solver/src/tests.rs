@@ -886,6 +886,20 @@ fn a_bulk_batch_names_the_first_operation_to_fail() {
     assert_eq!(sheet.modifier_count(), 0);
     sheet.apply(&[ops[0].clone(), ops[2].clone(), ops[4].clone()]).unwrap();
     assert_eq!((val(&sheet, "A"), val(&sheet, "C")), ("1".to_owned(), "3".to_owned()));
+    // A taken id, found when the bulk batch inserts it: taken within the batch, or on the
+    // sheet already. The sheet is unchanged, and takes later batches as before.
+    let before = sheet.values();
+    for (batch, index) in [
+        (vec![add("x", "B", "1"), add("y", "B", "2"), add("x", "C", "1")], 2),
+        (vec![add("z", "B", "1"), add("a", "B", "2")], 1),
+    ] {
+        let err = sheet.apply(&batch).unwrap_err();
+        assert_eq!((err.index, err.error.code), (index, codes::DUPLICATE_MODIFIER));
+        assert_eq!(sheet.values(), before);
+        assert_eq!(sheet.modifier_count(), 3);
+    }
+    sheet.apply(&[add("x", "B", "1"), add("y", "B", "2")]).unwrap();
+    assert_eq!(val(&sheet, "B"), "3");
 }
 
 /// Sheets over one `Rules` share its defaults instead of copying them.

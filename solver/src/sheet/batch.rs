@@ -302,18 +302,20 @@ impl Sheet {
         spec: &ModifierSpec,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        // In bulk, cycles are found at the end of the batch (see `bulk.rs`).
-        let m = self.shape.prepare(spec, &mut pending.instance_hint, !pending.bulk)?;
-        pending.dirty.push(m.target);
+        // In bulk, a taken id is found by the insertion and cycles at the end of the batch
+        // (see `bulk.rs`).
+        let m = self.shape.prepare(spec, &mut pending.instance_hint, pending.bulk)?;
+        let target = m.target;
         self.grow(pending);
         let key = if pending.bulk {
             let Sheet { shape, .. } = self;
-            Arc::make_mut(shape).insert_modifier_bulk(m, &mut pending.collected)
+            Arc::make_mut(shape).insert_modifier_bulk(m, &mut pending.collected)?
         } else {
             // While deferring, plan entries are written when the sheet settles.
             let plan_now = self.deferred.is_none();
             self.shape_mut().insert_modifier(m, plan_now)
         };
+        pending.dirty.push(target);
         pending.undo.push(Undo::AddedModifier(key));
         Ok(())
     }

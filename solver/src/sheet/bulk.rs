@@ -70,8 +70,25 @@ pub(super) struct Collected {
 impl Shape {
     /// Links modifier `m` under a new key, as part of a bulk batch: in its place in its
     /// target's list, the target's plan entry marked stale, its edges collected in `collected`.
-    pub(super) fn insert_modifier_bulk(&mut self, m: Arc<Modifier>, collected: &mut Collected) -> ModKey {
+    ///
+    /// A taken id is found here, by the one insertion into the index by id (the batch then
+    /// runs again one operation at a time, which names it).
+    pub(super) fn insert_modifier_bulk(
+        &mut self,
+        m: Arc<Modifier>,
+        collected: &mut Collected,
+    ) -> Result<ModKey, SolveError> {
         let key = self.new_key();
+        if let Some(taken) = self.mod_ids.insert(m.id.clone(), key) {
+            // Put the index back and give the key back, as if nothing happened.
+            self.mod_ids.insert(m.id.clone(), taken);
+            self.free_mods.push(key);
+            self.next_seq -= 1;
+            return Err(SolveError::new(
+                codes::DUPLICATE_MODIFIER,
+                format!("modifier `{}` already exists", m.id),
+            ));
+        }
         let target = m.target;
         let to = target.index() as u64;
         collected.edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
@@ -84,7 +101,7 @@ impl Shape {
         self.plan.touch(target);
         self.mods[key.0 as usize] = Some(m);
         self.graph[target].mods.insert(pos, key);
-        key
+        Ok(key)
     }
 
     /// Adds the collected edges to the graph, each distinct edge once with its count (an edge

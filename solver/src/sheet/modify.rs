@@ -28,15 +28,16 @@ impl Shape {
     /// Checks a modifier against the sheet and makes it ready to link: its target node, type,
     /// value, condition and the nodes it reads.
     /// `hint` is the instance the batch's previous modifier named (see
-    /// [`Shape::lookup_instance_hinted`]). With `cycles`, a modifier that would close a cycle
-    /// is rejected (a bulk batch checks for cycles once, at its end).
+    /// [`Shape::lookup_instance_hinted`]). Unless `bulk`, a modifier whose id is taken or that
+    /// would close a cycle is rejected; a bulk batch finds a taken id when it inserts the id,
+    /// and cycles once, at its end (see `bulk.rs`).
     pub(super) fn prepare(
         &self,
         spec: &ModifierSpec,
         hint: &mut Option<InstanceId>,
-        cycles: bool,
+        bulk: bool,
     ) -> Result<Arc<Modifier>, SolveError> {
-        if self.mod_ids.contains_key(&spec.id) {
+        if !bulk && self.mod_ids.contains_key(&spec.id) {
             return Err(SolveError::new(
                 codes::DUPLICATE_MODIFIER,
                 format!("modifier `{}` already exists", spec.id),
@@ -95,7 +96,7 @@ impl Shape {
             from,
             reads: reads.into(),
         });
-        if cycles {
+        if !bulk {
             self.check_cycles(&m)?;
         }
         Ok(m)
@@ -274,6 +275,7 @@ impl Shape {
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
         }
+        self.mod_ids.insert(m.id.clone(), key);
         self.index_modifier(key, &m);
         let order = m.order();
         let mods = &self.mods;
@@ -291,10 +293,9 @@ impl Shape {
         self.graph[target].mods.insert(pos, key);
     }
 
-    /// Enters modifier `m`, under `key`, in the indexes: by id, by source (when that index is
-    /// built), by instance.
+    /// Enters modifier `m`, under `key`, in the indexes by source (when that index is built)
+    /// and by instance (the index by id is the caller's).
     pub(super) fn index_modifier(&mut self, key: ModKey, m: &Modifier) {
-        self.mod_ids.insert(m.id.clone(), key);
         if let Some(sources) = &mut self.sources {
             match sources.get_mut(&m.source) {
                 Some(list) => {
