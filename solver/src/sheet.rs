@@ -319,7 +319,7 @@ pub struct Sheet {
     vals: values::Values,
     record_evaluations: bool,
     /// The bookkeeping buffers of a batch, kept empty between batches.
-    spare: batch::Pending,
+    spare: batch::Spare,
     /// While deferring ([`Sheet::defer`]): what operations touched since, to recompute at
     /// [`Sheet::settle`].
     deferred: Option<batch::Deferred>,
@@ -424,7 +424,7 @@ impl Sheet {
             shape: Arc::new(shape),
             vals: values::Values::default(),
             record_evaluations: false,
-            spare: batch::Pending::default(),
+            spare: batch::Spare::default(),
             deferred: None,
         };
         let global_key: Arc<str> = sheet.shape.rules.scope_def(sheet.shape.rules.global()).name.clone();
