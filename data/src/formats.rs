@@ -23,7 +23,13 @@ pub struct Pair(pub Decimal, pub Decimal);
 
 impl CustomData for Pair {
     fn literal(&self) -> String {
-        format!("{},{}", canonical_decimal(self.0), canonical_decimal(self.1))
+        // Put together without the formatting machinery: values are read out for every sheet.
+        let (a, b) = (canonical_decimal(self.0), canonical_decimal(self.1));
+        let mut s = String::with_capacity(a.len() + 1 + b.len());
+        s.push_str(&a);
+        s.push(',');
+        s.push_str(&b);
+        s
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -59,14 +65,23 @@ pub struct Roll {
 
 impl CustomData for Roll {
     fn literal(&self) -> String {
+        // `2d6`, `1d8+2`, `1d4-1`, or the bonus alone; put together without the formatting
+        // machinery (values are read out for every sheet).
+        let mut n = itoa::Buffer::new();
         if self.count == 0 {
-            return self.bonus.to_string();
+            return n.format(self.bonus).to_owned();
         }
-        match self.bonus {
-            0 => format!("{}d{}", self.count, self.sides),
-            b if b > 0 => format!("{}d{}+{b}", self.count, self.sides),
-            b => format!("{}d{}{b}", self.count, self.sides),
+        let mut s = String::with_capacity(16);
+        s.push_str(n.format(self.count));
+        s.push('d');
+        s.push_str(n.format(self.sides));
+        if self.bonus > 0 {
+            s.push('+');
         }
+        if self.bonus != 0 {
+            s.push_str(n.format(self.bonus));
+        }
+        s
     }
     fn as_any(&self) -> &dyn Any {
         self
