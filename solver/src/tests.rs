@@ -963,14 +963,16 @@ fn the_kept_plan_survives_thousands_of_changes() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
-    /// Operations applied one at a time while deferring change the structure at once (and are
-    /// rejected exactly when they would be otherwise) but report nothing; `settle` then
-    /// recomputes once, each variable at most once, to the same values as applying them one by
-    /// one, and reports every variable whose value differs from before deferring.
+    /// Batches of one to three operations applied while deferring (batches of additions in
+    /// bulk) change the structure at once (and are rejected exactly when, and with the same
+    /// error as, they would be otherwise) but report nothing; `settle` then recomputes once,
+    /// each variable at most once, to the same values as applying them without deferring, and
+    /// reports every variable whose value differs from before deferring.
     #[test]
     fn deferred_operations_settle_to_the_same_values(
         warm_up in prop::collection::vec(arb_step(), 0..10),
         steps in prop::collection::vec(arb_step(), 1..40),
+        sizes in prop::collection::vec(1usize..4, 40),
     ) {
         let mut now = Sheet::new(prop_rules());
         for (n, step) in warm_up.into_iter().enumerate() {
@@ -984,12 +986,17 @@ proptest! {
         let before = later.values();
         later.defer();
         prop_assert!(later.is_deferring());
-        for (n, step) in steps.into_iter().enumerate() {
+        // In batches of one to three operations: batches of additions go in bulk, deferred too.
+        let mut steps = steps.into_iter().enumerate().peekable();
+        let mut sizes = sizes.into_iter();
+        while steps.peek().is_some() {
             let ids: Vec<String> = now.modifier_ids().map(str::to_owned).collect();
-            let Some(op) = step_operation(n + 100, step, &ids) else { continue };
-            let immediate = now.apply(std::slice::from_ref(&op));
-            let deferred = later.apply(&[op]);
-            prop_assert_eq!(immediate.is_ok(), deferred.is_ok());
+            let size = sizes.next().unwrap_or(1);
+            let ops: Vec<Operation> =
+                steps.by_ref().take(size).filter_map(|(n, step)| step_operation(n + 100, step, &ids)).collect();
+            let immediate = now.apply(&ops);
+            let deferred = later.apply(&ops);
+            prop_assert_eq!(immediate.as_ref().err(), deferred.as_ref().err());
             if let Ok(r) = deferred {
                 prop_assert!(r.is_empty() && r.recomputed == 0, "{r:?}");
             }
