@@ -174,8 +174,8 @@ impl Sheet {
     }
 
     /// Ends the linking of a bulk batch (see `bulk.rs`): its edges into the graph, every level
-    /// given again. `false` when the graph now
-    /// has a cycle (levels then unchanged; the edges stay, for the rollback to remove).
+    /// given again. `false` when the graph now has a cycle (levels then unchanged; the edges
+    /// stay, for the rollback to remove).
     fn finish_bulk(&mut self, pending: &mut Pending) -> bool {
         if pending.collected.edges.is_empty() {
             return true;
