@@ -81,13 +81,7 @@ impl RulesBuilder {
 
     /// The scope named `name` (case-insensitive).
     pub fn scope(&self, name: &str) -> Result<ScopeId, SolveError> {
-        // Names are keyed in capitals, as rulesets write them: the name as written is tried
-        // first, and copied to capitals only when that misses.
-        self.scope_names
-            .get(name)
-            .or_else(|| self.scope_names.get(&name.to_ascii_uppercase()))
-            .copied()
-            .ok_or_else(|| unknown_scope(name, &self.scopes))
+        lookup_scope(&self.scope_names, &self.scopes, name)
     }
 
     /// Adds a scope under `parent`. Adding the same scope under the same parent again is
@@ -240,6 +234,21 @@ fn ancestor_or_self(scopes: &[ScopeDef], ancestor: ScopeId, mut scope: ScopeId) 
     }
 }
 
+/// The scope named `name` (case-insensitive) in `names`. Names are keyed in capitals, as
+/// rulesets write them: the name as written is tried first, and copied to capitals only when
+/// that misses.
+fn lookup_scope(
+    names: &Map<String, ScopeId>,
+    scopes: &[ScopeDef],
+    name: &str,
+) -> Result<ScopeId, SolveError> {
+    names
+        .get(name)
+        .or_else(|| names.get(&name.to_ascii_uppercase()))
+        .copied()
+        .ok_or_else(|| unknown_scope(name, scopes))
+}
+
 fn unknown_scope(name: &str, scopes: &[ScopeDef]) -> SolveError {
     let known: Vec<&str> = scopes.iter().map(|s| &*s.name).collect();
     SolveError::new(codes::UNKNOWN_SCOPE, format!("unknown scope `{name}` (known: {})", known.join(", ")))
@@ -268,13 +277,7 @@ impl Rules {
 
     /// A scope by name (case-insensitive).
     pub fn scope(&self, name: &str) -> Result<ScopeId, SolveError> {
-        // Names are keyed in capitals, as rulesets write them: the name as written is tried
-        // first, and copied to capitals only when that misses.
-        self.scope_names
-            .get(name)
-            .or_else(|| self.scope_names.get(&name.to_ascii_uppercase()))
-            .copied()
-            .ok_or_else(|| unknown_scope(name, &self.scopes))
+        lookup_scope(&self.scope_names, &self.scopes, name)
     }
 
     /// A scope's definition.

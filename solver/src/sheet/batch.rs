@@ -12,7 +12,7 @@
 //! graph, isolated, until the batch commits: that keeps the removal undoable without
 //! renumbering anything.
 
-use super::bulk::{BULK_MIN, BULK_SHARE, Collected};
+use super::bulk::{BULK_MIN, BULK_SHARE};
 use super::{Change, Instance, InstanceId, ModKey, Modifier, Report, Sheet};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
@@ -61,10 +61,10 @@ pub(super) struct Pending {
     /// The instance the last modifier named, tried first for the next
     /// ([`super::Shape::lookup_instance_hinted`]; only ever a hint, checked against the key).
     instance_hint: Option<InstanceId>,
-    /// Whether the batch links its modifiers in bulk (see `bulk.rs`), and what it collected
-    /// for its end.
+    /// Whether the batch links its modifiers in bulk (see `bulk.rs`), and the edges it
+    /// collected for its end (`Shape::insert_modifier_bulk`).
     bulk: bool,
-    collected: Collected,
+    bulk_edges: Vec<u64>,
 }
 
 /// A sheet's spare [`Pending`], boxed: a batch takes it and gives it back by moving a pointer,
@@ -177,11 +177,11 @@ impl Sheet {
     /// given again. `false` when the graph now has a cycle (levels then unchanged; the edges
     /// stay, for the rollback to remove).
     fn finish_bulk(&mut self, pending: &mut Pending) -> bool {
-        if pending.collected.edges.is_empty() {
+        if pending.bulk_edges.is_empty() {
             return true;
         }
         let shape = self.shape_mut();
-        shape.add_collected_edges(&mut pending.collected.edges);
+        shape.add_collected_edges(&mut pending.bulk_edges);
         shape.relevel()
     }
 
@@ -190,8 +190,8 @@ impl Sheet {
     fn keep_spare(&mut self, mut pending: Box<Pending>) {
         pending.grow = (0, 0);
         pending.bulk = false;
-        if pending.collected.edges.capacity() > 256 {
-            pending.collected = Collected::default();
+        if pending.bulk_edges.capacity() > 256 {
+            pending.bulk_edges = Vec::new();
         }
         const KEEP: usize = 256;
         if pending.undo.capacity() <= KEEP && pending.dirty.capacity() <= KEEP {
@@ -328,7 +328,7 @@ impl Sheet {
         self.grow(pending);
         let key = if pending.bulk {
             let Sheet { shape, .. } = self;
-            Arc::make_mut(shape).insert_modifier_bulk(m, &mut pending.collected)?
+            Arc::make_mut(shape).insert_modifier_bulk(m, &mut pending.bulk_edges)?
         } else {
             // While deferring, plan entries are written when the sheet settles.
             let plan_now = self.deferred.is_none();
@@ -451,14 +451,14 @@ impl Sheet {
         pending.removed.clear();
         if pending.undo.is_empty() {
             // Nothing was done (and a shared shape stays shared).
-            pending.collected.edges.clear();
+            pending.bulk_edges.clear();
             return;
         }
         let Sheet { shape, vals, .. } = self;
         let shape = Arc::make_mut(shape);
         // Modifiers linked in bulk expect their edges in the graph when unlinked (the order of
         // their lists does not matter: unlinking removes them all).
-        shape.add_collected_edges(&mut pending.collected.edges);
+        shape.add_collected_edges(&mut pending.bulk_edges);
         for undo in pending.undo.drain(..).rev() {
             match undo {
                 Undo::AddedModifier(key) => {

@@ -9,8 +9,8 @@
 //! batch does again. In bulk:
 //! - each modifier takes its place in its target's list, and its target's plan entry is marked
 //!   stale (not written: a later modifier may change it again);
-//! - its edges are collected, then sorted once and added to the graph once each, with their
-//!   counts;
+//! - its edges are collected, then grouped by source (a counting sort) and added to the graph
+//!   once each, with their counts;
 //! - one topological pass over the whole graph (Kahn's) gives every variable its level and
 //!   finds a cycle if there is one;
 //! - the plan is written once, at the commit (every stale entry; laid out again from scratch
@@ -59,45 +59,38 @@ pub(super) fn count_bulk_batch() {
     BULK_BATCHES.with(|c| c.set(c.get() + 1));
 }
 
-/// What a bulk batch collects until its end.
-#[derive(Default, Clone)]
-pub(super) struct Collected {
-    /// Edges of the modifiers linked, one per read, not yet in the graph: `from << 32 | to`
-    /// (node indexes).
-    pub(super) edges: Vec<u64>,
-}
-
 impl Shape {
     /// Links modifier `m` under a new key, as part of a bulk batch: in its place in its
-    /// target's list, the target's plan entry marked stale, its edges collected in `collected`.
+    /// target's list, the target's plan entry marked stale, its edges added to `edges` (one per
+    /// read, `from << 32 | to` in node indexes, for `add_collected_edges`).
     ///
     /// A taken id is found here, by the one insertion into the index by id (the batch then
     /// runs again one operation at a time, which names it).
     pub(super) fn insert_modifier_bulk(
         &mut self,
         m: Arc<Modifier>,
-        collected: &mut Collected,
+        edges: &mut Vec<u64>,
     ) -> Result<ModKey, SolveError> {
         let key = self.new_key();
-        if let Some(taken) = self.mod_ids.insert(m.id.clone(), key) {
-            // Put the index back and give the key back, as if nothing happened.
-            self.mod_ids.insert(m.id.clone(), taken);
-            self.free_mods.push(key);
-            self.next_seq -= 1;
-            return Err(SolveError::new(
-                codes::DUPLICATE_MODIFIER,
-                format!("modifier `{}` already exists", m.id),
-            ));
+        match self.mod_ids.entry(m.id.clone()) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(key);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                // Give the key back, as if nothing happened.
+                self.free_mods.push(key);
+                self.next_seq -= 1;
+                return Err(SolveError::new(
+                    codes::DUPLICATE_MODIFIER,
+                    format!("modifier `{}` already exists", m.id),
+                ));
+            }
         }
         let target = m.target;
         let to = target.index() as u64;
-        collected.edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
+        edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
         self.index_modifier(key, &m);
-        // In its place in the target's order (the search reads only the modifiers before it).
-        let order = m.order();
-        let mods = &self.mods;
-        let list = &self.graph[target].mods;
-        let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
+        let pos = self.place_in_order(&m);
         self.plan.touch(target);
         self.mods[key.0 as usize] = Some(m);
         self.graph[target].mods.insert(pos, key);

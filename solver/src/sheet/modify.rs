@@ -277,20 +277,26 @@ impl Shape {
         }
         self.mod_ids.insert(m.id.clone(), key);
         self.index_modifier(key, &m);
-        let order = m.order();
-        let mods = &self.mods;
-        let list = &self.graph[target].mods;
-        // Keep the target's list sorted by (priority, inherent priority, insertion).
-        let pos = list.partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order));
+        let pos = self.place_in_order(&m);
         // Last in the list (a new modifier usually is: the latest applies last among equals),
         // it is appended to the plan's entry; anywhere else, the entry is written again.
-        if plan_now && pos == list.len() {
+        if plan_now && pos == self.graph[target].mods.len() {
             self.plan.appended(target, key.0, &m);
         } else {
             self.plan.touch(target);
         }
         self.mods[key.0 as usize] = Some(m);
         self.graph[target].mods.insert(pos, key);
+    }
+
+    /// Where modifier `m` goes in its target's list, which is kept sorted by (priority, inherent
+    /// priority, insertion): the search reads only the modifiers before it.
+    pub(super) fn place_in_order(&self, m: &Modifier) -> usize {
+        let order = m.order();
+        let mods = &self.mods;
+        self.graph[m.target]
+            .mods
+            .partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order))
     }
 
     /// Enters modifier `m`, under `key`, in the indexes by source (when that index is built)
