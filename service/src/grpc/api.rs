@@ -3,6 +3,7 @@
 //! (method, sheet, operations, revision, variables recomputed, duration, status); Watch and
 //! SolveBatch are streams that end when the server shuts down.
 
+use super::batch_values::BatchValues;
 use super::proto::{self as pb, sheetd_server::Sheetd};
 use super::{convert, status};
 use crate::engine::policy::{self, LogSafe};
@@ -568,7 +569,7 @@ fn solve_one(e: &Engine, item: pb::BatchItem) -> pb::BatchResult {
     pb::BatchResult {
         id: item.id,
         result: Some(match result {
-            Ok(values) => R::Values(pb::BatchValues { values: convert::variables(values) }),
+            Ok(values) => R::Values(BatchValues::from_records(&values)),
             Err(problems) => {
                 R::Error(pb::ErrorInfo { diagnostics: problems.iter().map(convert::diagnostic).collect() })
             }

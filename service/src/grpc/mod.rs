@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod batch_values;
 pub mod codec;
 pub mod config;
 pub mod conn;
