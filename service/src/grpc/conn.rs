@@ -144,8 +144,13 @@ impl AsyncWrite for GuardedIo {
     ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
     }
+    /// `false`, so that HTTP/2 copies a reply of under 1 KiB into its write buffer with its
+    /// trailers and sends the whole reply in one write. Over a vectored socket h2 sends a data
+    /// frame of 256 bytes or more from its own buffer and must flush it before it encodes the
+    /// next frame: a unary reply's trailers then went out in a second write, which the client
+    /// waits for (an Apply reply is a few hundred bytes).
     fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
+        false
     }
 }
 
