@@ -60,11 +60,13 @@ pub struct Admission {
     slots: Arc<Semaphore>,
     handshake: Duration,
     idle: Duration,
+    vectored: bool,
 }
 
 impl Admission {
-    pub fn new(max_connections: usize, handshake: Duration, idle: Duration) -> Admission {
-        Admission { slots: Arc::new(Semaphore::new(max_connections)), handshake, idle }
+    /// `vectored`: whether sockets offer vectored writes (see [`GuardedIo::is_write_vectored`]).
+    pub fn new(max_connections: usize, handshake: Duration, idle: Duration, vectored: bool) -> Admission {
+        Admission { slots: Arc::new(Semaphore::new(max_connections)), handshake, idle, vectored }
     }
 
     /// The socket wrapped, or `None` (the socket is closed) when every slot is taken.
@@ -80,7 +82,15 @@ impl Admission {
             reader: AtomicWaker::new(),
         });
         let timer = Box::pin(tokio::time::sleep_until(state.start + self.handshake));
-        Some(GuardedIo { io: tcp, state, timer, handshake: self.handshake, idle: self.idle, _slot: slot })
+        Some(GuardedIo {
+            io: tcp,
+            state,
+            timer,
+            handshake: self.handshake,
+            idle: self.idle,
+            vectored: self.vectored,
+            _slot: slot,
+        })
     }
 }
 
@@ -91,6 +101,7 @@ pub struct GuardedIo {
     timer: Pin<Box<Sleep>>,
     handshake: Duration,
     idle: Duration,
+    vectored: bool,
     _slot: OwnedSemaphorePermit,
 }
 
@@ -144,13 +155,14 @@ impl AsyncWrite for GuardedIo {
     ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
     }
-    /// `false`, so that HTTP/2 copies a reply of under 1 KiB into its write buffer with its
-    /// trailers and sends the whole reply in one write. Over a vectored socket h2 sends a data
-    /// frame of 256 bytes or more from its own buffer and must flush it before it encodes the
-    /// next frame: a unary reply's trailers then went out in a second write, which the client
-    /// waits for (an Apply reply is a few hundred bytes).
+    /// `false` without TLS, so that HTTP/2 copies a reply of under 1 KiB into its write buffer
+    /// with its trailers and sends the whole reply in one write. Over a vectored socket h2
+    /// sends a data frame of 256 bytes or more from its own buffer and must flush it before it
+    /// encodes the next frame: a unary reply's trailers then went out in a second write, which
+    /// the client waits for (an Apply reply is a few hundred bytes). Under TLS the socket's
+    /// writer is rustls, which writes its records together when the socket is vectored.
     fn is_write_vectored(&self) -> bool {
-        false
+        self.vectored && self.io.is_write_vectored()
     }
 }
 

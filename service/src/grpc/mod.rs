@@ -101,7 +101,8 @@ pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Resul
         health.set_not_serving::<SheetdServer<api::Api>>().await;
         let _ = shutdown_tx.send(true);
     };
-    let serving = router.serve_with_incoming_shutdown(incoming(listener, &limits), signal);
+    let serving =
+        router.serve_with_incoming_shutdown(incoming(listener, &limits, config.tls.is_some()), signal);
     // Calls in flight get a grace period; clients that keep idle connections open past it do
     // not hold the server up.
     let mut down = shutdown_rx_for_grace;
@@ -154,14 +155,16 @@ fn with_tls(mut builder: Server, config: &ServeConfig) -> Result<(Server, &'stat
 }
 
 /// Accepted connections, admitted up to the connection limit with their timeouts. No Nagle
-/// delay: a reply's headers, message and trailers go out in separate writes, and waiting for
-/// the peer's delayed ACK would add ~40 ms to a call.
+/// delay: a large reply's frames, or a TLS connection's records, can go out in separate
+/// writes, and waiting for the peer's delayed ACK would add ~40 ms to a call. `tls`: whether
+/// the sockets are written by TLS (vectored writes are then kept; see `conn::GuardedIo`).
 fn incoming(
     listener: TcpListener,
     limits: &crate::engine::Limits,
+    tls: bool,
 ) -> impl tokio_stream::Stream<Item = std::io::Result<conn::GuardedIo>> {
     let admission =
-        conn::Admission::new(limits.max_connections, limits.handshake_timeout, limits.idle_timeout);
+        conn::Admission::new(limits.max_connections, limits.handshake_timeout, limits.idle_timeout, tls);
     tokio_stream::wrappers::TcpListenerStream::new(listener).filter_map(move |conn| match conn {
         Ok(tcp) => {
             if let Err(e) = tcp.set_nodelay(true) {
