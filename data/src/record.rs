@@ -152,16 +152,14 @@ impl Variable {
 /// Every change `report` records, as records, named against `sheet` right after the operation
 /// (removed variables first, then the rest in topological order).
 pub fn changes(report: &solver::Report, sheet: &solver::Sheet) -> Vec<Change> {
-    report.named(sheet).iter().map(Change::of).collect()
-}
-
-impl Change {
-    pub fn of(c: &solver::Change) -> Change {
+    let mut out = Vec::with_capacity(report.len());
+    report.for_each_named(sheet, |instance, name, format, old, new| {
         // The format's name once for both sides (this runs for every variable a change touches).
-        let format = c.format.name().into_owned();
-        let value = |s: &Slot| Value { format: format.clone(), kind: Kind::of(s) };
-        Change { var: c.var.full_name(), old: c.old.as_ref().map(value), new: c.new.as_ref().map(value) }
-    }
+        let format = format.name().into_owned();
+        let value = |s: Slot| Value { format: format.clone(), kind: Kind::of(&s) };
+        out.push(Change { var: solver::full_name(instance, name), old: old.map(value), new: new.map(value) });
+    });
+    out
 }
 
 /// Every value of a character, in the solver's order (globals, then instances as added).

@@ -214,6 +214,25 @@ impl Report {
         }));
         all
     }
+
+    /// Every change as [`Report::named`] gives it, in the same order, without making a
+    /// [`Change`] of each: `f` gets the variable's instance key (`None` for a global), its
+    /// name, its format, and its old and new values. For callers that turn the changes into
+    /// records of their own (the daemon's reply and log), so nothing is made twice.
+    pub fn for_each_named(
+        &self,
+        sheet: &Sheet,
+        mut f: impl FnMut(Option<&str>, &str, &Format, Option<Slot>, Option<Slot>),
+    ) {
+        for c in &self.removed {
+            f(c.var.instance.as_deref(), &c.var.name, &c.format, c.old.clone(), c.new.clone());
+        }
+        for d in &self.changed {
+            if let Some((key, name, format)) = sheet.parts(d.var) {
+                f(key, name, format, d.old_value(), Some(d.new_value()));
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

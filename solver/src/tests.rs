@@ -496,6 +496,7 @@ fn batches_apply_together_or_not_at_all() {
     assert_eq!(names(&report.evaluated), ["shield.Bonus", "AC", "Total"]);
     let changed: Vec<String> = report.named(&sheet).iter().map(|c| c.var.to_string()).collect();
     assert_eq!(changed, ["shield.Bonus", "AC", "Total"]);
+    named_parts_agree(&report, &sheet);
     assert_eq!(report.changed[0].old_value(), None, "a created variable has no old value");
     assert_eq!(
         report.changed[1].old_value(),
@@ -535,6 +536,7 @@ fn batches_apply_together_or_not_at_all() {
     let report = sheet.apply(&[Operation::RemoveInstance("shield".into())]).unwrap();
     let changed: Vec<String> = report.named(&sheet).iter().map(|c| c.var.to_string()).collect();
     assert_eq!(changed, ["shield.Bonus", "AC", "Total"]);
+    named_parts_agree(&report, &sheet);
     assert_eq!(val(&sheet, "AC"), "13");
 
     // Removed instances' slots are reused: objects that come and go do not grow the sheet.
@@ -1227,4 +1229,17 @@ fn native_code_computes_what_it_compiled() {
     assert!(items.compile_native(0));
     items.add_instance("sword", "PC.ITEM", None).unwrap();
     assert_eq!(items.native_coverage(), None);
+}
+
+/// [`Report::for_each_named`] gives what [`Report::named`] gives, in the same order.
+fn named_parts_agree(report: &Report, sheet: &Sheet) {
+    let mut parts = Vec::new();
+    report.for_each_named(sheet, |instance, name, format, old, new| {
+        let var = VarRef { instance: instance.map(Arc::from), name: Arc::from(name) };
+        parts.push((var.to_string(), format.clone(), old, new));
+    });
+    let named: Vec<_> =
+        report.named(sheet).into_iter().map(|c| (c.var.to_string(), c.format, c.old, c.new)).collect();
+    assert!(!named.is_empty());
+    assert_eq!(parts, named);
 }

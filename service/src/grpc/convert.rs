@@ -179,6 +179,13 @@ fn changes(c: &[Change]) -> Vec<pb::Change> {
     c.iter().map(change).collect()
 }
 
+/// Changes as messages, moved rather than copied (an Apply's reply owns its changes).
+fn into_changes(c: Vec<Change>) -> Vec<pb::Change> {
+    c.into_iter()
+        .map(|c| pb::Change { r#ref: c.var, old: c.old.map(into_value), new: c.new.map(into_value) })
+        .collect()
+}
+
 fn typed(t: &Typed) -> pb::Value {
     into_value(record::Value::of(&t.format, &t.slot))
 }
@@ -259,12 +266,12 @@ pub fn ruleset_reply(o: RulesetOutcome) -> pb::RulesetReply {
 pub fn applied(a: Applied) -> pb::ApplyResponse {
     pb::ApplyResponse {
         revision: a.revision,
-        changes: changes(&a.changes),
+        changes: into_changes(a.changes),
         recomputed: a.recomputed as u64,
         moved: a.moved.map(|m: Moved| pb::RulesetMove {
             from_version: m.from_version,
             to_version: m.to_version,
-            changes: changes(&m.changes),
+            changes: into_changes(m.changes),
         }),
     }
 }

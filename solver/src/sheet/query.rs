@@ -50,6 +50,18 @@ impl Sheet {
         self.contains(var).then(|| self.shape.var_ref(var.0))
     }
 
+    /// `var`'s instance key (`None` for a global), name and format, borrowed: what
+    /// [`Sheet::name`] and [`Sheet::format`] give, without copying.
+    pub(crate) fn parts(&self, var: Var) -> Option<(Option<&str>, &str, &Format)> {
+        if !self.contains(var) {
+            return None;
+        }
+        let node = &self.shape.graph[var.0];
+        let key = (node.owner != GLOBAL).then(|| &*self.shape.instance(node.owner).key);
+        let def = self.shape.rules.var(node.def);
+        Some((key, &def.name, &def.format))
+    }
+
     /// The value of `var`.
     pub fn slot(&self, var: Var) -> Option<Slot> {
         self.contains(var).then(|| self.value_of(var.0))
