@@ -139,6 +139,9 @@ impl Sheet {
             && adds.saturating_mul(BULK_SHARE) >= self.shape.mod_ids.len();
         if pending.bulk {
             super::bulk::count_bulk_batch();
+            // About two reads a modifier: the list of edges grows once or twice, not by
+            // doubling from nothing (it is dropped at the end of the batch).
+            pending.bulk_edges.reserve(2 * adds);
         }
         for (index, op) in ops.iter().enumerate() {
             let result = match op {

@@ -516,9 +516,23 @@ impl Plan {
         // Live variables in topological order (variables without a node keep empty entries),
         // packed without room to grow: the records a solve streams through stay as few cache
         // lines as they can be (an entry that grows later moves to the end, with room).
-        // One formula per modifier at most: room for them at once, not by doubling.
+        // One formula per modifier at most: room for them at once, not by doubling. So for
+        // the formulas' inputs and programs, and the steps (a program's steps are at most its
+        // instructions, plus one fold per modifier): at 8,000 modifiers, doubling these
+        // copied about 6% of a sheet's build.
         self.formulas.reserve(sheet.mods.len());
         self.formula_of.reserve(sheet.mods.len());
+        let (mut reads, mut ops, mut mods) = (0, 0, 0);
+        for m in sheet.mods.iter().flatten() {
+            mods += 1;
+            if let ModValue::Formula(f) = &m.value {
+                reads += m.value_slots().len();
+                ops += f.int_program().map_or(0, <[IntOp]>::len);
+            }
+        }
+        self.reads.reserve(reads);
+        self.int_ops.reserve(ops);
+        self.steps.reserve(ops + mods);
         let order = self.take_order(sheet);
         for &i in &order {
             self.write(sheet, i as usize, false);
