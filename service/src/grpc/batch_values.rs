@@ -281,6 +281,15 @@ mod tests {
         let back: BatchValues = serde_json::from_str(&json).expect("reads");
         assert_eq!(back, direct);
         assert_eq!(back.values.len(), 2);
+        // Inside a whole reply too (pbjson's `BatchResult` calls these).
+        let result = crate::grpc::proto::BatchResult {
+            id: "a".into(),
+            result: Some(crate::grpc::proto::batch_result::Result::Values(direct.clone())),
+        };
+        let json = serde_json::to_string(&result).expect("json");
+        assert!(json.contains(r#""ref":"Armor.Worn""#), "{json}");
+        let back: crate::grpc::proto::BatchResult = serde_json::from_str(&json).expect("reads");
+        assert_eq!(back, result);
         let empty: BatchValues = serde_json::from_str("{}").expect("reads");
         assert_eq!(serde_json::to_string(&empty).expect("json"), "{}");
     }
