@@ -1,9 +1,10 @@
 //! The codec of the generated service and client: prost's, except that
 //! - a request that is not valid protobuf is INVALID_ARGUMENT (the client sent it wrong) instead
 //!   of tonic's INTERNAL;
-//! - a message is encoded into a plain byte vector first, then copied into tonic's buffer.
+//! - a message is encoded into a plain byte vector first, then copied into tonic's buffer;
+//! - a message is decoded from its bytes as one slice, not through tonic's buffer.
 //!
-//! Wired in by `build.rs` (`codec_path`). Decoding and buffer settings are prost's.
+//! Wired in by `build.rs` (`codec_path`). Buffer settings are prost's.
 //!
 //! Why the vector: prost writes a varint or a field key a byte at a time through `BufMut`.
 //! Into tonic's buffer each byte is a call through two layers, each with its own checks; into a
@@ -13,7 +14,7 @@
 //! to 16,000 (callgrind; `docs/api.md`, Performance).
 
 use prost::Message;
-use prost::bytes::BufMut;
+use prost::bytes::{Buf, BufMut};
 use std::marker::PhantomData;
 use tonic::Code;
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -89,16 +90,28 @@ impl<U: Message + Default> Decoder for CheckedDecoder<U> {
     type Error = tonic::Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, tonic::Status> {
-        self.inner.decode(buf).map_err(|e| {
-            super::status::plain(
-                Code::InvalidArgument,
-                crate::problem::Code::Malformed.as_str(),
-                format!("the message is not valid protobuf for this call: {}", e.message()),
-            )
-        })
+        // A message is one contiguous piece of tonic's buffer (always, as tonic 0.14 buffers
+        // it): decoded from a plain slice, each field is a re-slice instead of a call through
+        // the buffer's checks (the SolveBatch server's decoding: see docs/api.md).
+        let n = buf.remaining();
+        if buf.chunk().len() == n {
+            let item = U::decode(buf.chunk()).map_err(|e| malformed(&e.to_string()))?;
+            buf.advance(n);
+            return Ok(Some(item));
+        }
+        self.inner.decode(buf).map_err(|e| malformed(e.message()))
     }
 
     fn buffer_settings(&self) -> BufferSettings {
         self.inner.buffer_settings()
     }
+}
+
+/// A request that is not valid protobuf: INVALID_ARGUMENT with the standard details.
+fn malformed(why: &str) -> tonic::Status {
+    super::status::plain(
+        Code::InvalidArgument,
+        crate::problem::Code::Malformed.as_str(),
+        format!("the message is not valid protobuf for this call: {why}"),
+    )
 }
