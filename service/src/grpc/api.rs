@@ -563,13 +563,16 @@ fn to_status(e: EngineError) -> Status {
 /// One SolveBatch item: its values, or its problems as diagnostics.
 fn solve_one(e: &Engine, item: pb::BatchItem) -> pb::BatchResult {
     use pb::batch_result::Result as R;
-    let result = convert::operations(item.operations)
-        .map_err(|e| e.diagnosed().to_vec())
-        .and_then(|ops| e.solve(&item.ruleset_id, &ops, &item.variables));
+    let ops = convert::operations(item.operations).map_err(|e| e.diagnosed().to_vec());
+    // All values are written straight from the sheet; the variables named, from their records.
+    let result = ops.and_then(|ops| match item.variables.is_empty() {
+        true => e.solve_character(&item.ruleset_id, &ops).map(|c| BatchValues::from_character(&c)),
+        false => e.solve(&item.ruleset_id, &ops, &item.variables).map(|v| BatchValues::from_records(&v)),
+    });
     pb::BatchResult {
         id: item.id,
         result: Some(match result {
-            Ok(values) => R::Values(BatchValues::from_records(&values)),
+            Ok(values) => R::Values(values),
             Err(problems) => {
                 R::Error(pb::ErrorInfo { diagnostics: problems.iter().map(convert::diagnostic).collect() })
             }

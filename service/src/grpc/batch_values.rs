@@ -14,6 +14,7 @@
 //! for both prost and pbjson.
 
 use crate::grpc::proto::VariableValue;
+use data::Character;
 use data::record::{Kind, Value, Variable};
 use prost::bytes::{Buf, BufMut};
 use prost::encoding::{
@@ -45,6 +46,59 @@ impl BatchValues {
             encode_varint(value as u64, &mut encoded);
             put_value(&v.value, &mut encoded);
         }
+        BatchValues { values: Vec::new(), encoded }
+    }
+
+    /// Every value of `c`, in the solver's order, encoded straight from the sheet: the bytes
+    /// [`BatchValues::from_records`] gives for `record::values(c)`, without making the
+    /// records. A whole number — nearly every value — is written from its digits with its
+    /// name and format, with nothing allocated; any other value goes through its record.
+    pub fn from_character(c: &Character) -> BatchValues {
+        let sheet = c.sheet();
+        let mut encoded = Vec::with_capacity(sheet.variable_count() * 32);
+        let mut digits = itoa::Buffer::new();
+        sheet.for_each_value(|instance, name, format, slot| {
+            let var_len = instance.map_or(0, |i| i.len() + 1) + name.len();
+            let whole = match &slot {
+                Ok(formula::Value::Number(d)) => match formula::Num::from_decimal(*d) {
+                    formula::Num::Int(i) => Some(i),
+                    formula::Num::Dec(_) => None,
+                },
+                _ => None,
+            };
+            // A whole number's digits, or any other value as its record.
+            let out = match whole {
+                Some(i) => Ok(digits.format(i)),
+                None => Err(Value::of(format, &slot)),
+            };
+            let value = match &out {
+                Ok(number) => str_len(1, &format.name()) + oneof_str_len(2, number),
+                Err(record) => value_len(record),
+            };
+            let ref_len =
+                if var_len == 0 { 0 } else { key_len(1) + encoded_len_varint(var_len as u64) + var_len };
+            let body = ref_len + key_len(2) + encoded_len_varint(value as u64) + value;
+            encode_key(1, WireType::LengthDelimited, &mut encoded);
+            encode_varint(body as u64, &mut encoded);
+            if var_len > 0 {
+                encode_key(1, WireType::LengthDelimited, &mut encoded);
+                encode_varint(var_len as u64, &mut encoded);
+                if let Some(i) = instance {
+                    encoded.extend_from_slice(i.as_bytes());
+                    encoded.push(b'.');
+                }
+                encoded.extend_from_slice(name.as_bytes());
+            }
+            encode_key(2, WireType::LengthDelimited, &mut encoded);
+            encode_varint(value as u64, &mut encoded);
+            match out {
+                Ok(number) => {
+                    put_str(1, &format.name(), &mut encoded);
+                    put_oneof_str(2, number, &mut encoded);
+                }
+                Err(record) => put_value(&record, &mut encoded),
+            }
+        });
         BatchValues { values: Vec::new(), encoded }
     }
 
@@ -256,6 +310,48 @@ mod tests {
             let decoded = crate::grpc::proto::BatchResult::decode(bytes.as_slice()).expect("decodes");
             prop_assert_eq!(&decoded, &reply(messages.clone()));
             prop_assert_eq!(direct.all().expect("decodes"), messages.values);
+        }
+    }
+
+    /// The example character's values written straight from its sheet are the bytes its
+    /// records give, for whole numbers, decimals, text, dice and booleans alike.
+    #[test]
+    fn a_character_encodes_as_its_records() {
+        let file =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
+        let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
+        // The example, then a level that is not whole (decimals downstream) and a name.
+        let extra = [
+            r#"{"set_input": {"channel": "Level", "on": null, "value": 2.5}}"#,
+            r#"{"set_input": {"channel": "Handedness", "on": null, "value": "Right"}}"#,
+        ];
+        for steps in [vec![], extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()] {
+            let with_extra = !steps.is_empty();
+            let ops = crate::cli::client::operations(&crate::cli::client::Steps {
+                steps,
+                file: Some(file.clone()),
+            })
+            .expect("steps");
+            let ops = convert::operations(ops).expect("operations");
+            let mut c = Character::new(ruleset.clone()).expect("sheet");
+            c.apply(&ops).expect("solves");
+            let records = data::record::values(&c);
+            let kinds: std::collections::BTreeSet<&str> = records
+                .iter()
+                .map(|v| match &v.value.kind {
+                    Kind::Number(n) if n.contains('.') => "decimal",
+                    Kind::Number(_) => "whole",
+                    Kind::Boolean(_) => "boolean",
+                    Kind::Text(_) => "text",
+                    Kind::List(_) => "list",
+                    Kind::Error { .. } => "error",
+                })
+                .collect();
+            assert!(kinds.contains("whole") && kinds.contains("text"), "{kinds:?}");
+            assert_eq!(kinds.contains("decimal"), with_extra, "{kinds:?}");
+            let direct = BatchValues::from_character(&c);
+            assert_eq!(direct.encoded, BatchValues::from_records(&records).encoded, "{kinds:?}");
+            assert_eq!(direct.all().expect("decodes"), convert::variables(records));
         }
     }
 
