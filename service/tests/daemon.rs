@@ -440,3 +440,45 @@ async fn limits_on_sheets_and_request_size() {
     // Still serving.
     c.ping(pb::PingRequest {}).await.expect("ping");
 }
+
+/// The example character's values written straight from its sheet are the bytes its
+/// records give, for whole numbers, decimals, text, dice and booleans alike.
+#[test]
+fn a_character_encodes_as_its_records() {
+    use prost::Message;
+    use sheetd::grpc::batch_values::BatchValues;
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
+    let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
+    // The example, then a level that is not whole (decimals downstream) and a name.
+    let extra = [
+        r#"{"set_input": {"channel": "Level", "on": null, "value": 2.5}}"#,
+        r#"{"set_input": {"channel": "Handedness", "on": null, "value": "Right"}}"#,
+    ];
+    for steps in [vec![], extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()] {
+        let with_extra = !steps.is_empty();
+        let ops =
+            sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps, file: Some(file.clone()) })
+                .expect("steps");
+        let ops = sheetd::grpc::convert::operations(ops).expect("operations");
+        let mut c = data::Character::new(ruleset.clone()).expect("sheet");
+        c.apply(&ops).expect("solves");
+        let records = data::record::values(&c);
+        let kinds: std::collections::BTreeSet<&str> = records
+            .iter()
+            .map(|v| match &v.value.kind {
+                data::record::Kind::Number(n) if n.contains('.') => "decimal",
+                data::record::Kind::Number(_) => "whole",
+                data::record::Kind::Boolean(_) => "boolean",
+                data::record::Kind::Text(_) => "text",
+                data::record::Kind::List(_) => "list",
+                data::record::Kind::Error { .. } => "error",
+            })
+            .collect();
+        assert!(kinds.contains("whole") && kinds.contains("text"), "{kinds:?}");
+        assert_eq!(kinds.contains("decimal"), with_extra, "{kinds:?}");
+        let direct = BatchValues::from_character(&c);
+        assert_eq!(direct.encode_to_vec(), BatchValues::from_records(&records).encode_to_vec(), "{kinds:?}");
+        assert_eq!(direct.all().expect("decodes"), sheetd::grpc::convert::variables(records));
+    }
+}

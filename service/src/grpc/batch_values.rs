@@ -313,48 +313,6 @@ mod tests {
         }
     }
 
-    /// The example character's values written straight from its sheet are the bytes its
-    /// records give, for whole numbers, decimals, text, dice and booleans alike.
-    #[test]
-    fn a_character_encodes_as_its_records() {
-        let file =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-        let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
-        // The example, then a level that is not whole (decimals downstream) and a name.
-        let extra = [
-            r#"{"set_input": {"channel": "Level", "on": null, "value": 2.5}}"#,
-            r#"{"set_input": {"channel": "Handedness", "on": null, "value": "Right"}}"#,
-        ];
-        for steps in [vec![], extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()] {
-            let with_extra = !steps.is_empty();
-            let ops = crate::cli::client::operations(&crate::cli::client::Steps {
-                steps,
-                file: Some(file.clone()),
-            })
-            .expect("steps");
-            let ops = convert::operations(ops).expect("operations");
-            let mut c = Character::new(ruleset.clone()).expect("sheet");
-            c.apply(&ops).expect("solves");
-            let records = data::record::values(&c);
-            let kinds: std::collections::BTreeSet<&str> = records
-                .iter()
-                .map(|v| match &v.value.kind {
-                    Kind::Number(n) if n.contains('.') => "decimal",
-                    Kind::Number(_) => "whole",
-                    Kind::Boolean(_) => "boolean",
-                    Kind::Text(_) => "text",
-                    Kind::List(_) => "list",
-                    Kind::Error { .. } => "error",
-                })
-                .collect();
-            assert!(kinds.contains("whole") && kinds.contains("text"), "{kinds:?}");
-            assert_eq!(kinds.contains("decimal"), with_extra, "{kinds:?}");
-            let direct = BatchValues::from_character(&c);
-            assert_eq!(direct.encoded, BatchValues::from_records(&records).encoded, "{kinds:?}");
-            assert_eq!(direct.all().expect("decodes"), convert::variables(records));
-        }
-    }
-
     /// The JSON mapping holds every value, encoded ones included, and reads back.
     #[test]
     fn json_holds_encoded_values() {
