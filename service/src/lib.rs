@@ -31,3 +31,4 @@ pub mod json;
 pub mod problem;
 pub mod render;
 pub mod store;
+pub mod wire;

@@ -6,7 +6,8 @@
 //! five messages deep (`BatchResult` → `BatchValues` → `VariableValue` → `Value` → its fields),
 //! so prost measured each value four times before writing it once: that was about a fifth of the
 //! server's CPU per sheet. [`BatchValues::from_records`] measures each value once and writes its
-//! bytes; the reply then carries them as they are.
+//! bytes (with `crate::wire`), and [`BatchValues::from_character`] writes them straight from a
+//! solved sheet; the reply then carries them as they are.
 //!
 //! On the wire nothing changes: the bytes are field 1 (`repeated VariableValue values`) exactly
 //! as prost would write it, which a test holds byte for byte. A client decodes into
@@ -14,8 +15,9 @@
 //! for both prost and pbjson.
 
 use crate::grpc::proto::VariableValue;
+use crate::wire::{oneof_str_len, put_oneof_str, put_str, put_value, put_variable, str_len, value_len};
 use data::Character;
-use data::record::{Kind, Value, Variable};
+use data::record::{Value, Variable};
 use prost::bytes::{Buf, BufMut};
 use prost::encoding::{
     DecodeContext, WireType, encode_key, encode_varint, encoded_len_varint, key_len, message, skip_field,
@@ -37,14 +39,7 @@ impl BatchValues {
     pub fn from_records(records: &[Variable]) -> BatchValues {
         let mut encoded = Vec::with_capacity(records.iter().map(|v| v.var.len() + 24).sum());
         for v in records {
-            let value = value_len(&v.value);
-            let body = str_len(1, &v.var) + key_len(2) + encoded_len_varint(value as u64) + value;
-            encode_key(1, WireType::LengthDelimited, &mut encoded);
-            encode_varint(body as u64, &mut encoded);
-            put_str(1, &v.var, &mut encoded);
-            encode_key(2, WireType::LengthDelimited, &mut encoded);
-            encode_varint(value as u64, &mut encoded);
-            put_value(&v.value, &mut encoded);
+            put_variable(1, v, &mut encoded);
         }
         BatchValues { values: Vec::new(), encoded }
     }
@@ -107,82 +102,6 @@ impl BatchValues {
         let mut all = BatchValues { values: self.values.clone(), encoded: Vec::new() };
         all.merge(self.encoded.as_slice())?;
         Ok(all.values)
-    }
-}
-
-/// A proto3 string field: absent when empty.
-fn str_len(tag: u32, s: &str) -> usize {
-    if s.is_empty() { 0 } else { key_len(tag) + encoded_len_varint(s.len() as u64) + s.len() }
-}
-
-fn put_str(tag: u32, s: &str, buf: &mut Vec<u8>) {
-    if !s.is_empty() {
-        put_oneof_str(tag, s, buf);
-    }
-}
-
-/// A string member of a oneof: present even when empty.
-fn oneof_str_len(tag: u32, s: &str) -> usize {
-    key_len(tag) + encoded_len_varint(s.len() as u64) + s.len()
-}
-
-fn put_oneof_str(tag: u32, s: &str, buf: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, buf);
-    encode_varint(s.len() as u64, buf);
-    buf.extend_from_slice(s.as_bytes());
-}
-
-/// A message member of a oneof: its key, its length and its body.
-fn nested_len(tag: u32, body: usize) -> usize {
-    key_len(tag) + encoded_len_varint(body as u64) + body
-}
-
-fn list_body_len(items: &[Value]) -> usize {
-    items.iter().map(|i| nested_len(1, value_len(i))).sum()
-}
-
-fn error_body_len(code: &str, message: &str, modifier: &str) -> usize {
-    str_len(1, code) + str_len(2, message) + str_len(3, modifier)
-}
-
-/// The encoded length of a `Value`'s fields.
-fn value_len(v: &Value) -> usize {
-    str_len(1, &v.format)
-        + match &v.kind {
-            Kind::Number(n) => oneof_str_len(2, n),
-            Kind::Boolean(_) => key_len(3) + 1,
-            Kind::Text(t) => oneof_str_len(4, t),
-            Kind::List(items) => nested_len(5, list_body_len(items)),
-            Kind::Error { code, message, modifier } => nested_len(6, error_body_len(code, message, modifier)),
-        }
-}
-
-/// A `Value`'s fields, in field order, as prost writes them.
-fn put_value(v: &Value, buf: &mut Vec<u8>) {
-    put_str(1, &v.format, buf);
-    match &v.kind {
-        Kind::Number(n) => put_oneof_str(2, n, buf),
-        Kind::Boolean(b) => {
-            encode_key(3, WireType::Varint, buf);
-            buf.push(u8::from(*b));
-        }
-        Kind::Text(t) => put_oneof_str(4, t, buf),
-        Kind::List(items) => {
-            encode_key(5, WireType::LengthDelimited, buf);
-            encode_varint(list_body_len(items) as u64, buf);
-            for item in items {
-                encode_key(1, WireType::LengthDelimited, buf);
-                encode_varint(value_len(item) as u64, buf);
-                put_value(item, buf);
-            }
-        }
-        Kind::Error { code, message, modifier } => {
-            encode_key(6, WireType::LengthDelimited, buf);
-            encode_varint(error_body_len(code, message, modifier) as u64, buf);
-            put_str(1, code, buf);
-            put_str(2, message, buf);
-            put_str(3, modifier, buf);
-        }
     }
 }
 
@@ -265,6 +184,7 @@ impl<'de> serde::Deserialize<'de> for BatchValues {
 mod tests {
     use super::*;
     use crate::grpc::convert;
+    use data::record::Kind;
     use proptest::prelude::*;
 
     fn scalar() -> impl Strategy<Value = Value> {

@@ -237,11 +237,16 @@ pub struct ChangeRecord {
 // Domain → record
 
 impl LogRecord {
+    /// A revision's operations as records.
+    pub fn operations_of(r: &Revision) -> Vec<OperationRecord> {
+        r.operations.iter().map(operation_record).collect()
+    }
+
     pub fn of(l: &Logged) -> LogRecord {
         LogRecord {
             revision: l.revision.number,
             ruleset_version: l.revision.ruleset_version,
-            operations: l.revision.operations.iter().map(operation_record).collect(),
+            operations: Self::operations_of(&l.revision),
             changes: l.changes.iter().map(change_record).collect(),
             moved_from_version: l.revision.moved_from,
         }

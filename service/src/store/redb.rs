@@ -100,6 +100,35 @@ fn seal_message(key: &str, m: &impl Message, size_hint: usize) -> Vec<u8> {
     out
 }
 
+/// A revision's log record, sealed: what `seal(key, &LogRecord::of(entry).encode_to_vec())`
+/// gives, with the changes written straight from the entry (`crate::wire`) instead of copied
+/// into records first. The fields go in prost's order: revision, ruleset version, operations,
+/// changes, the version moved from.
+fn seal_log(key: &str, entry: &Logged) -> Vec<u8> {
+    let head = SEAL.len() + 4;
+    let mut out =
+        Vec::with_capacity(head + 64 * (entry.revision.operations.len() + entry.changes.len()) + 32);
+    out.extend_from_slice(&SEAL);
+    out.extend_from_slice(&[0; 4]);
+    let ops = LogRecord {
+        revision: entry.revision.number,
+        ruleset_version: entry.revision.ruleset_version,
+        operations: LogRecord::operations_of(&entry.revision),
+        changes: Vec::new(),
+        moved_from_version: None,
+    };
+    ops.encode_raw(&mut out);
+    for c in &entry.changes {
+        crate::wire::put_change(4, c, &mut out);
+    }
+    if let Some(v) = entry.revision.moved_from {
+        prost::encoding::uint64::encode(5, &v, &mut out);
+    }
+    let sum = checksum(key, &out[head..]);
+    out[SEAL.len()..head].copy_from_slice(&sum.to_le_bytes());
+    out
+}
+
 /// A stored record's payload, checked; `key` names it in errors ("log sheet-1@5").
 fn unseal<'a>(key: &str, raw: &'a [u8]) -> Result<&'a [u8], StoreError> {
     let damaged = |why: &str| StoreError::Damaged(format!("store: record {key} is damaged: {why}"));
@@ -520,11 +549,7 @@ impl Store for RedbStore {
             sheet: sheet.to_owned(),
             revision,
             // Room guessed from the entry's size, so the buffer rarely grows.
-            log: seal_message(
-                &rev_key("log", sheet, revision),
-                &LogRecord::of(entry),
-                64 * (entry.revision.operations.len() + entry.changes.len()) + 32,
-            ),
+            log: seal_log(&rev_key("log", sheet, revision), entry),
             snapshot: snapshot.map(|s| {
                 let key = rev_key("snapshots", sheet, s.revision);
                 (s.revision, seal_message(&key, &SnapshotRecord::of(s), 48 * s.values.len() + 16))
@@ -758,6 +783,65 @@ mod tests {
         let sealed = seal_message("log a@7", &rec, 0);
         let back: LogRecord = decode("log a@7", &sealed).expect("unseals");
         assert_eq!(back, rec);
+    }
+
+    /// A log record sealed with its changes written straight from the entry is the record
+    /// prost writes, sealed: for every kind of value, absent and empty ones, lengths past one
+    /// varint byte, and with or without a move (from version 0 too: present, so written).
+    #[test]
+    fn a_log_record_sealed_from_its_entry_equals_prost_s() {
+        use data::record::{Change, Kind, Value};
+        let v = |format: &str, kind: Kind| Value { format: format.into(), kind };
+        let long = "x".repeat(300);
+        let values = [
+            v("NUMBER", Kind::Number("-2.5".into())),
+            v("BOOLEAN", Kind::Boolean(false)),
+            v("STRING", Kind::Text(String::new())),
+            v("", Kind::Text(long.clone())),
+            v(
+                "ARRAY[NUMBER]",
+                Kind::List(vec![
+                    v("NUMBER", Kind::Number("1".into())),
+                    v("ARRAY[NUMBER]", Kind::List(vec![])),
+                ]),
+            ),
+            v(
+                "NUMBER",
+                Kind::Error {
+                    code: "formula.div_zero".into(),
+                    message: long.clone(),
+                    modifier: String::new(),
+                },
+            ),
+        ];
+        let mut changes: Vec<Change> = values
+            .iter()
+            .map(|x| Change { var: "AC".into(), old: Some(x.clone()), new: Some(values[0].clone()) })
+            .collect();
+        changes.push(Change { var: long.clone(), old: None, new: Some(values[1].clone()) });
+        changes.push(Change { var: "sword.Bonus".into(), old: Some(values[2].clone()), new: None });
+        changes.push(Change { var: String::new(), old: None, new: None });
+        for (changes, moved_from) in [(changes.clone(), Some(0)), (changes, Some(3)), (vec![], None)] {
+            let entry = Logged {
+                revision: Revision {
+                    number: 300,
+                    ruleset_version: 2,
+                    operations: vec![
+                        data::SheetOp::RemoveObject("armor-1".into()),
+                        data::SheetOp::AddObject {
+                            kind: "EQUIPMENT".into(),
+                            key: "Ring Hauberk".into(),
+                            id: Some("armor".into()),
+                            parent: None,
+                        },
+                    ],
+                    moved_from,
+                },
+                changes,
+            };
+            let want = seal("log a@300", &LogRecord::of(&entry).encode_to_vec());
+            assert_eq!(seal_log("log a@300", &entry), want, "moved from {moved_from:?}");
+        }
     }
 
     fn revisions(log: &[Logged]) -> Vec<u64> {
