@@ -300,8 +300,17 @@ impl Engine {
         let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e))?;
         let changes: Vec<Change> = record::changes(&report, character.sheet());
         let revision = st.revision + 1;
-        let mut all_changes = moved.as_ref().map(|m| m.changes.clone()).unwrap_or_default();
-        all_changes.extend(changes.iter().cloned());
+        // The revision's changes are the move's, then the operations'. Without a move they are
+        // the reply's too: the entry holds them and gives them back (copied only for
+        // watchers, who get the entry's own).
+        let (all_changes, own_reply) = match &moved {
+            None => (changes, None),
+            Some(m) => {
+                let mut all = m.changes.clone();
+                all.extend(changes.iter().cloned());
+                (all, Some(changes))
+            }
+        };
         let version = moved.as_ref().map_or(st.version, |m| m.to_version);
         let entry = Logged {
             revision: Revision {
@@ -330,9 +339,17 @@ impl Engine {
         if revision.is_multiple_of(CHECKPOINT_EVERY) {
             self.checkpoints.put(&sheet.id, revision, st.version, &st.character);
         }
-        // The logged changes go on to the watchers (the log entry is done with).
-        let event = Event { revision, kind: EventKind::Changes(entry.changes) };
-        let _ = sheet.events.send(Arc::new(event));
+        // The logged changes go on to the watchers (the log entry is done with). Watchers
+        // subscribe under the sheet's lock, which this holds: one that is not counted now
+        // starts from this revision or a later one, and needs no event for it.
+        let changes = if sheet.events.receiver_count() > 0 {
+            let reply = own_reply.unwrap_or_else(|| entry.changes.clone());
+            let event = Event { revision, kind: EventKind::Changes(entry.changes) };
+            let _ = sheet.events.send(Arc::new(event));
+            reply
+        } else {
+            own_reply.unwrap_or(entry.changes)
+        };
         Ok(Applied { revision, changes, recomputed: report.recomputed, moved })
     }
 
