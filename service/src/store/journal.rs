@@ -10,8 +10,9 @@
 //! needs it), so that appending rewrites blocks that exist and syncing writes data, not the
 //! file's size or new extents. The zeros go in one page (4 KiB) per write, and a journal
 //! that exists is written back over itself the same way when it is opened, so that the page
-//! cache holds it in pages of 4 KiB: see [`PAGE`]. It starts with a 16-byte header: the magic `SHEETDJ1` and the
-//! current *generation* (`u64`, little-endian). Frames follow, back to back:
+//! cache holds it in pages of 4 KiB: see [`PAGE`]. It starts with a 16-byte header: the
+//! magic `SHEETDJ1` and the current *generation* (`u64`, little-endian). Frames follow, back
+//! to back:
 //!
 //! | bytes | field |
 //! |---|---|
