@@ -227,7 +227,7 @@ async fn watch_streams_changes_and_resumes_after_a_disconnect() {
     };
     let mut stream = c.watch(watch(None)).await.expect("watch").into_inner();
     c.apply(apply("hero", None, ops(&[REMOVE_ARMOR]))).await.expect("apply");
-    let ev = stream.message().await.expect("event").expect("open");
+    let ev = next_event(&mut stream).await.expect("open");
     let Some(pb::watch_event::Event::Changes(ch)) = ev.event else { panic!("{ev:?}") };
     assert_eq!(ev.revision, 1);
     assert_eq!(ch.changes.iter().map(|c| c.r#ref.as_str()).collect::<Vec<_>>(), ["AC"], "filtered to AC");
@@ -242,20 +242,20 @@ async fn watch_streams_changes_and_resumes_after_a_disconnect() {
     let mut stream = c.watch(watch(Some(1))).await.expect("resume").into_inner();
     let mut seen = Vec::new();
     for _ in 0..2 {
-        let ev = stream.message().await.expect("event").expect("open");
+        let ev = next_event(&mut stream).await.expect("open");
         let Some(pb::watch_event::Event::Changes(ch)) = ev.event else { panic!("{ev:?}") };
         seen.push((ev.revision, shown(&ch.changes[0].old), shown(&ch.changes[0].new)));
     }
     assert_eq!(seen, vec![(2, "12".into(), "19".into()), (3, "19".into(), "12".into())]);
     // Then live.
     c.apply(apply("hero", None, ops(&[HARNESS]))).await.expect("apply");
-    let ev = stream.message().await.expect("event").expect("open");
+    let ev = next_event(&mut stream).await.expect("open");
     assert_eq!(ev.revision, 5);
     assert_eq!(c.watch(watch(Some(9))).await.expect_err("future").code(), Code::OutOfRange);
 
     // Deleting the sheet ends the stream with a `deleted` event.
     c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "hero".into() }).await.expect("delete");
-    let ev = stream.message().await.expect("event").expect("deleted event");
+    let ev = next_event(&mut stream).await.expect("deleted event");
     assert!(matches!(ev.event, Some(pb::watch_event::Event::Deleted(_))), "{ev:?}");
     assert!(stream.message().await.expect("end").is_none());
 
@@ -481,4 +481,13 @@ fn a_character_encodes_as_its_records() {
         assert_eq!(direct.encode_to_vec(), BatchValues::from_records(&records).encode_to_vec(), "{kinds:?}");
         assert_eq!(direct.all().expect("decodes"), sheetd::grpc::convert::variables(records));
     }
+}
+
+/// The stream's next message, failing (not waiting forever) when none comes within 10 s: an
+/// event the server never sends fails the test.
+async fn next_event(stream: &mut tonic::Streaming<pb::WatchEvent>) -> Option<pb::WatchEvent> {
+    tokio::time::timeout(std::time::Duration::from_secs(10), stream.message())
+        .await
+        .expect("no event within 10 s")
+        .expect("event")
 }

@@ -687,7 +687,11 @@ mod tests {
             };
             engine.apply(&id, None, convert::operations(vec![op]).expect("ops")).expect("apply");
         }
-        let first = stream.next().await.expect("an event").expect("ok");
+        // Within 10 s: an event the server never sends fails the test rather than hanging it.
+        let ten = Duration::from_secs(10);
+        let first =
+            tokio::time::timeout(ten, stream.next()).await.expect("no event within 10 s").expect("an event");
+        let first = first.expect("ok");
         let Some(pb::watch_event::Event::Resync(r)) = first.event else {
             panic!("expected a resync, got {first:?}")
         };
@@ -697,7 +701,9 @@ mod tests {
         // Live again after the resync.
         let ops = convert::operations(vec![add_object("EQUIPMENT", "Ring Hauberk", "armor")]).expect("ops");
         engine.apply(&id, Some(10), ops).expect("apply");
-        let next = stream.next().await.expect("an event").expect("ok");
+        let next =
+            tokio::time::timeout(ten, stream.next()).await.expect("no event within 10 s").expect("an event");
+        let next = next.expect("ok");
         assert_eq!(next.revision, 11);
         assert!(matches!(next.event, Some(pb::watch_event::Event::Changes(_))), "{next:?}");
     }
