@@ -8,28 +8,29 @@
 //! measuring each value once. The bytes are exactly those prost writes for the same messages:
 //! `grpc/batch_values.rs` and `store/redb.rs` hold that in tests. Decoding stays prost's.
 //!
-//! Main items: [`put_value`] and [`value_len`], [`put_change`], [`put_variable`].
+//! Main items: [`put_value`] and [`value_len`], [`put_change`], [`put_variable`] and
+//! [`put_variable_with`] (a variable whose value the caller writes, e.g. [`put_whole_number`]).
 
 use data::record::{Change, Kind, Value, Variable};
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
 /// A proto3 string field: absent when empty.
-pub(crate) fn str_len(tag: u32, s: &str) -> usize {
+fn str_len(tag: u32, s: &str) -> usize {
     if s.is_empty() { 0 } else { key_len(tag) + encoded_len_varint(s.len() as u64) + s.len() }
 }
 
-pub(crate) fn put_str(tag: u32, s: &str, buf: &mut Vec<u8>) {
+fn put_str(tag: u32, s: &str, buf: &mut Vec<u8>) {
     if !s.is_empty() {
         put_oneof_str(tag, s, buf);
     }
 }
 
 /// A string member of a oneof: present even when empty.
-pub(crate) fn oneof_str_len(tag: u32, s: &str) -> usize {
+fn oneof_str_len(tag: u32, s: &str) -> usize {
     key_len(tag) + encoded_len_varint(s.len() as u64) + s.len()
 }
 
-pub(crate) fn put_oneof_str(tag: u32, s: &str, buf: &mut Vec<u8>) {
+fn put_oneof_str(tag: u32, s: &str, buf: &mut Vec<u8>) {
     encode_key(tag, WireType::LengthDelimited, buf);
     encode_varint(s.len() as u64, buf);
     buf.extend_from_slice(s.as_bytes());
@@ -112,9 +113,44 @@ pub(crate) fn put_change(tag: u32, c: &Change, buf: &mut Vec<u8>) {
 
 /// `v` as field `tag` of its message (a `VariableValue` / `VariableRecord` entry).
 pub(crate) fn put_variable(tag: u32, v: &Variable, buf: &mut Vec<u8>) {
-    let value = value_len(&v.value);
-    put_head(tag, str_len(1, &v.var) + nested_len(2, value), buf);
-    put_str(1, &v.var, buf);
+    put_variable_with(tag, None, &v.var, value_len(&v.value), buf, |buf| put_value(&v.value, buf));
+}
+
+/// A variable named `instance.name` (or `name` alone) as field `tag` of its message, its value
+/// `value` bytes long and written by `put`: what [`put_variable`] writes, with the name in
+/// parts and the value written by the caller (see [`put_whole_number`]).
+pub(crate) fn put_variable_with(
+    tag: u32,
+    instance: Option<&str>,
+    name: &str,
+    value: usize,
+    buf: &mut Vec<u8>,
+    put: impl FnOnce(&mut Vec<u8>),
+) {
+    let var = instance.map_or(0, |i| i.len() + 1) + name.len();
+    // A proto3 string: absent when empty.
+    let var_field = if var == 0 { 0 } else { nested_len(1, var) };
+    put_head(tag, var_field + nested_len(2, value), buf);
+    if var > 0 {
+        put_head(1, var, buf);
+        if let Some(i) = instance {
+            buf.extend_from_slice(i.as_bytes());
+            buf.push(b'.');
+        }
+        buf.extend_from_slice(name.as_bytes());
+    }
     put_head(2, value, buf);
-    put_value(&v.value, buf);
+    put(buf);
+}
+
+/// The encoded length of a `Value` holding a whole number's `digits` in `format`: what
+/// [`value_len`] gives for its record, without making one.
+pub(crate) fn whole_number_len(format: &str, digits: &str) -> usize {
+    str_len(1, format) + oneof_str_len(2, digits)
+}
+
+/// A `Value` holding a whole number's `digits` in `format` (see [`whole_number_len`]).
+pub(crate) fn put_whole_number(format: &str, digits: &str, buf: &mut Vec<u8>) {
+    put_str(1, format, buf);
+    put_oneof_str(2, digits, buf);
 }

@@ -565,9 +565,12 @@ fn solve_one(e: &Engine, item: pb::BatchItem) -> pb::BatchResult {
     use pb::batch_result::Result as R;
     let ops = convert::operations(item.operations).map_err(|e| e.diagnosed().to_vec());
     // All values are written straight from the sheet; the variables named, from their records.
-    let result = ops.and_then(|ops| match item.variables.is_empty() {
-        true => e.solve_character(&item.ruleset_id, &ops).map(|c| BatchValues::from_character(&c)),
-        false => e.solve(&item.ruleset_id, &ops, &item.variables).map(|v| BatchValues::from_records(&v)),
+    let result = ops.and_then(|ops| {
+        if item.variables.is_empty() {
+            e.solve_character(&item.ruleset_id, &ops).map(|c| BatchValues::from_character(&c))
+        } else {
+            e.solve(&item.ruleset_id, &ops, &item.variables).map(|v| BatchValues::from_records(&v))
+        }
     });
     pb::BatchResult {
         id: item.id,

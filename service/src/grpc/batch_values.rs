@@ -15,13 +15,13 @@
 //! for both prost and pbjson.
 
 use crate::grpc::proto::VariableValue;
-use crate::wire::{oneof_str_len, put_oneof_str, put_str, put_value, put_variable, str_len, value_len};
+use crate::wire::{
+    put_value, put_variable, put_variable_with, put_whole_number, value_len, whole_number_len,
+};
 use data::Character;
 use data::record::{Value, Variable};
 use prost::bytes::{Buf, BufMut};
-use prost::encoding::{
-    DecodeContext, WireType, encode_key, encode_varint, encoded_len_varint, key_len, message, skip_field,
-};
+use prost::encoding::{DecodeContext, WireType, message, skip_field};
 use prost::{DecodeError, Message};
 
 /// A SolveBatch item's values: decoded ones in [`values`](Self::values), and (on a server)
@@ -53,7 +53,6 @@ impl BatchValues {
         let mut encoded = Vec::with_capacity(sheet.variable_count() * 32);
         let mut digits = itoa::Buffer::new();
         sheet.for_each_value(|instance, name, format, slot| {
-            let var_len = instance.map_or(0, |i| i.len() + 1) + name.len();
             let whole = match &slot {
                 Ok(formula::Value::Number(d)) => match formula::Num::from_decimal(*d) {
                     formula::Num::Int(i) => Some(i),
@@ -61,37 +60,20 @@ impl BatchValues {
                 },
                 _ => None,
             };
-            // A whole number's digits, or any other value as its record.
-            let out = match whole {
-                Some(i) => Ok(digits.format(i)),
-                None => Err(Value::of(format, &slot)),
-            };
-            let value = match &out {
-                Ok(number) => str_len(1, &format.name()) + oneof_str_len(2, number),
-                Err(record) => value_len(record),
-            };
-            let ref_len =
-                if var_len == 0 { 0 } else { key_len(1) + encoded_len_varint(var_len as u64) + var_len };
-            let body = ref_len + key_len(2) + encoded_len_varint(value as u64) + value;
-            encode_key(1, WireType::LengthDelimited, &mut encoded);
-            encode_varint(body as u64, &mut encoded);
-            if var_len > 0 {
-                encode_key(1, WireType::LengthDelimited, &mut encoded);
-                encode_varint(var_len as u64, &mut encoded);
-                if let Some(i) = instance {
-                    encoded.extend_from_slice(i.as_bytes());
-                    encoded.push(b'.');
+            match whole {
+                Some(i) => {
+                    let (format, digits) = (format.name(), digits.format(i));
+                    let len = whole_number_len(&format, digits);
+                    put_variable_with(1, instance, name, len, &mut encoded, |buf| {
+                        put_whole_number(&format, digits, buf)
+                    });
                 }
-                encoded.extend_from_slice(name.as_bytes());
-            }
-            encode_key(2, WireType::LengthDelimited, &mut encoded);
-            encode_varint(value as u64, &mut encoded);
-            match out {
-                Ok(number) => {
-                    put_str(1, &format.name(), &mut encoded);
-                    put_oneof_str(2, number, &mut encoded);
+                None => {
+                    let record = Value::of(format, &slot);
+                    put_variable_with(1, instance, name, value_len(&record), &mut encoded, |buf| {
+                        put_value(&record, buf)
+                    });
                 }
-                Err(record) => put_value(&record, &mut encoded),
             }
         });
         BatchValues { values: Vec::new(), encoded }

@@ -242,6 +242,9 @@ impl LogRecord {
         r.operations.iter().map(operation_record).collect()
     }
 
+    /// The whole record with owned copies: what the tests hold the store's direct encoding
+    /// (`redb.rs`, `seal_log`) to, byte for byte.
+    #[cfg(test)]
     pub fn of(l: &Logged) -> LogRecord {
         LogRecord {
             revision: l.revision.number,
@@ -322,6 +325,7 @@ fn value_record(v: &Value) -> ValueRecord {
     ValueRecord { format: v.format.clone(), kind: Some(kind) }
 }
 
+#[cfg(test)]
 fn change_record(c: &Change) -> ChangeRecord {
     ChangeRecord {
         r#ref: c.var.clone(),

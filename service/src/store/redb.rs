@@ -80,24 +80,26 @@ fn checksum(key: &str, payload: &[u8]) -> u32 {
 
 /// A record as stored: the seal, the checksum of its key and payload, the payload.
 fn seal(key: &str, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + 6);
+    sealed(key, payload.len(), |out| out.extend_from_slice(payload))
+}
+
+/// A record sealed as [`seal`] seals it, its payload written by `write` into the same buffer
+/// (room for about `size_hint` bytes of it): no copy of the payload.
+fn sealed(key: &str, size_hint: usize, write: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let head = SEAL.len() + 4;
+    let mut out = Vec::with_capacity(head + size_hint);
     out.extend_from_slice(&SEAL);
-    out.extend_from_slice(&checksum(key, payload).to_le_bytes());
-    out.extend_from_slice(payload);
+    out.extend_from_slice(&[0; 4]);
+    write(&mut out);
+    let sum = checksum(key, &out[head..]);
+    out[SEAL.len()..head].copy_from_slice(&sum.to_le_bytes());
     out
 }
 
 /// `m` encoded and sealed (what `seal(key, &m.encode_to_vec())` gives), written once into
 /// one buffer: no pass to measure it first and no copy of the payload.
 fn seal_message(key: &str, m: &impl Message, size_hint: usize) -> Vec<u8> {
-    let head = SEAL.len() + 4;
-    let mut out = Vec::with_capacity(head + size_hint);
-    out.extend_from_slice(&SEAL);
-    out.extend_from_slice(&[0; 4]);
-    m.encode_raw(&mut out);
-    let sum = checksum(key, &out[head..]);
-    out[SEAL.len()..head].copy_from_slice(&sum.to_le_bytes());
-    out
+    sealed(key, size_hint, |out| m.encode_raw(out))
 }
 
 /// A revision's log record, sealed: what `seal(key, &LogRecord::of(entry).encode_to_vec())`
@@ -105,28 +107,23 @@ fn seal_message(key: &str, m: &impl Message, size_hint: usize) -> Vec<u8> {
 /// into records first. The fields go in prost's order: revision, ruleset version, operations,
 /// changes, the version moved from.
 fn seal_log(key: &str, entry: &Logged) -> Vec<u8> {
-    let head = SEAL.len() + 4;
-    let mut out =
-        Vec::with_capacity(head + 64 * (entry.revision.operations.len() + entry.changes.len()) + 32);
-    out.extend_from_slice(&SEAL);
-    out.extend_from_slice(&[0; 4]);
-    let ops = LogRecord {
-        revision: entry.revision.number,
-        ruleset_version: entry.revision.ruleset_version,
-        operations: LogRecord::operations_of(&entry.revision),
-        changes: Vec::new(),
-        moved_from_version: None,
-    };
-    ops.encode_raw(&mut out);
-    for c in &entry.changes {
-        crate::wire::put_change(4, c, &mut out);
-    }
-    if let Some(v) = entry.revision.moved_from {
-        prost::encoding::uint64::encode(5, &v, &mut out);
-    }
-    let sum = checksum(key, &out[head..]);
-    out[SEAL.len()..head].copy_from_slice(&sum.to_le_bytes());
-    out
+    let hint = 64 * (entry.revision.operations.len() + entry.changes.len()) + 32;
+    sealed(key, hint, |out| {
+        let ops = LogRecord {
+            revision: entry.revision.number,
+            ruleset_version: entry.revision.ruleset_version,
+            operations: LogRecord::operations_of(&entry.revision),
+            changes: Vec::new(),
+            moved_from_version: None,
+        };
+        ops.encode_raw(out);
+        for c in &entry.changes {
+            crate::wire::put_change(4, c, out);
+        }
+        if let Some(v) = entry.revision.moved_from {
+            prost::encoding::uint64::encode(5, &v, out);
+        }
+    })
 }
 
 /// A stored record's payload, checked; `key` names it in errors ("log sheet-1@5").
@@ -528,7 +525,7 @@ impl Store for RedbStore {
     ) -> Result<(), StoreError> {
         let id = sheet.id.as_str();
         let s = seal(&id_key("sheets", id), &sheet.encode_to_vec());
-        let l = seal(&rev_key("log", id, 0), &LogRecord::of(first).encode_to_vec());
+        let l = seal_log(&rev_key("log", id, 0), first);
         let n = seal(&rev_key("snapshots", id, 0), &SnapshotRecord::of(snapshot).encode_to_vec());
         let created = self.write("create sheet", |tx| {
             let mut sheets = tx.open_table(SHEETS)?;
