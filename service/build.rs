@@ -13,17 +13,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bytes = fds.encode_to_vec();
     std::fs::write(out.join("sheetd_descriptor.bin"), &bytes)?;
     // Malformed requests are INVALID_ARGUMENT: the generated code uses sheetd's codec.
-    // A SolveBatch reply's values are encoded by hand, once (see `grpc/batch_values.rs`).
+    // A SolveBatch reply's values and an Apply's changes are encoded by hand, once (see
+    // `grpc/batch_values.rs` and `grpc/apply_response.rs`).
     let batch_values = (".sheetd.v1.BatchValues", "crate::grpc::batch_values::BatchValues");
+    let apply_response = (".sheetd.v1.ApplyResponse", "crate::grpc::apply_response::ApplyResponse");
     tonic_prost_build::configure()
         .codec_path("crate::grpc::codec::SheetdCodec")
         .extern_path(batch_values.0, batch_values.1)
+        .extern_path(apply_response.0, apply_response.1)
         .compile_fds(fds)?;
     // serde (the canonical protobuf JSON mapping) for `--json` output.
     pbjson_build::Builder::new()
         .register_descriptors(&bytes)?
         .extern_path(batch_values.0, batch_values.1)
-        .exclude([batch_values.0])
+        .extern_path(apply_response.0, apply_response.1)
+        .exclude([batch_values.0, apply_response.0])
         .build(&[".sheetd.v1"])?;
     Ok(())
 }

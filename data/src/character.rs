@@ -186,14 +186,43 @@ struct Inst {
     object: ObjectId,
 }
 
-/// The bookkeeping around the solver sheet; cloned before a batch and restored if it fails.
+/// Channel inputs set: (instance, channel variable) → modifier id.
+type Inputs = Map<(Option<Arc<str>>, VarDefId), Arc<str>>;
+
+/// The bookkeeping around the solver sheet; copied before a batch and restored if it fails.
+///
+/// Its parts are shared, copy on write: a copy (before every batch, and for every new
+/// character from the ruleset's starting one) is three reference counts, and a batch copies
+/// only what it changes — the table of objects (each object a reference count) and the
+/// objects it changes, not every object's lists. Before, the copy was deep: on the example
+/// character about 11k instructions of a 69k Apply, and it grew with every object on the
+/// sheet.
 #[derive(Clone, Debug, Default)]
 struct State {
-    active: Map<Arc<str>, Active>,
-    instances: Vec<Inst>,
-    /// Channel inputs set: (instance, channel variable) → modifier id.
-    inputs: Map<(Option<Arc<str>>, VarDefId), Arc<str>>,
+    active: Arc<Map<Arc<str>, Arc<Active>>>,
+    instances: Arc<Vec<Inst>>,
+    inputs: Arc<Inputs>,
     next_seq: u64,
+}
+
+impl State {
+    /// The objects, to change (copied first if shared).
+    fn active_mut(&mut self) -> &mut Map<Arc<str>, Arc<Active>> {
+        Arc::make_mut(&mut self.active)
+    }
+
+    /// Object `id`, to change (it and the table copied first if shared).
+    fn object_mut(&mut self, id: &str) -> Option<&mut Active> {
+        self.active_mut().get_mut(id).map(Arc::make_mut)
+    }
+
+    fn instances_mut(&mut self) -> &mut Vec<Inst> {
+        Arc::make_mut(&mut self.instances)
+    }
+
+    fn inputs_mut(&mut self) -> &mut Inputs {
+        Arc::make_mut(&mut self.inputs)
+    }
 }
 
 /// A ruleset's new character, without the ruleset (which holds it: holding the ruleset back
@@ -524,7 +553,7 @@ impl Character {
         // An attached object's parent is a part `<id>#n` or an instance: find its owner.
         let attached_to = if kdef.attach { parent.as_ref().and_then(|p| self.owner_of(p)) } else { None };
         if let Some(owner) = &attached_to
-            && let Some(a) = self.state.active.get_mut(owner)
+            && let Some(a) = self.state.object_mut(owner)
         {
             a.children.push(id.clone());
         }
@@ -540,7 +569,7 @@ impl Character {
             granted_by: 0,
             reaching: false,
         };
-        self.state.active.insert(id.clone(), active);
+        self.state.active_mut().insert(id.clone(), Arc::new(active));
         self.grant(&id, object, ops)?;
         self.reach(&id, object, ops);
         self.reached_by_others(&id, &new_instances, ops);
@@ -574,7 +603,7 @@ impl Character {
             parent: parent.map(|p| p.to_string()),
         });
         new_instances.push(self.state.instances.len());
-        self.state.instances.push(Inst { id: id.clone(), scope: kdef.scope, object });
+        self.state.instances_mut().push(Inst { id: id.clone(), scope: kdef.scope, object });
         if let Some(ps) = kdef.parts {
             for n in 1..=o.part_count {
                 let pid: Arc<str> = id_of(&[id, "#", itoa::Buffer::new().format(n)]);
@@ -584,7 +613,7 @@ impl Character {
                     parent: Some(id.to_string()),
                 });
                 new_instances.push(self.state.instances.len());
-                self.state.instances.push(Inst { id: pid, scope: ps, object });
+                self.state.instances_mut().push(Inst { id: pid, scope: ps, object });
             }
         }
         (Some(id.clone()), Some(id.clone()), new_instances)
@@ -595,16 +624,16 @@ impl Character {
         let r = self.ruleset.clone();
         for &g in &r.object(object).grants {
             let gid = r.object(g).key.clone();
-            match self.state.active.get_mut(&gid) {
+            match self.state.object_mut(&gid) {
                 Some(ga) => ga.granted_by += 1,
                 None => {
                     self.activate(g, gid.clone(), None, false, ops)?;
-                    if let Some(ga) = self.state.active.get_mut(&gid) {
+                    if let Some(ga) = self.state.object_mut(&gid) {
                         ga.granted_by = 1;
                     }
                 }
             }
-            if let Some(a) = self.state.active.get_mut(id) {
+            if let Some(a) = self.state.object_mut(id) {
                 a.grants.push(gid);
             }
         }
@@ -616,7 +645,7 @@ impl Character {
         let r = self.ruleset.clone();
         let mut reach = Vec::new();
         for (k, om) in r.object(object).other.iter().enumerate() {
-            for inst in &self.state.instances {
+            for inst in self.state.instances.iter() {
                 if inst.scope == om.scope && self.matches(&om.select, inst.object) {
                     let mid = id_of(&[id, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
                     ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
@@ -624,7 +653,7 @@ impl Character {
                 }
             }
         }
-        if let Some(a) = self.state.active.get_mut(id) {
+        if let Some(a) = self.state.object_mut(id) {
             a.mods.extend(reach);
             a.reaching = true;
         }
@@ -654,7 +683,9 @@ impl Character {
                     }
                 }
             }
-            if let Some(a) = self.state.active.get_mut(&other) {
+            if !added.is_empty()
+                && let Some(a) = self.state.object_mut(&other)
+            {
                 a.mods.extend(added);
             }
         }
@@ -681,7 +712,7 @@ impl Character {
 
     /// Takes object `id` off the sheet, with its attached objects and the grants only it held.
     fn deactivate(&mut self, id: &Arc<str>, ops: &mut Vec<Operation>) {
-        let Some(a) = self.state.active.remove(id) else { return };
+        let Some(a) = self.state.active_mut().remove(id) else { return };
         for c in &a.children {
             self.deactivate(c, ops);
         }
@@ -689,12 +720,12 @@ impl Character {
             ops.push(Operation::RemoveModifier(m.to_string()));
         }
         if let Some(owner) = &a.attached_to
-            && let Some(p) = self.state.active.get_mut(owner)
+            && let Some(p) = self.state.object_mut(owner)
         {
             p.children.retain(|c| c != id);
         }
         for g in &a.grants {
-            let release = match self.state.active.get_mut(g) {
+            let release = match self.state.object_mut(g) {
                 Some(ga) => {
                     ga.granted_by = ga.granted_by.saturating_sub(1);
                     ga.granted_by == 0 && !ga.listed
@@ -709,12 +740,24 @@ impl Character {
             ops.push(Operation::RemoveInstance(inst.to_string()));
             let prefix = format!("{inst}#");
             let gone = |i: &str| i == &**inst || i.starts_with(&prefix);
-            self.state.instances.retain(|i| !gone(&i.id));
-            // Modifiers other objects had on these instances go with them.
-            for other in self.state.active.values_mut() {
-                other.mods.retain(|(_, on)| !on.as_deref().is_some_and(gone));
+            self.state.instances_mut().retain(|i| !gone(&i.id));
+            // Modifiers other objects had on these instances go with them. (Only the objects
+            // that had some are changed, so only they are copied.)
+            let reaching: Vec<Arc<str>> = self
+                .state
+                .active
+                .iter()
+                .filter(|(_, o)| o.mods.iter().any(|(_, on)| on.as_deref().is_some_and(gone)))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in reaching {
+                if let Some(other) = self.state.object_mut(&k) {
+                    other.mods.retain(|(_, on)| !on.as_deref().is_some_and(gone));
+                }
             }
-            self.state.inputs.retain(|(on, _), _| !on.as_deref().is_some_and(gone));
+            if self.state.inputs.keys().any(|(on, _)| on.as_deref().is_some_and(gone)) {
+                self.state.inputs_mut().retain(|(on, _), _| !on.as_deref().is_some_and(gone));
+            }
         }
     }
 
@@ -754,7 +797,7 @@ impl Character {
             .map_err(|m| err(codes::BAD_VALUE, format!("channel `{}`: {m}", var.name)))?;
         let on: Option<Arc<str>> = on.map(Arc::from);
         let mid: Arc<str> = id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]);
-        if self.state.inputs.insert((on.clone(), def), mid.clone()).is_some() {
+        if self.state.inputs_mut().insert((on.clone(), def), mid.clone()).is_some() {
             ops.push(Operation::RemoveModifier(mid.to_string()));
         }
         let text: Arc<str> = Arc::from(literal_text(&v));

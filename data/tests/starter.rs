@@ -188,6 +188,9 @@ fn new_characters_are_copies_of_one_blank_and_stay_apart() {
     assert_ne!(first_values, blank);
     let second = Character::new(ruleset.clone()).unwrap();
     assert_eq!(second.sheet().values(), blank, "the blank is untouched by the first character");
+    // The bookkeeping of objects is shared copy on write too: the first character's are its own.
+    assert!(first.has_object("armor") && !second.has_object("armor"));
+    assert_eq!(second.object_ids(), Character::new(ruleset.clone()).unwrap().object_ids());
     first.apply(&[SheetOp::RemoveObject("armor".into())]).unwrap();
     assert_ne!(first.sheet().values(), first_values);
     let third = Character::new(ruleset).unwrap();

@@ -163,7 +163,7 @@ impl<'de> serde::Deserialize<'de> for BatchValues {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::grpc::convert;
     use data::record::Kind;
@@ -181,7 +181,8 @@ mod tests {
         (format, kind).prop_map(|(format, kind)| Value { format, kind })
     }
 
-    fn value() -> impl Strategy<Value = Value> {
+    /// Any value record, lists nested included (also for `apply_response`'s tests).
+    pub(crate) fn value() -> impl Strategy<Value = Value> {
         scalar().prop_recursive(3, 24, 6, |inner| {
             ("[A-Z\\[\\]]{0,12}", prop::collection::vec(inner, 0..6))
                 .prop_map(|(format, items)| Value { format, kind: Kind::List(items) })

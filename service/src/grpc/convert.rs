@@ -263,17 +263,14 @@ pub fn ruleset_reply(o: RulesetOutcome) -> pb::RulesetReply {
     }
 }
 
+/// The reply, its changes encoded once from their records (see `grpc/apply_response.rs`).
 pub fn applied(a: Applied) -> pb::ApplyResponse {
-    pb::ApplyResponse {
-        revision: a.revision,
-        changes: into_changes(a.changes),
-        recomputed: a.recomputed as u64,
-        moved: a.moved.map(|m: Moved| pb::RulesetMove {
-            from_version: m.from_version,
-            to_version: m.to_version,
-            changes: into_changes(m.changes),
-        }),
-    }
+    let moved = a.moved.map(|m: Moved| pb::RulesetMove {
+        from_version: m.from_version,
+        to_version: m.to_version,
+        changes: into_changes(m.changes),
+    });
+    pb::ApplyResponse::encoded(a.revision, &a.changes, a.recomputed as u64, moved)
 }
 
 pub fn explanation(x: Explanation) -> pb::ExplainResponse {

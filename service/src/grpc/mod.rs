@@ -11,6 +11,7 @@
 //! generated API).
 
 pub mod api;
+pub mod apply_response;
 pub mod auth;
 pub mod batch_values;
 pub mod codec;

@@ -9,5 +9,7 @@ include!(concat!(env!("OUT_DIR"), "/sheetd.v1.serde.rs"));
 /// The encoded `FileDescriptorSet` of the API, for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("sheetd_descriptor");
 
+/// `sheetd.v1.ApplyResponse` is written by hand (see [`crate::grpc::apply_response`]).
+pub use crate::grpc::apply_response::ApplyResponse;
 /// `sheetd.v1.BatchValues` is written by hand (see [`crate::grpc::batch_values`]).
 pub use crate::grpc::batch_values::BatchValues;
