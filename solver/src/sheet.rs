@@ -242,7 +242,8 @@ struct Instance {
     parent: Option<InstanceId>,
     children: Vec<InstanceId>,
     /// One node per variable of the scope, by `VarDef::index`.
-    nodes: Box<[NodeIndex]>,
+    /// Shared by copies of the sheet (fixed when the instance is made).
+    nodes: Arc<[NodeIndex]>,
 }
 
 #[derive(Clone, Debug)]
@@ -250,11 +251,17 @@ struct Node {
     def: VarDefId,
     owner: InstanceId,
     /// Modifiers on this variable, in application order.
-    mods: Vec<ModKey>,
+    mods: ModList,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct ModKey(u32);
+
+/// A short list of modifiers: up to four held in place, in the 24 bytes a `Vec` takes. Nearly
+/// every variable and instance has that few, so copying a sheet's shape (a character's first
+/// structural change copies its ruleset's starting shape) allocates nothing for them, where a
+/// `Vec` each cost an allocation to copy and another to free.
+type ModList = smallvec::SmallVec<[ModKey; 4]>;
 
 #[derive(Clone, Debug)]
 struct Modifier {
@@ -368,7 +375,7 @@ struct Shape {
     empty_sources: usize,
     /// The modifiers on or from each instance other than the global one, by instance id: what
     /// removing the instance must remove.
-    by_instance: Vec<Vec<ModKey>>,
+    by_instance: Vec<ModList>,
     /// Slots of removed instances, reused by the next instances created (last freed first), so
     /// a sheet whose objects come and go does not grow.
     free_instances: Vec<InstanceId>,
@@ -534,19 +541,19 @@ impl Sheet {
         let vars = &rules.scope_def(scope).vars;
         let mut nodes = Vec::with_capacity(vars.len());
         for &def in vars {
-            let node = s.graph.add_node(Node { def, owner: id, mods: Vec::new() });
+            let node = s.graph.add_node(Node { def, owner: id, mods: ModList::new() });
             s.plan.node_added(node);
             vals.set(node.index(), Ok(s.defaults[def.0 as usize].clone()));
             nodes.push(node);
         }
-        let nodes: Box<[NodeIndex]> = nodes.into();
+        let nodes: Arc<[NodeIndex]> = nodes.into();
         let instance = Instance { key: key.clone(), scope, parent, children: Vec::new(), nodes };
         if reused.is_some() {
             s.instances[id.0 as usize] = Some(instance);
             s.by_instance[id.0 as usize].clear();
         } else {
             s.instances.push(Some(instance));
-            s.by_instance.push(Vec::new());
+            s.by_instance.push(ModList::new());
         }
         if let Some(p) = parent
             && let Some(pi) = s.instances[p.0 as usize].as_mut()

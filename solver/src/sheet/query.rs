@@ -173,7 +173,7 @@ impl Sheet {
     /// and no [`VarRef`] per variable ([`crate::full_name`] joins the two parts).
     pub fn for_each_value(&self, mut f: impl FnMut(Option<&str>, &str, &Format, Slot)) {
         for inst in self.shape.instances.iter().flatten() {
-            for &n in &inst.nodes {
+            for &n in inst.nodes.iter() {
                 let node = &self.shape.graph[n];
                 let key = (node.owner != GLOBAL).then_some(&*inst.key);
                 let var = self.shape.rules.var(node.def);
