@@ -535,8 +535,8 @@ impl Character {
         let r = self.ruleset.clone();
         let o = r.object(object);
         let kdef = r.kind_def(o.kind);
-        // Room for the object's modifiers at once (an object has a few to a dozen; growing
-        // both lists by doubling was about 4% of a new character's cost).
+        // Room for the object's modifiers at once (an object has a few to a dozen), rather
+        // than both lists growing by doubling.
         let count = o.modify.len() + o.parts.len();
         ops.reserve(count + 1 + o.part_count as usize);
         let (home, instance, new_instances) = self.create_instances(object, &id, parent.as_ref(), ops);
