@@ -154,10 +154,12 @@ impl Variable {
 pub fn changes(report: &solver::Report, sheet: &solver::Sheet) -> Vec<Change> {
     let mut out = Vec::with_capacity(report.len());
     report.for_each_named(sheet, |instance, name, format, old, new| {
-        // The format's name once for both sides (this runs for every variable a change touches).
-        let format = format.name().into_owned();
-        let value = |s: Slot| Value { format: format.clone(), kind: Kind::of(&s) };
-        out.push(Change { var: solver::full_name(instance, name), old: old.map(value), new: new.map(value) });
+        // The format's name looked up once for both sides, and made a `String` once per side
+        // (this runs for every variable a change touches).
+        let format = format.name();
+        let old = old.map(|s| Value { format: format.clone().into_owned(), kind: Kind::of(&s) });
+        let new = new.map(|s| Value { format: format.into_owned(), kind: Kind::of(&s) });
+        out.push(Change { var: solver::full_name(instance, name), old, new });
     });
     out
 }
