@@ -182,12 +182,10 @@ fn incoming(
 /// SIGINT (Ctrl-C) and SIGTERM, the signals that stop the server.
 ///
 /// Their handlers are installed when this is made, before the server announces that it
-/// serves. (They used to be installed when the shutdown future was first polled, inside the
-/// accept loop: a SIGTERM sent right after the `serving` line — by a supervisor, or a test
-/// that made one call and stopped the server — could arrive before that and kill the process
-/// by the signal's default action, without the clean shutdown. Seen as
-/// `sheetd exited with signal: 15` in `reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving`
-/// under load: 2 runs in 20.)
+/// serves. Installed when the shutdown future is first polled, inside the accept loop, a
+/// SIGTERM sent right after the `serving` line (by a supervisor, or a test that makes one call
+/// and stops the server) could come first and kill the process by the signal's default action,
+/// without the clean shutdown.
 struct Signals {
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
