@@ -246,12 +246,21 @@ struct Instance {
     nodes: Arc<[NodeIndex]>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Node {
     def: VarDefId,
     owner: InstanceId,
     /// Modifiers on this variable, in application order.
     mods: ModList,
+}
+
+/// A node is copied with every shape copy (a sheet's first structural change): its list as
+/// one block copy (`from_slice` of `Copy` keys), not the element-by-element `extend` that
+/// `SmallVec`'s own `Clone` runs.
+impl Clone for Node {
+    fn clone(&self) -> Node {
+        Node { def: self.def, owner: self.owner, mods: ModList::from_slice(&self.mods) }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

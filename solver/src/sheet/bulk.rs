@@ -148,8 +148,8 @@ impl Shape {
             }
             // The graph is searched for an existing edge only when the source had edges
             // before (a new source's edges are all new).
-            let had_edges = !self.plan.succ[f].is_empty();
-            self.plan.succ[f].reserve(distinct.len());
+            let had_edges = !self.plan.succ.of(f).is_empty();
+            self.plan.succ.reserve(f, distinct.len());
             let a = NodeIndex::new(f);
             for &(t, count) in &distinct {
                 let b = NodeIndex::new(t as usize);
@@ -170,7 +170,7 @@ impl Shape {
     pub(super) fn relevel(&mut self) -> bool {
         let n = self.plan.succ.len();
         let mut indegree = vec![0u32; n];
-        for s in &self.plan.succ {
+        for s in self.plan.succ.iter() {
             for &t in s {
                 indegree[t as usize] += 1;
             }
@@ -187,7 +187,7 @@ impl Shape {
             let v = queue[done] as usize;
             done += 1;
             let next = level[v] + 1;
-            for &t in &self.plan.succ[v] {
+            for &t in self.plan.succ.of(v) {
                 let t = t as usize;
                 level[t] = level[t].max(next);
                 indegree[t] -= 1;

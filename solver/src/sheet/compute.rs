@@ -76,7 +76,7 @@ impl Sheet {
                 let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
                 let Some(change) = self.reevaluate(plan, i, is_new) else { continue };
                 report.changed.push(change);
-                for &s in &plan.succ[i] {
+                for &s in plan.succ.of(i) {
                     if let Some(l) = self.enqueue(plan, &mut buckets, s as usize) {
                         hi = hi.max(l);
                         waiting += 1;
@@ -132,7 +132,7 @@ impl Sheet {
             code.run(from, &buffers, ok, &mut |i| {
                 let sheet = &mut *sheet;
                 let Some(change) = sheet.reevaluate(plan, i as usize, false) else { return false };
-                for &s in &plan.succ[i as usize] {
+                for &s in plan.succ.of(i as usize) {
                     sheet.vals.mark_pending(s as usize);
                 }
                 slow_changes.push(change);

@@ -93,8 +93,8 @@ impl Shape {
             let mut stack = vec![to.index()];
             while let Some(n) = stack.pop() {
                 let level = self.plan.level[n] + 1;
-                for k in 0..self.plan.succ[n].len() {
-                    let s = self.plan.succ[n][k] as usize;
+                for k in 0..self.plan.succ.of(n).len() {
+                    let s = self.plan.succ.of(n)[k] as usize;
                     if self.plan.level[s] < level {
                         self.plan.level[s] = level;
                         stack.push(s);

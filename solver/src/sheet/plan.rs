@@ -49,10 +49,12 @@ use petgraph::stable_graph::StableDiGraph;
 use rust_decimal::Decimal;
 use std::sync::Arc;
 
+mod dependents;
 mod native;
 #[cfg(target_os = "linux")]
 mod pages;
 
+pub(super) use dependents::Dependents;
 pub(super) use native::{Buffers, SLOW_CHANGE};
 
 /// No formula: in [`Plan::formula_of`].
@@ -115,8 +117,9 @@ pub(super) struct Plan {
     compactions: usize,
     /// Each variable's topological level: for every edge u → v, `level[u] < level[v]`.
     pub(super) level: Vec<u32>,
-    /// Each variable's dependents: the targets of its outgoing edges, each once.
-    pub(super) succ: Vec<Vec<u32>>,
+    /// Each variable's dependents: the targets of its outgoing edges, each once ([`Dependents`]:
+    /// every list in one array).
+    pub(super) succ: Dependents,
     /// The entries as native code (full solves, large recomputations), once compiled
     /// ([`Plan::compile_native`]);
     /// shared by copies of the shape, dropped when the order may change.
@@ -361,10 +364,10 @@ impl Plan {
         if self.vars.len() <= i {
             self.vars.resize(i + 1, PlanVar::default());
             self.level.resize(i + 1, 0);
-            self.succ.resize_with(i + 1, Vec::new);
+            self.succ.grow_to(i);
         }
         self.level[i] = 0;
-        self.succ[i].clear();
+        self.succ.clear(i);
         let old = self.vars[i];
         self.garbage += (old.cap - old.first) as usize;
         self.vars[i] = PlanVar::default();
@@ -376,9 +379,7 @@ impl Plan {
     /// Node `n`'s variable was removed.
     pub(super) fn node_removed(&mut self, n: NodeIndex) {
         self.touch(n);
-        if let Some(s) = self.succ.get_mut(n.index()) {
-            s.clear();
-        }
+        self.succ.clear(n.index());
         self.order_stale = true;
         self.drop_native();
     }
@@ -391,9 +392,7 @@ impl Plan {
 
     /// A first edge `from → to` was added.
     pub(super) fn edge_added(&mut self, from: NodeIndex, to: NodeIndex) {
-        if let Some(s) = self.succ.get_mut(from.index()) {
-            s.push(to.index() as u32);
-        }
+        self.succ.push(from.index(), to.index() as u32);
         // The native code runs in the order it was compiled in: an edge backwards in it breaks
         // it. A forward one is a dependent the code of `from` does not wake: `from` goes to
         // the interpreter, which wakes its dependents from `succ`.
@@ -410,11 +409,7 @@ impl Plan {
 
     /// The last edge `from → to` was removed.
     pub(super) fn edge_removed(&mut self, from: NodeIndex, to: NodeIndex) {
-        if let Some(s) = self.succ.get_mut(from.index())
-            && let Some(p) = s.iter().position(|x| *x == to.index() as u32)
-        {
-            s.swap_remove(p);
-        }
+        self.succ.swap_remove(from.index(), to.index() as u32);
     }
 
     /// Node `n`'s modifiers changed.
@@ -809,7 +804,7 @@ impl Plan {
             + self.steps.len() * size_of::<Step>()
             + self.formulas.len() * size_of::<PlanFormula>()
             + (self.reads.len() + self.order.len()) * 4
-            + self.succ.iter().map(|s| 24 + 4 * s.capacity()).sum::<usize>()
+            + self.succ.footprint()
             + self.level.len() * 8
             + self.int_ops.len() * size_of::<IntOp>()
             + self.native_ok.len()

@@ -494,7 +494,7 @@ fn emit_var(b: &mut FunctionBuilder<'_>, env: &Env, plan: &Plan, i: u32) -> bool
         let steps = plan.steps.get(v.first as usize..v.end as usize)?;
         Some((compilable(v.start, steps, env.span)?, steps))
     });
-    let succ: Vec<u32> = plan.succ.get(i as usize).map_or_else(Vec::new, |s| s.clone());
+    let succ: Vec<u32> = plan.succ.of(i as usize).to_vec();
     let native = match entry {
         Some((start, steps)) if succ.iter().all(|&s| addressable(s, env.span)) => {
             // Every check ORs into `fail`, and one branch at the end takes it: the code runs
