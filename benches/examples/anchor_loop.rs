@@ -39,6 +39,10 @@ fn main() {
     let ops = w.operations(&rules);
     let mut sheet = w.build();
     sheet.solve_all();
+    if what == "copy" {
+        // Copies are made from a compiled sheet, prepared as a ruleset's starting one is.
+        sheet.prepare_to_share();
+    }
     if std::env::var_os("SHEETD_NATIVE").is_some() {
         compile_native(&mut sheet);
     }

@@ -22,6 +22,7 @@ mod bulk;
 mod compute;
 mod graph;
 mod modify;
+mod mods;
 mod plan;
 mod query;
 mod values;
@@ -345,7 +346,8 @@ pub struct Trace {
 /// plan, everything but values — held by `Arc` and shared, plus its own values. `Clone` copies
 /// only the values (a 2,000-variable sheet of whole numbers: 16 KB) and shares the shape; the
 /// first structural change to either copy (an instance or a modifier added or removed) gives
-/// that copy a shape of its own (copy on write, O(variables + modifiers) once). So a ruleset's
+/// that copy a shape of its own (copy on write, O(variables) once: the modifiers of a sheet
+/// prepared to share stay shared, the copy's own beside them). So a ruleset's
 /// starting sheet, built once, is the compiled form every sheet of the ruleset starts from, and
 /// a what-if copy costs its values.
 #[derive(Clone)]
@@ -371,11 +373,9 @@ struct Shape {
     graph: StableDiGraph<Node, u32>,
     instances: Vec<Option<Instance>>,
     instance_keys: Map<Arc<str>, InstanceId>,
-    /// Modifiers by key; each immutable once linked, shared by `Arc` so copying a shape copies
-    /// pointers, not modifiers.
-    mods: Vec<Option<Arc<Modifier>>>,
-    free_mods: Vec<ModKey>,
-    mod_ids: Map<Arc<str>, ModKey>,
+    /// Modifiers by key and by id; each immutable once linked, shared by `Arc`. Those of the
+    /// shape it was copied from stay shared with it: a copy's changes are an overlay.
+    mods: mods::ModTable,
     /// Modifiers by source, in the order they were linked — built only when first needed (a
     /// `RemoveSource`), then kept up to date: building a sheet, or every character of a
     /// batch, never pays for it. A source's list is kept when it empties (a modifier
@@ -445,9 +445,7 @@ impl Sheet {
             graph: StableDiGraph::default(),
             instances: Vec::new(),
             instance_keys: Map::default(),
-            mods: Vec::new(),
-            free_mods: Vec::new(),
-            mod_ids: Map::default(),
+            mods: mods::ModTable::default(),
             sources: None,
             empty_sources: 0,
             by_instance: Vec::new(),
@@ -675,13 +673,13 @@ impl Shape {
     /// About how many bytes the shape holds (not the rules).
     fn footprint(&self) -> usize {
         use std::mem::size_of;
-        let mods: usize = self.mods.iter().flatten().map(|m| size_of::<Modifier>() + 8 * m.reads.len()).sum();
+        let mods: usize = self.mods.iter().map(|(_, m)| size_of::<Modifier>() + 8 * m.reads.len()).sum();
         let nodes: usize = self.graph.node_weights().map(|n| size_of::<Node>() + 8 * n.mods.len()).sum();
         nodes
             + self.plan.footprint()
             + self.graph.edge_count() * 24
             + mods
             + self.instances.len() * (size_of::<Option<Instance>>() + 32)
-            + self.mod_ids.len() * 48
+            + self.mods.len() * 48
     }
 }

@@ -1028,6 +1028,22 @@ proptest! {
     }
 }
 
+/// Two batches for a copy's overlay: one that removes every modifier and then fails (all of it
+/// undone: base modifiers put back), and one that replaces the first modifier by another under
+/// the same id.
+fn overlay_batches(sheet: &Sheet) -> [Vec<Operation>; 2] {
+    let ids = sorted_ids(sheet);
+    let mut fails: Vec<Operation> = ids.iter().cloned().map(Operation::RemoveModifier).collect();
+    fails.push(Operation::RemoveModifier("no such modifier".into()));
+    let replaces = ids.first().map_or_else(Vec::new, |id| {
+        vec![
+            Operation::RemoveModifier(id.clone()),
+            Operation::AddModifier(ModifierSpec::new(id, "G0", ModKind::Add, "G1 + 1", "s")),
+        ]
+    });
+    [fails, replaces]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -1045,6 +1061,9 @@ proptest! {
         let rules = prop_rules();
         let base_steps: Vec<(usize, Step)> = base_steps.into_iter().enumerate().collect();
         let mut base = built_alone(rules.clone(), &base_steps);
+        // Made the source of copies as a ruleset's starting sheet is: its modifiers become the
+        // base every copy shares, each copy's changes an overlay beside it.
+        base.prepare_to_share();
         // The copies share the base's native code too, and their own changes must not reach it.
         base.compile_native(0);
         let (base_values, base_traces): (Vec<_>, Vec<_>) = base
@@ -1073,13 +1092,25 @@ proptest! {
                 }
             }
         }
+        // Two batches over each copy, the same over the sheet built alone below.
+        for (k, copy) in copies.iter_mut().enumerate() {
+            let [fails, replaces] = overlay_batches(copy);
+            prop_assert!(copy.apply(&fails).is_err());
+            // (Undoing removals leaves the copy the shape of its own it took for them.)
+            changed[k] |= fails.len() > 1;
+            let replaced = copy.apply(&replaces).is_ok();
+            changed[k] |= replaced && !replaces.is_empty();
+        }
         prop_assert_eq!(base.values(), base_values.clone());
         for ((r, _), trace) in base_values.iter().zip(&base_traces) {
             prop_assert_eq!(&base.trace(&r.to_string()).unwrap(), trace);
         }
         for ((copy, steps), changed) in copies.iter().zip(&own).zip(changed) {
             let all: Vec<(usize, Step)> = base_steps.iter().chain(steps).cloned().collect();
-            let alone = built_alone(rules.clone(), &all);
+            let mut alone = built_alone(rules.clone(), &all);
+            let [fails, replaces] = overlay_batches(&alone);
+            prop_assert!(alone.apply(&fails).is_err());
+            let _ = alone.apply(&replaces);
             prop_assert_eq!(copy.values(), alone.values());
             // A full solve from forgotten values, through the shared native code where it
             // still applies.

@@ -136,7 +136,7 @@ impl Sheet {
         pending.bulk = bulk
             && others == 0
             && adds >= BULK_MIN
-            && adds.saturating_mul(BULK_SHARE) >= self.shape.mod_ids.len();
+            && adds.saturating_mul(BULK_SHARE) >= self.shape.mods.len();
         if pending.bulk {
             super::bulk::count_bulk_batch();
             // About two reads a modifier: the list of edges grows once or twice, not by
@@ -207,8 +207,7 @@ impl Sheet {
         let (adds, instances) = std::mem::take(&mut pending.grow);
         if adds + instances > 0 {
             let shape = self.shape_mut();
-            shape.mods.reserve(adds.saturating_sub(shape.free_mods.len()));
-            shape.mod_ids.reserve(adds);
+            shape.mods.reserve(adds);
             // (Not `sources`: a batch's modifiers mostly share a few sources — an object's, a
             // file's — and room for one each would hold megabytes for a large batch.)
             shape.instance_keys.reserve(instances);
@@ -343,7 +342,7 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_modifier(&mut self, id: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        let key = *self.shape.mod_ids.get(id).ok_or_else(|| {
+        let key = self.shape.mods.key_of(id).ok_or_else(|| {
             SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
         })?;
         self.op_unlink(key, pending);
@@ -471,9 +470,7 @@ impl Sheet {
                 }
                 Undo::RemovedModifier(key, m) => {
                     // The key went to the free list last (everything after it has been undone).
-                    if let Some(i) = shape.free_mods.iter().rposition(|k| *k == key) {
-                        shape.free_mods.remove(i);
-                    }
+                    shape.mods.unfree(key);
                     shape.link_modifier(key, m, true);
                 }
                 Undo::AddedInstance(id, reused) => {

@@ -74,10 +74,9 @@ impl Shape {
         let key = self.new_key();
         // One insertion, the common case; a taken id (rare) is put back. (Through `entry`, the
         // map first makes room for one more: 1% more work building the anchor sheet.)
-        if let Some(taken) = self.mod_ids.insert(m.id.clone(), key) {
-            self.mod_ids.insert(m.id.clone(), taken);
+        if self.mods.claim_id(&m.id, key).is_some() {
             // Give the key back, as if nothing happened.
-            self.free_mods.push(key);
+            self.mods.give_back(key);
             self.next_seq -= 1;
             return Err(SolveError::new(
                 codes::DUPLICATE_MODIFIER,
@@ -90,7 +89,7 @@ impl Shape {
         self.index_modifier(key, &m);
         let pos = self.place_in_order(&m);
         self.plan.touch(target);
-        self.mods[key.0 as usize] = Some(m);
+        self.mods.put(key, m);
         self.graph[target].mods.insert(pos, key);
         Ok(key)
     }

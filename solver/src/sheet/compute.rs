@@ -180,15 +180,17 @@ impl Sheet {
     /// it on a sheet that is to be copied many times (a ruleset's starting sheet); it costs at
     /// most one sort of the variables.
     ///
-    /// It also gives the shape's indexes (modifiers by id and by source, instances by key) room
-    /// for as many entries again as they hold: a copy's first structural change copies them with
-    /// the shape, capacity included, and then adds to them without growing them (growing a hash
-    /// table moves every entry).
+    /// It also makes the sheet's modifiers the base its copies share (`ModTable::freeze`: a
+    /// copy's first structural change then copies none of them, only its own go in its
+    /// overlay), and gives the shape's other indexes (modifiers by source, instances by key)
+    /// room for as many entries again as they hold: a copy's first structural change copies
+    /// them with the shape, capacity included, and then adds to them without growing them
+    /// (growing a hash table moves every entry).
     pub fn prepare_to_share(&mut self) {
         self.refresh_plan(true);
         // (A shape shared already is left as it is: reserving would copy it.)
         let Some(shape) = Arc::get_mut(&mut self.shape) else { return };
-        shape.mod_ids.reserve(shape.mod_ids.len());
+        shape.mods.freeze();
         if let Some(sources) = &mut shape.sources {
             sources.reserve(sources.len());
         }
@@ -331,7 +333,7 @@ impl Sheet {
     pub(super) fn compute_number(&self, n: &Node, start: Decimal) -> Slot {
         let mut cur = Num::from_decimal(start);
         for &k in &n.mods {
-            let Some(m) = &self.shape.mods[k.0 as usize] else { continue };
+            let Some(m) = self.shape.mods.get(k) else { continue };
             if let Some(c) = &m.condition {
                 let cx = ModContext { vals: &self.vals, reads: &m.reads, slots: Slots::Nodes(&m.cond_slots) };
                 match c.evaluate(&cx, Some(&Value::Number(cur.to_decimal()))) {
@@ -368,7 +370,7 @@ impl Sheet {
     pub(super) fn compute_any(&self, n: &Node, mut trace: Option<&mut Vec<TraceStep>>) -> Slot {
         let mut cur = self.shape.defaults[n.def.0 as usize].clone();
         for &k in &n.mods {
-            let Some(m) = &self.shape.mods[k.0 as usize] else { continue };
+            let Some(m) = self.shape.mods.get(k) else { continue };
             let condition = match &m.condition {
                 None => None,
                 Some(c) => match c.evaluate(

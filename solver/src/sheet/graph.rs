@@ -19,7 +19,7 @@ impl Shape {
                         continue;
                     }
                     for &k in &self.graph[b].mods {
-                        if let Some(x) = &self.mods[k.0 as usize]
+                        if let Some(x) = self.mods.get(k)
                             && x.reads.iter().any(|(_, n)| *n == a)
                         {
                             modifiers.push(x.id.to_string());

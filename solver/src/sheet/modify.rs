@@ -37,7 +37,7 @@ impl Shape {
         hint: &mut Option<InstanceId>,
         bulk: bool,
     ) -> Result<Arc<Modifier>, SolveError> {
-        if !bulk && self.mod_ids.contains_key(&spec.id) {
+        if !bulk && self.mods.has_id(&spec.id) {
             return Err(SolveError::new(
                 codes::DUPLICATE_MODIFIER,
                 format!("modifier `{}` already exists", spec.id),
@@ -259,13 +259,7 @@ impl Shape {
     /// A key for a new modifier (the last one freed, or a new slot), its sequence number taken.
     pub(super) fn new_key(&mut self) -> ModKey {
         self.next_seq += 1;
-        match self.free_mods.pop() {
-            Some(k) => k,
-            None => {
-                self.mods.push(None);
-                ModKey(self.mods.len() as u32 - 1)
-            }
-        }
+        self.mods.new_key()
     }
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list
@@ -275,7 +269,6 @@ impl Shape {
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
         }
-        self.mod_ids.insert(m.id.clone(), key);
         self.index_modifier(key, &m);
         let pos = self.place_in_order(&m);
         // Last in the list (a new modifier usually is: the latest applies last among equals),
@@ -285,7 +278,7 @@ impl Shape {
         } else {
             self.plan.touch(target);
         }
-        self.mods[key.0 as usize] = Some(m);
+        self.mods.link(key, m);
         self.graph[target].mods.insert(pos, key);
     }
 
@@ -294,9 +287,7 @@ impl Shape {
     pub(super) fn place_in_order(&self, m: &Modifier) -> usize {
         let order = m.order();
         let mods = &self.mods;
-        self.graph[m.target]
-            .mods
-            .partition_point(|k| mods[k.0 as usize].as_ref().is_some_and(|x| x.order() < order))
+        self.graph[m.target].mods.partition_point(|k| mods.get(*k).is_some_and(|x| x.order() < order))
     }
 
     /// Enters modifier `m`, under `key`, in the indexes by source (when that index is built)
@@ -328,7 +319,7 @@ impl Shape {
     pub(super) fn has_source(&self, source: &str) -> bool {
         match &self.sources {
             Some(sources) => sources.get(source).is_some_and(|l| !l.is_empty()),
-            None => self.mods.iter().flatten().any(|m| &*m.source == source),
+            None => self.mods.iter().any(|(_, m)| &*m.source == source),
         }
     }
 
@@ -344,12 +335,8 @@ impl Shape {
         if self.sources.is_some() {
             return;
         }
-        let mut by_seq: Vec<(u64, ModKey, Arc<str>)> = self
-            .mods
-            .iter()
-            .enumerate()
-            .filter_map(|(k, m)| m.as_ref().map(|m| (m.seq, ModKey(k as u32), m.source.clone())))
-            .collect();
+        let mut by_seq: Vec<(u64, ModKey, Arc<str>)> =
+            self.mods.iter().map(|(k, m)| (m.seq, k, m.source.clone())).collect();
         by_seq.sort_unstable_by_key(|&(seq, ..)| seq);
         let mut sources: Map<Arc<str>, Vec<ModKey>> = Map::default();
         for (_, key, source) in by_seq {
@@ -362,7 +349,7 @@ impl Shape {
     /// Detaches a modifier from everything and returns it.
     pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Arc<Modifier> {
         // Keys handed out are live until this function frees them.
-        let m = self.mods[key.0 as usize].take().expect("live modifier");
+        let m = self.mods.unlink(key).expect("live modifier");
         self.plan.touch(m.target);
         self.plan.release(key.0);
         for &(_, read) in m.reads.iter() {
@@ -373,7 +360,6 @@ impl Shape {
         if let Some(list) = self.graph.node_weight_mut(m.target) {
             list.mods.retain(|k| *k != key);
         }
-        self.mod_ids.remove(&m.id);
         if let Some(sources) = &mut self.sources
             && let Some(list) = sources.get_mut(&m.source)
         {
@@ -391,7 +377,6 @@ impl Shape {
                 self.by_instance[i.0 as usize].retain(|k| *k != key);
             }
         }
-        self.free_mods.push(key);
         m
     }
 }

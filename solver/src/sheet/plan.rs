@@ -71,7 +71,7 @@ const COMPACT_STALE_MIN: usize = if cfg!(test) { 8 } else { 1024 };
 /// What the plan is laid out from: the rest of its shape.
 pub(super) struct Source<'a> {
     graph: &'a StableDiGraph<Node, u32>,
-    mods: &'a [Option<Arc<Modifier>>],
+    mods: &'a super::mods::ModTable,
     defaults: &'a [Value],
 }
 
@@ -516,15 +516,15 @@ impl Plan {
         // instructions, plus one fold per modifier): at 8,000 modifiers, doubling these
         // copied about 6% of a sheet's build.
         self.formulas.reserve(sheet.mods.len());
-        self.formula_of.reserve(sheet.mods.len());
+        self.formula_of.reserve(sheet.mods.key_count());
         let (mut reads, mut ops, mut mods) = (0, 0, 0);
-        for m in sheet.mods.iter().flatten() {
+        sheet.mods.for_each(|m| {
             mods += 1;
             if let ModValue::Formula(f) = &m.value {
                 reads += m.value_slots().len();
                 ops += f.int_program().map_or(0, <[IntOp]>::len);
             }
-        }
+        });
         self.reads.reserve(reads);
         self.int_ops.reserve(ops);
         self.steps.reserve(ops + mods);
@@ -558,7 +558,7 @@ impl Plan {
         };
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        for (key, m) in n.mods.iter().filter_map(|k| Some((k.0, sheet.mods[k.0 as usize].as_ref()?))) {
+        for (key, m) in n.mods.iter().filter_map(|k| Some((k.0, sheet.mods.get(*k)?))) {
             if self.push_steps(key, m, &mut scratch).is_none() {
                 start = None;
                 break;

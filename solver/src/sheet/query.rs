@@ -84,7 +84,7 @@ impl Sheet {
         let mut out = Vec::with_capacity(incoming.len());
         // Order the edges as the modifiers read them (the order a trace shows).
         for key in &self.shape.graph[var.0].mods {
-            let Some(m) = self.shape.mods[key.0 as usize].as_ref() else { continue };
+            let Some(m) = self.shape.mods.get(*key) else { continue };
             for &(_, n) in m.reads.iter() {
                 if let Some(i) = incoming.iter().position(|&x| x == n) {
                     out.push(Var(incoming.swap_remove(i)));
@@ -196,12 +196,12 @@ impl Sheet {
 
     /// The ids of every modifier on the sheet.
     pub fn modifier_ids(&self) -> impl Iterator<Item = &str> {
-        self.shape.mod_ids.keys().map(|k| &**k)
+        self.shape.mods.ids().map(|k| &**k)
     }
 
     /// How many modifiers the sheet has.
     pub fn modifier_count(&self) -> usize {
-        self.shape.mod_ids.len()
+        self.shape.mods.len()
     }
 
     /// How a variable got its value, computed by the same code that solves it.

@@ -1,0 +1,292 @@
+//! A shape's modifiers by key and by id: a shared base, and what this shape changed since.
+//!
+//! Every sheet starts as a copy of a compiled one (a ruleset's starting character, the anchor
+//! workload's 8,000 modifiers), and its first structural change copies the shape. Copying the
+//! modifiers as one table meant a reference count up per modifier and a copy of the index by
+//! id (a count up per id) on that first change, and as many down when the copy was dropped:
+//! about a third of copying the anchor workload's shape. Here the modifiers the copy was made
+//! from stay in a *base* shared by `Arc` with every other copy; a copy's own changes are an
+//! overlay beside it:
+//! - modifiers linked since the copy, under keys after the base's, with their own index by id;
+//! - base modifiers unlinked since, one bit each;
+//! - keys freed since, for reuse (only the overlay's: a base key is the base's record).
+//!
+//! [`ModTable::freeze`] folds the overlay into a new base, once, when a sheet is made the
+//! source of copies (`Sheet::prepare_to_share`).
+//!
+//! The invariants:
+//! - a key is live in exactly one place: the base (its bit clear) or the overlay;
+//! - an id is live at most once: in the overlay's index, or in the base's with its key's bit
+//!   clear;
+//! - the base never changes while shared (it is only ever replaced, by `freeze`).
+
+use super::{ModKey, Modifier};
+use crate::Map;
+use std::sync::Arc;
+
+/// The part of a table shared by copies.
+#[derive(Clone, Debug, Default)]
+struct Base {
+    mods: Vec<Option<Arc<Modifier>>>,
+    ids: Map<Arc<str>, ModKey>,
+}
+
+/// A shape's modifiers (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub(super) struct ModTable {
+    base: Arc<Base>,
+    /// Keys `base.mods.len()..`: modifiers linked since the base was made.
+    own: Vec<Option<Arc<Modifier>>>,
+    /// The index by id of the live modifiers in `own`.
+    own_ids: Map<Arc<str>, ModKey>,
+    /// Base keys unlinked since, a bit each (empty until the first).
+    gone: Vec<u64>,
+    /// How many bits of `gone` are set.
+    gone_count: usize,
+    /// Keys of `own` free for reuse, the last freed last.
+    free: Vec<ModKey>,
+}
+
+impl ModTable {
+    fn base_len(&self) -> usize {
+        self.base.mods.len()
+    }
+
+    fn is_gone(&self, k: usize) -> bool {
+        self.gone.get(k / 64).is_some_and(|w| w & (1 << (k % 64)) != 0)
+    }
+
+    /// The live modifier under `key`.
+    #[inline(always)]
+    pub(super) fn get(&self, key: ModKey) -> Option<&Arc<Modifier>> {
+        let k = key.0 as usize;
+        match k.checked_sub(self.base_len()) {
+            None if self.gone_count > 0 && self.is_gone(k) => None,
+            None => self.base.mods.get(k)?.as_ref(),
+            Some(o) => self.own.get(o)?.as_ref(),
+        }
+    }
+
+    /// The key of the live modifier with id `id`.
+    pub(super) fn key_of(&self, id: &str) -> Option<ModKey> {
+        if let Some(&k) = self.own_ids.get(id) {
+            return Some(k);
+        }
+        if self.base.ids.is_empty() {
+            return None;
+        }
+        self.base.ids.get(id).copied().filter(|k| !self.is_gone(k.0 as usize))
+    }
+
+    /// Whether a live modifier has id `id`.
+    pub(super) fn has_id(&self, id: &str) -> bool {
+        self.key_of(id).is_some()
+    }
+
+    /// How many modifiers are live.
+    pub(super) fn len(&self) -> usize {
+        self.base.ids.len() - self.gone_count + self.own_ids.len()
+    }
+
+    /// How many keys there are, live or free (one more than the highest).
+    pub(super) fn key_count(&self) -> usize {
+        self.base_len() + self.own.len()
+    }
+
+    /// Every live modifier with its key, base first, each in key order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (ModKey, &Arc<Modifier>)> {
+        let base = self.base.mods.iter().enumerate().filter(|(k, _)| !self.is_gone(*k));
+        let own = self.own.iter().enumerate().map(|(o, m)| (o + self.base_len(), m));
+        base.chain(own).filter_map(|(k, m)| Some((ModKey(k as u32), m.as_ref()?)))
+    }
+
+    /// Calls `f` with every live modifier, as [`ModTable::iter`] orders them (a plain loop
+    /// over each part: for passes over every modifier).
+    pub(super) fn for_each(&self, mut f: impl FnMut(&Arc<Modifier>)) {
+        for (k, m) in self.base.mods.iter().enumerate() {
+            if let Some(m) = m
+                && (self.gone_count == 0 || !self.is_gone(k))
+            {
+                f(m);
+            }
+        }
+        self.own.iter().flatten().for_each(f);
+    }
+
+    /// The ids of the live modifiers.
+    pub(super) fn ids(&self) -> impl Iterator<Item = &Arc<str>> {
+        let base = self.base.ids.iter().filter(|(_, k)| !self.is_gone(k.0 as usize)).map(|(id, _)| id);
+        base.chain(self.own_ids.keys())
+    }
+
+    /// Room for `adds` more modifiers without growing.
+    pub(super) fn reserve(&mut self, adds: usize) {
+        self.own.reserve(adds.saturating_sub(self.free.len()));
+        self.own_ids.reserve(adds);
+    }
+
+    /// A key for a new modifier: the last one freed, or a new one.
+    pub(super) fn new_key(&mut self) -> ModKey {
+        match self.free.pop() {
+            Some(k) => k,
+            None => {
+                self.own.push(None);
+                ModKey((self.key_count() - 1) as u32)
+            }
+        }
+    }
+
+    /// Takes `key` off the free list, where it went last (a failed batch putting back a
+    /// modifier it removed).
+    pub(super) fn unfree(&mut self, key: ModKey) {
+        if let Some(i) = self.free.iter().rposition(|k| *k == key) {
+            self.free.remove(i);
+        }
+    }
+
+    /// Gives `key` back unused (after [`ModTable::new_key`]).
+    pub(super) fn give_back(&mut self, key: ModKey) {
+        self.free.push(key);
+    }
+
+    /// Enters `m`'s id under `key` (from [`ModTable::new_key`]) unless a live modifier has that
+    /// id; returns that modifier's key then, entering nothing. One hash of the id in the common
+    /// case.
+    pub(super) fn claim_id(&mut self, id: &Arc<str>, key: ModKey) -> Option<ModKey> {
+        if !self.base.ids.is_empty()
+            && let Some(k) = self.key_of(id)
+        {
+            return Some(k);
+        }
+        // One insertion, the common case; a taken id (rare) is put back. (Through `entry`, the
+        // map first makes room for one more: 1% more work building the anchor sheet.)
+        let taken = self.own_ids.insert(id.clone(), key)?;
+        self.own_ids.insert(id.clone(), taken);
+        Some(taken)
+    }
+
+    /// Puts `m` under `key`, its id entered already ([`ModTable::claim_id`]) — or, for a base
+    /// key, the base's own record put back (a failed batch undoing a removal).
+    #[inline]
+    pub(super) fn put(&mut self, key: ModKey, m: Arc<Modifier>) {
+        let k = key.0 as usize;
+        if let Some(slot) = k.checked_sub(self.base_len()).and_then(|o| self.own.get_mut(o)) {
+            *slot = Some(m);
+            return;
+        }
+        self.put_base(key, m);
+    }
+
+    /// [`ModTable::put`] for a base key.
+    fn put_base(&mut self, key: ModKey, m: Arc<Modifier>) {
+        let k = key.0 as usize;
+        match k.checked_sub(self.base_len()) {
+            Some(_) => {}
+            None if self.base.mods.get(k).and_then(Option::as_ref).is_some_and(|b| Arc::ptr_eq(b, &m)) => {
+                if let Some(w) = self.gone.get_mut(k / 64)
+                    && *w & (1 << (k % 64)) != 0
+                {
+                    *w &= !(1 << (k % 64));
+                    self.gone_count -= 1;
+                }
+            }
+            None => {
+                // Another record under a base key: never done (base keys are not reused), but
+                // kept correct by making the whole table the overlay's.
+                self.thaw();
+                self.put(key, m);
+            }
+        }
+    }
+
+    /// Links `m` under `key` with its id: [`ModTable::claim_id`] and [`ModTable::put`] (the
+    /// caller has checked the id is free).
+    pub(super) fn link(&mut self, key: ModKey, m: Arc<Modifier>) {
+        if (key.0 as usize) >= self.base_len() {
+            self.own_ids.insert(m.id.clone(), key);
+        }
+        self.put(key, m);
+    }
+
+    /// Unlinks the modifier under `key` and returns it; its key is freed (an overlay key for
+    /// reuse; a base key is marked gone).
+    pub(super) fn unlink(&mut self, key: ModKey) -> Option<Arc<Modifier>> {
+        let k = key.0 as usize;
+        match k.checked_sub(self.base_len()) {
+            Some(o) => {
+                let m = self.own.get_mut(o)?.take()?;
+                self.own_ids.remove(&m.id);
+                self.free.push(key);
+                Some(m)
+            }
+            None => {
+                if self.is_gone(k) {
+                    return None;
+                }
+                let m = self.base.mods.get(k)?.clone()?;
+                if self.gone.is_empty() {
+                    self.gone = vec![0; self.base_len().div_ceil(64)];
+                }
+                if let Some(w) = self.gone.get_mut(k / 64) {
+                    *w |= 1 << (k % 64);
+                    self.gone_count += 1;
+                }
+                Some(m)
+            }
+        }
+    }
+
+    /// Folds the overlay into a new base shared by the copies made from now on. Keys do not
+    /// change: the base's gone records become empty slots, the overlay's follow. O(modifiers),
+    /// once; a no-op when there is no overlay.
+    pub(super) fn freeze(&mut self) {
+        if self.own.is_empty() && self.gone_count == 0 && self.free.is_empty() {
+            return;
+        }
+        let mut base = std::mem::take(&mut self.base);
+        let b = Arc::make_mut(&mut base);
+        for (w, bits) in self.gone.iter().enumerate() {
+            for bit in 0..64 {
+                if bits & (1 << bit) != 0 {
+                    let k = w * 64 + bit;
+                    if let Some(Some(m)) = b.mods.get(k) {
+                        b.ids.remove(&m.id);
+                    }
+                    if let Some(slot) = b.mods.get_mut(k) {
+                        *slot = None;
+                    }
+                }
+            }
+        }
+        b.ids.reserve(self.own_ids.len());
+        b.ids.extend(self.own_ids.drain());
+        b.mods.append(&mut self.own);
+        self.base = base;
+        self.gone = Vec::new();
+        self.gone_count = 0;
+        // Freed overlay keys are now empty base slots: not reused (a base key is never
+        // reused), so the table keeps them as holes until the next freeze drops nothing;
+        // they are few (what was removed before the sheet was shared).
+        self.free.clear();
+    }
+
+    /// Makes every record the overlay's (the base empty).
+    fn thaw(&mut self) {
+        let base = std::mem::take(&mut self.base);
+        let mut own: Vec<Option<Arc<Modifier>>> = Vec::with_capacity(base.mods.len() + self.own.len());
+        let mut ids = Map::default();
+        for (k, m) in base.mods.iter().enumerate() {
+            let m = m.clone().filter(|_| !self.is_gone(k));
+            if let Some(m) = &m {
+                ids.insert(m.id.clone(), ModKey(k as u32));
+            }
+            own.push(m);
+        }
+        own.append(&mut self.own);
+        ids.extend(self.own_ids.drain());
+        self.own = own;
+        self.own_ids = ids;
+        self.gone = Vec::new();
+        self.gone_count = 0;
+    }
+}
