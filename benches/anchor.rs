@@ -98,10 +98,13 @@ fn first_solve(b: &mut criterion::Bencher<'_>, sheet: &mut solver::Sheet, touch:
 }
 
 /// A sheet from the compiled ruleset: a copy of the built sheet shares its shape (variables,
-/// modifiers, graph, plan) and allocates only its values; then one plan run solves it.
+/// modifiers, graph, plan) and allocates only its values; then one plan run solves it. And a
+/// copy's first structural change, which copies the shape but not its modifiers (the copy's
+/// own go in its overlay), dropped with the copy.
 fn bench_compiled(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     sheet: &mut solver::Sheet,
+    touch: &solver::ModifierSpec,
 ) {
     sheet.prepare_to_share();
     let compiled = sheet.clone();
@@ -110,6 +113,13 @@ fn bench_compiled(
         b.iter_with_large_drop(|| {
             let mut s = black_box(&compiled).clone();
             s.solve_all();
+            s
+        })
+    });
+    g.bench_function("first_change_of_a_copy", |b| {
+        b.iter_with_large_drop(|| {
+            let mut s = black_box(&compiled).clone();
+            s.add_modifier(touch).expect("adds");
             s
         })
     });
@@ -193,7 +203,7 @@ fn bench_anchor(c: &mut Criterion) {
                 BatchSize::LargeInput,
             )
         });
-        bench_compiled(&mut g, &mut sheet);
+        bench_compiled(&mut g, &mut sheet, &touch);
         bench_changes(&mut g, &mut sheet, &w, "");
         if vars == 2_000 {
             bench_one_by_one(&mut g, &rules, &ops);

@@ -105,7 +105,10 @@ impl Dependents {
             return;
         }
         let at = self.targets.len();
-        self.targets.extend_from_within(r.at as usize..(r.at + r.len) as usize);
+        // (A new list has nothing to copy: most lists are new when a sheet is built.)
+        if r.len > 0 {
+            self.targets.extend_from_within(r.at as usize..(r.at + r.len) as usize);
+        }
         self.targets.resize(at + cap, 0);
         self.runs[i] = Run { at: at as u32, len: r.len, cap: cap as u32 };
     }
