@@ -217,6 +217,13 @@ impl State {
     }
 
     fn instances_mut(&mut self) -> &mut Vec<Inst> {
+        // Copied with room for the instances the change is about to add (a copy of exactly
+        // this length would move on the first push).
+        if Arc::get_mut(&mut self.instances).is_none() {
+            let mut room = Vec::with_capacity(self.instances.len() + self.instances.len() / 8 + 8);
+            room.extend_from_slice(&self.instances);
+            self.instances = Arc::new(room);
+        }
         Arc::make_mut(&mut self.instances)
     }
 

@@ -367,7 +367,6 @@ pub struct Sheet {
 /// Everything about a sheet but its values: what sheets copied from one another share (see
 /// [`Sheet`]). It changes only through `Arc::make_mut`, so a change never shows in another
 /// sheet.
-#[derive(Clone)]
 struct Shape {
     rules: Arc<Rules>,
     graph: StableDiGraph<Node, u32>,
@@ -395,6 +394,27 @@ struct Shape {
     defaults: Arc<[Value]>,
     /// The plan every evaluation goes through.
     plan: plan::Plan,
+}
+
+/// A shape is copied for a structural change (`Arc::make_mut`), which then adds to it: its
+/// tables by instance are copied with room to grow (`plan::with_room`), as the plan's are.
+impl Clone for Shape {
+    fn clone(&self) -> Shape {
+        Shape {
+            rules: self.rules.clone(),
+            graph: self.graph.clone(),
+            instances: plan::with_room(&self.instances),
+            instance_keys: self.instance_keys.clone(),
+            mods: self.mods.clone(),
+            sources: self.sources.clone(),
+            empty_sources: self.empty_sources,
+            by_instance: plan::with_room(&self.by_instance),
+            free_instances: self.free_instances.clone(),
+            next_seq: self.next_seq,
+            defaults: self.defaults.clone(),
+            plan: self.plan.clone(),
+        }
+    }
 }
 
 /// The modifier's formulas read variables through this context.

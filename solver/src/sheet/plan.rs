@@ -85,7 +85,7 @@ impl Shape {
 
 /// The plan of a sheet (see the module docs). Every per-variable vector is indexed by the
 /// variable's node index.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(super) struct Plan {
     vars: Vec<PlanVar>,
     /// Entries' steps, variable after variable (with garbage between).
@@ -352,6 +352,44 @@ impl EvalContext for PlanContext<'_> {
     fn num_at(&self, slot: usize) -> Option<Option<Num>> {
         let pos = *self.reads.get(slot)?;
         Some(self.values.num(pos as usize))
+    }
+}
+
+/// A copy of `v` with room to grow: a copy of a shape is made for a structural change, which
+/// then adds to these arrays, and a copy of exactly their length would move them all again on
+/// its first addition (on a Starfinder character, growing the copied arrays was a fifth of
+/// adding a race and an armor).
+pub(super) fn with_room<T: Clone>(v: &[T]) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len() + v.len() / 8 + 16);
+    out.extend_from_slice(v);
+    out
+}
+
+/// Copied as a shape's first structural change copies it: the arrays it adds to get room
+/// ([`with_room`]); the scratch starts empty.
+impl Clone for Plan {
+    fn clone(&self) -> Plan {
+        Plan {
+            vars: with_room(&self.vars),
+            steps: with_room(&self.steps),
+            decimals: self.decimals.clone(),
+            formulas: with_room(&self.formulas),
+            formula_of: with_room(&self.formula_of),
+            free_formulas: self.free_formulas.clone(),
+            reads: with_room(&self.reads),
+            int_ops: with_room(&self.int_ops),
+            garbage: self.garbage,
+            scratch: Vec::new(),
+            stale: self.stale.clone(),
+            order: self.order.clone(),
+            order_stale: self.order_stale,
+            #[cfg(test)]
+            compactions: self.compactions,
+            level: with_room(&self.level),
+            succ: self.succ.clone(),
+            native: self.native.clone(),
+            native_ok: with_room(&self.native_ok),
+        }
     }
 }
 

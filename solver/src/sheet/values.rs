@@ -48,7 +48,9 @@ impl Clone for Values {
     /// empty in the copy, which allocates its own when it first needs them.
     fn clone(&self) -> Values {
         Values {
-            ints: self.ints.clone(),
+            // Room to grow: a copy of a sheet is usually made to change it (a new character
+            // from a ruleset's starting one), and new instances add variables.
+            ints: super::plan::with_room(&self.ints),
             other: self.other.clone(),
             queued: self.queued.clone(),
             buckets: Vec::new(),

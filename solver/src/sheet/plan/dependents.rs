@@ -19,12 +19,23 @@ struct Run {
 }
 
 /// Each variable's dependents (see the module docs), by node index.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(in crate::sheet) struct Dependents {
     runs: Vec<Run>,
     targets: Vec<u32>,
     /// Elements of `targets` in no run's room.
     garbage: usize,
+}
+
+/// Copied with room to grow (see `plan::with_room`).
+impl Clone for Dependents {
+    fn clone(&self) -> Dependents {
+        Dependents {
+            runs: super::with_room(&self.runs),
+            targets: super::with_room(&self.targets),
+            garbage: self.garbage,
+        }
+    }
 }
 
 impl Dependents {
