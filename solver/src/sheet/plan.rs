@@ -824,6 +824,11 @@ impl Plan {
         self.run_num(vals, start, steps)
     }
 
+    /// How many variable slots the plan has (one more than the highest node index).
+    pub(super) fn variable_slots(&self) -> usize {
+        self.vars.len()
+    }
+
     /// Whether the plan is up to date: no entry is stale and, with `order`, the full solve's
     /// order is sorted.
     pub(super) fn is_fresh(&self, order: bool) -> bool {
