@@ -72,8 +72,7 @@ impl Shape {
         edges: &mut Vec<u64>,
     ) -> Result<ModKey, SolveError> {
         let key = self.new_key();
-        // One insertion, the common case; a taken id (rare) is put back. (Through `entry`, the
-        // map first makes room for one more: 1% more work building the anchor sheet.)
+        // One insertion into the index by id, which also finds a taken id (`claim_id`).
         if self.mods.claim_id(&m.id, key).is_some() {
             // Give the key back, as if nothing happened.
             self.mods.give_back(key);

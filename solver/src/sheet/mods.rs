@@ -36,7 +36,7 @@ struct Base {
 pub(super) struct ModTable {
     base: Arc<Base>,
     /// `base.mods.len()`, kept here: every lookup by key compares with it, and reading it
-    /// through the `Arc` was one more load on each (2% of building the anchor sheet).
+    /// through the `Arc` was one more dependent load on each.
     base_len: usize,
     /// Keys `base.mods.len()..`: modifiers linked since the base was made.
     own: Vec<Option<Arc<Modifier>>>,
@@ -269,9 +269,8 @@ impl ModTable {
         self.base = base;
         self.gone = Vec::new();
         self.gone_count = 0;
-        // Freed overlay keys are now empty base slots: not reused (a base key is never
-        // reused), so the table keeps them as holes until the next freeze drops nothing;
-        // they are few (what was removed before the sheet was shared).
+        // Freed overlay keys are now empty base slots, which stay holes (a base key is never
+        // reused). They are few: what was removed before the sheet was made a source.
         self.free.clear();
     }
 
