@@ -64,14 +64,24 @@ impl ModTable {
     #[inline(always)]
     pub(super) fn get(&self, key: ModKey) -> Option<&Arc<Modifier>> {
         let k = key.0 as usize;
-        match k.checked_sub(self.base_len()) {
-            None if self.gone_count > 0 && self.is_gone(k) => None,
-            None => self.base.mods.get(k)?.as_ref(),
-            Some(o) => self.own.get(o)?.as_ref(),
+        // One bounds check finds an overlay key (a base key wraps past the end).
+        match self.own.get(k.wrapping_sub(self.base_len)) {
+            Some(m) => m.as_ref(),
+            None => self.get_base(k),
         }
     }
 
+    /// [`ModTable::get`] for a key that is not the overlay's.
+    #[inline(never)]
+    fn get_base(&self, k: usize) -> Option<&Arc<Modifier>> {
+        if k >= self.base_len || (self.gone_count > 0 && self.is_gone(k)) {
+            return None;
+        }
+        self.base.mods.get(k)?.as_ref()
+    }
+
     /// The key of the live modifier with id `id`.
+    #[inline]
     pub(super) fn key_of(&self, id: &str) -> Option<ModKey> {
         if let Some(&k) = self.own_ids.get(id) {
             return Some(k);

@@ -48,8 +48,10 @@ impl Dependents {
     #[inline(always)]
     pub(in crate::sheet) fn of(&self, i: usize) -> &[u32] {
         match self.runs.get(i) {
-            Some(r) => self.targets.get(r.at as usize..(r.at + r.len) as usize).unwrap_or_default(),
-            None => &[],
+            Some(r) if r.len > 0 => {
+                self.targets.get(r.at as usize..(r.at + r.len) as usize).unwrap_or_default()
+            }
+            _ => &[],
         }
     }
 
