@@ -408,7 +408,13 @@ impl Clone for Shape {
             mods: self.mods.clone(),
             sources: self.sources.clone(),
             empty_sources: self.empty_sources,
-            by_instance: plan::with_room(&self.by_instance),
+            by_instance: {
+                // Each list as one block copy (`from_slice` of `Copy` keys, not `SmallVec`'s
+                // element-by-element `Clone`), with room for more instances.
+                let mut lists = Vec::with_capacity(self.by_instance.len() + self.by_instance.len() / 8 + 16);
+                lists.extend(self.by_instance.iter().map(|l| ModList::from_slice(l)));
+                lists
+            },
             free_instances: self.free_instances.clone(),
             next_seq: self.next_seq,
             defaults: self.defaults.clone(),
