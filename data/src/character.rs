@@ -18,7 +18,7 @@ use crate::Map;
 use crate::draft::Presence;
 use crate::ruleset::{Kind, ModTemplate, ObjectId, Ruleset, Select};
 use formula::{Format, Value};
-use solver::{ModKind, ModifierSpec, Operation, Report, ScopeId, Sheet, SolveError, Target, VarDefId};
+use solver::{ModKind, ModifierSpec, Operation, Report, ScopeId, Sheet, SolveError, Step, Target, VarDefId};
 use std::fmt;
 use std::sync::Arc;
 
@@ -276,25 +276,22 @@ impl Character {
     /// A new character built from the ruleset: global modifiers, then the objects always
     /// present, in one batch.
     fn build(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {
-        let sheet = Sheet::new(ruleset.rules().clone());
+        let sheet = Sheet::with_catalog(ruleset.catalog().clone());
         let mut c = Character { ruleset, sheet, state: State::default() };
         let mut ops = Vec::new();
         for (k, m) in c.ruleset.global_modifiers().iter().enumerate() {
-            ops.push(Operation::AddModifier(spec(
-                m,
-                &id_of(&["global:", itoa::Buffer::new().format(k + 1)]),
-                None,
-            )));
+            ops.push(template(m, &id_of(&["global:", itoa::Buffer::new().format(k + 1)]), None));
         }
         let always: Vec<ObjectId> = (0..c.ruleset.objects().len() as u32)
             .map(ObjectId)
             .filter(|&o| c.ruleset.kind_def(c.ruleset.object(o).kind).presence == Presence::Always)
             .collect();
+        let mut edit = Edit { r: &c.ruleset, state: &mut c.state };
         for o in always {
-            let key = c.ruleset.object(o).key.clone();
-            c.activate(o, key, None, true, &mut ops)?;
+            let key = edit.r.object(o).key.clone();
+            edit.activate(o, key, None, true, &mut ops)?;
         }
-        c.sheet.apply(&ops).map_err(|e| SheetError {
+        c.sheet.apply_steps(&ops).map_err(|e| SheetError {
             index: 0,
             code: SheetCode::Solver(e.error.code),
             message: format!("setting up the sheet: {}", e.error.message),
@@ -339,15 +336,16 @@ impl Character {
         let saved = self.state.clone();
         let mut solver_ops = Vec::new();
         let mut owner = Vec::new();
+        let mut edit = Edit { r: &self.ruleset, state: &mut self.state };
         for (i, op) in ops.iter().enumerate() {
-            if let Err(mut e) = self.translate(op, &mut solver_ops) {
+            if let Err(mut e) = edit.translate(op, &mut solver_ops) {
                 self.state = saved;
                 e.index = i;
                 return Err(e);
             }
             owner.resize(solver_ops.len(), i);
         }
-        self.sheet.apply(&solver_ops).map_err(|e| {
+        self.sheet.apply_steps(&solver_ops).map_err(|e| {
             self.state = saved;
             SheetError {
                 index: owner.get(e.index).copied().unwrap_or(0),
@@ -357,8 +355,21 @@ impl Character {
             }
         })
     }
+}
 
-    fn translate(&mut self, op: &SheetOp, ops: &mut Vec<Operation>) -> Result<(), SheetError> {
+/// A batch being translated: the ruleset, read, and the character's bookkeeping, changed.
+///
+/// The ruleset is borrowed, not counted: every character of a ruleset shares its reference
+/// count, and a count taken and dropped for each object added made every thread solving
+/// characters of one ruleset write the same cache line (SolveBatch on two cores ran at half the
+/// speed of two processes).
+struct Edit<'a> {
+    r: &'a Ruleset,
+    state: &'a mut State,
+}
+
+impl Edit<'_> {
+    fn translate(&mut self, op: &SheetOp, ops: &mut Vec<Step>) -> Result<(), SheetError> {
         match op {
             SheetOp::AddObject { kind, key, id, parent } => {
                 self.add_object(kind, key, id.as_deref(), parent.as_deref(), ops)
@@ -367,8 +378,8 @@ impl Character {
                 let Some(a) = self.state.active.get(id.as_str()) else {
                     return Err(err(codes::UNKNOWN_ID, format!("there is no object `{id}` on this sheet")));
                 };
-                let o = self.ruleset.object(a.object);
-                let kind = self.ruleset.kind_def(o.kind);
+                let o = self.r.object(a.object);
+                let kind = self.r.kind_def(o.kind);
                 if kind.presence == Presence::Always {
                     return Err(err(
                         codes::NOT_REMOVABLE,
@@ -411,7 +422,7 @@ impl Character {
                     }
                     _ => {}
                 }
-                ops.push(op.clone());
+                ops.push(Step::Op(op.clone()));
                 Ok(())
             }
         }
@@ -423,9 +434,9 @@ impl Character {
         key: &str,
         id: Option<&str>,
         parent: Option<&str>,
-        ops: &mut Vec<Operation>,
+        ops: &mut Vec<Step>,
     ) -> Result<(), SheetError> {
-        let r = self.ruleset.clone();
+        let r = self.r;
         let Some(k) = r.kind(kind) else {
             let known: Vec<&str> = r.kinds().iter().map(|k| &*k.name).collect();
             return Err(err(
@@ -483,7 +494,7 @@ impl Character {
         key: &str,
         parent: Option<&str>,
     ) -> Result<Option<Arc<str>>, SheetError> {
-        let r = &self.ruleset;
+        let r = self.r;
         let rules = r.rules();
         let scope_parent = rules.scope_def(kdef.scope).parent;
         let parent = if kdef.attach || scope_parent != Some(rules.global()) && kdef.scope != rules.global() {
@@ -537,9 +548,9 @@ impl Character {
         id: Arc<str>,
         parent: Option<Arc<str>>,
         listed: bool,
-        ops: &mut Vec<Operation>,
+        ops: &mut Vec<Step>,
     ) -> Result<(), SheetError> {
-        let r = self.ruleset.clone();
+        let r = self.r;
         let o = r.object(object);
         let kdef = r.kind_def(o.kind);
         // Room for the object's modifiers at once (an object has a few to a dozen), rather
@@ -550,13 +561,13 @@ impl Character {
         let mut mods = Vec::with_capacity(count);
         for (k, m) in o.modify.iter().enumerate() {
             let mid = id_of(&[&id, ":", itoa::Buffer::new().format(k + 1)]);
-            ops.push(Operation::AddModifier(spec(m, &mid, home.as_ref())));
+            ops.push(template(m, &mid, home.as_ref()));
             mods.push((mid, home.clone()));
         }
         for (k, (n, m)) in o.parts.iter().enumerate() {
             let on: Arc<str> = id_of(&[&id, "#", itoa::Buffer::new().format(*n)]);
             let mid = id_of(&[&on, ":", itoa::Buffer::new().format(k + 1)]);
-            ops.push(Operation::AddModifier(spec(m, &mid, Some(&on))));
+            ops.push(template(m, &mid, Some(&on)));
             mods.push((mid, Some(on)));
         }
         let seq = self.state.next_seq;
@@ -595,9 +606,9 @@ impl Character {
         object: ObjectId,
         id: &Arc<str>,
         parent: Option<&Arc<str>>,
-        ops: &mut Vec<Operation>,
+        ops: &mut Vec<Step>,
     ) -> (Option<Arc<str>>, Option<Arc<str>>, Vec<usize>) {
-        let r = self.ruleset.clone();
+        let r = self.r;
         let o = r.object(object);
         let kdef = r.kind_def(o.kind);
         let rules = r.rules();
@@ -608,21 +619,21 @@ impl Character {
         if kdef.scope == rules.global() {
             return (None, None, new_instances);
         }
-        ops.push(Operation::AddInstance {
+        ops.push(Step::Op(Operation::AddInstance {
             key: id.to_string(),
             scope: rules.scope_def(kdef.scope).name.to_string(),
             parent: parent.map(|p| p.to_string()),
-        });
+        }));
         new_instances.push(self.state.instances.len());
         self.state.instances_mut().push(Inst { id: id.clone(), scope: kdef.scope, object });
         if let Some(ps) = kdef.parts {
             for n in 1..=o.part_count {
                 let pid: Arc<str> = id_of(&[id, "#", itoa::Buffer::new().format(n)]);
-                ops.push(Operation::AddInstance {
+                ops.push(Step::Op(Operation::AddInstance {
                     key: pid.to_string(),
                     scope: rules.scope_def(ps).name.to_string(),
                     parent: Some(id.to_string()),
-                });
+                }));
                 new_instances.push(self.state.instances.len());
                 self.state.instances_mut().push(Inst { id: pid, scope: ps, object });
             }
@@ -631,8 +642,8 @@ impl Character {
     }
 
     /// Grants: dynamic objects, with their key as id, shared by every object granting them.
-    fn grant(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Operation>) -> Result<(), SheetError> {
-        let r = self.ruleset.clone();
+    fn grant(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Step>) -> Result<(), SheetError> {
+        let r = self.r;
         for &g in &r.object(object).grants {
             let gid = r.object(g).key.clone();
             match self.state.object_mut(&gid) {
@@ -652,14 +663,14 @@ impl Character {
     }
 
     /// This object's MODIFYOTHER reaches every matching instance, including its own grants'.
-    fn reach(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Operation>) {
-        let r = self.ruleset.clone();
+    fn reach(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Step>) {
+        let r = self.r;
         let mut reach = Vec::new();
         for (k, om) in r.object(object).other.iter().enumerate() {
             for inst in self.state.instances.iter() {
                 if inst.scope == om.scope && self.matches(&om.select, inst.object) {
                     let mid = id_of(&[id, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
-                    ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
+                    ops.push(template(&om.m, &mid, Some(&inst.id)));
                     reach.push((mid, Some(inst.id.clone())));
                 }
             }
@@ -671,8 +682,8 @@ impl Character {
     }
 
     /// Other objects' MODIFYOTHER reach the new instances, in the order those objects came.
-    fn reached_by_others(&mut self, id: &Arc<str>, new_instances: &[usize], ops: &mut Vec<Operation>) {
-        let r = self.ruleset.clone();
+    fn reached_by_others(&mut self, id: &Arc<str>, new_instances: &[usize], ops: &mut Vec<Step>) {
+        let r = self.r;
         let mut others: Vec<(u64, Arc<str>)> = self
             .state
             .active
@@ -689,7 +700,7 @@ impl Character {
                 for (k, om) in oo.other.iter().enumerate() {
                     if inst.scope == om.scope && self.matches(&om.select, inst.object) {
                         let mid = id_of(&[&other, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
-                        ops.push(Operation::AddModifier(spec(&om.m, &mid, Some(&inst.id))));
+                        ops.push(template(&om.m, &mid, Some(&inst.id)));
                         added.push((mid, Some(inst.id.clone())));
                     }
                 }
@@ -713,7 +724,7 @@ impl Character {
     }
 
     fn matches(&self, select: &Select, object: ObjectId) -> bool {
-        let o = self.ruleset.object(object);
+        let o = self.r.object(object);
         match select {
             Select::All => true,
             Select::Key(k) => *o.folded_key == **k,
@@ -722,13 +733,13 @@ impl Character {
     }
 
     /// Takes object `id` off the sheet, with its attached objects and the grants only it held.
-    fn deactivate(&mut self, id: &Arc<str>, ops: &mut Vec<Operation>) {
+    fn deactivate(&mut self, id: &Arc<str>, ops: &mut Vec<Step>) {
         let Some(a) = self.state.active_mut().remove(id) else { return };
         for c in &a.children {
             self.deactivate(c, ops);
         }
         for (m, _) in &a.mods {
-            ops.push(Operation::RemoveModifier(m.to_string()));
+            ops.push(Step::Op(Operation::RemoveModifier(m.to_string())));
         }
         if let Some(owner) = &a.attached_to
             && let Some(p) = self.state.object_mut(owner)
@@ -748,7 +759,7 @@ impl Character {
             }
         }
         if let Some(inst) = &a.instance {
-            ops.push(Operation::RemoveInstance(inst.to_string()));
+            ops.push(Step::Op(Operation::RemoveInstance(inst.to_string())));
             let prefix = format!("{inst}#");
             let gone = |i: &str| i == &**inst || i.starts_with(&prefix);
             self.state.instances_mut().retain(|i| !gone(&i.id));
@@ -777,9 +788,9 @@ impl Character {
         channel: &str,
         on: Option<&str>,
         value: &Value,
-        ops: &mut Vec<Operation>,
+        ops: &mut Vec<Step>,
     ) -> Result<(), SheetError> {
-        let r = self.ruleset.clone();
+        let r = self.r;
         let rules = r.rules();
         let scope = match on {
             None => rules.global(),
@@ -809,10 +820,10 @@ impl Character {
         let on: Option<Arc<str>> = on.map(Arc::from);
         let mid: Arc<str> = id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]);
         if self.state.inputs_mut().insert((on.clone(), def), mid.clone()).is_some() {
-            ops.push(Operation::RemoveModifier(mid.to_string()));
+            ops.push(Step::Op(Operation::RemoveModifier(mid.to_string())));
         }
         let text: Arc<str> = Arc::from(literal_text(&v));
-        ops.push(Operation::AddModifier(ModifierSpec {
+        ops.push(Step::Op(Operation::AddModifier(ModifierSpec {
             id: mid,
             var: Target::Def(def),
             on: on.clone(),
@@ -822,7 +833,7 @@ impl Character {
             priority: 0,
             source: Arc::from("input"),
             condition: None,
-        }));
+        })));
         Ok(())
     }
 }
@@ -845,20 +856,10 @@ fn literal_text(v: &Value) -> String {
     }
 }
 
-/// The solver modifier for template `m` with id `id`, on and from instance `on`: the variable
-/// and type as the ruleset resolved them, the value as it compiled it.
-fn spec(m: &ModTemplate, id: &Arc<str>, on: Option<&Arc<str>>) -> ModifierSpec {
-    ModifierSpec {
-        id: id.clone(),
-        var: Target::Def(m.def),
-        on: on.cloned(),
-        from: on.cloned(),
-        kind: m.kind,
-        value: m.value.clone(),
-        priority: m.priority,
-        source: m.source.clone(),
-        condition: m.condition.clone(),
-    }
+/// The solver step linking template `m` of the ruleset's catalog as modifier `id`, on and from
+/// instance `on`: an index, an id and an instance, nothing of the template copied or counted.
+fn template(m: &ModTemplate, id: &Arc<str>, on: Option<&Arc<str>>) -> Step {
+    Step::Template { id: id.clone(), template: m.template, on: on.cloned() }
 }
 
 /// The id made of `parts` (`sword1:2`, `input:PC:Rolled`), built without the formatting

@@ -44,6 +44,9 @@ pub struct Kind {
 /// compiled or parsed.
 #[derive(Clone, Debug)]
 pub struct ModTemplate {
+    /// The template in the ruleset's catalog: what a character links (the fields below are
+    /// what it was made from).
+    pub template: solver::TemplateId,
     /// The variable's declared name.
     pub var: Arc<str>,
     pub def: VarDefId,
@@ -116,8 +119,15 @@ pub struct Summary {
 }
 
 /// A compiled ruleset. Immutable, `Send + Sync`, shared by every sheet that uses it.
+///
+/// Aligned to 128 bytes, so that in its `Arc` the reference counts (which every character
+/// made and dropped changes) are not on the cache line of the fields every character reads.
+#[repr(align(128))]
 pub struct Ruleset {
     rules: Arc<Rules>,
+    /// Every modifier template of its objects and global modifiers, checked once; each
+    /// character's sheet links them by index.
+    catalog: Arc<solver::Catalog>,
     kinds: Vec<Kind>,
     kind_names: Map<String, KindId>,
     objects: Vec<Object>,
@@ -149,6 +159,11 @@ impl Ruleset {
     /// The solver rules: scopes, variables, defaults, functions, formats.
     pub fn rules(&self) -> &Arc<Rules> {
         &self.rules
+    }
+
+    /// The modifier templates every character links (see [`ModTemplate::template`]).
+    pub fn catalog(&self) -> &Arc<solver::Catalog> {
+        &self.catalog
     }
 
     /// The object kinds.

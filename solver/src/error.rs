@@ -72,6 +72,8 @@ pub enum Code {
     Formula,
     BadDefault,
     BadFunction,
+    /// A template index that the sheet's catalog does not have (or a sheet made without one).
+    UnknownTemplate,
 }
 
 impl Code {
@@ -96,6 +98,7 @@ impl Code {
             Code::Formula => "solver.formula",
             Code::BadDefault => "solver.bad_default",
             Code::BadFunction => "solver.bad_function",
+            Code::UnknownTemplate => "solver.unknown_template",
         }
     }
 }
@@ -127,4 +130,5 @@ pub mod codes {
     pub const FORMULA: Code = Code::Formula;
     pub const BAD_DEFAULT: Code = Code::BadDefault;
     pub const BAD_FUNCTION: Code = Code::BadFunction;
+    pub const UNKNOWN_TEMPLATE: Code = Code::UnknownTemplate;
 }

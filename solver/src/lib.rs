@@ -13,6 +13,9 @@
 //!   A sheet's structure (its *shape*) is held by `Arc` and shared by its copies until one
 //!   changes it; its values are its own, so a sheet copied from a built one (a ruleset's
 //!   compiled starting sheet) costs its values only.
+//! - [`Catalog`]: a ruleset's modifier templates, checked once and linked by index
+//!   ([`Step::Template`], [`Sheet::apply_steps`]) into every sheet made with it, the linked
+//!   modifier holding no reference count on the template's formulas or texts.
 //! - Incremental recomputation: after each mutation, exactly the affected variables are
 //!   recomputed in topological order, each at most once, stopping where a value is unchanged.
 //! - Native code: [`Sheet::compile_native`] compiles a sheet's plan to machine code with
@@ -26,7 +29,8 @@
 //! those into instances and modifiers. It does not persist or serve anything.
 //!
 //! ## Main types
-//! [`Rules`], [`Sheet`], [`ModifierSpec`], [`Report`] and [`Change`], [`Trace`], [`SolveError`].
+//! [`Rules`], [`Catalog`], [`Sheet`], [`ModifierSpec`] and [`Step`], [`Report`] and [`Change`],
+//! [`Trace`], [`SolveError`].
 
 /// Hash maps keyed by names and ids: foldhash is several times faster than SipHash on short
 /// keys and still seeded per map.
@@ -41,8 +45,8 @@ pub use error::{Code, SolveError, codes};
 pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec, Target, is_literal};
 pub use rules::{InstructionError, Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId};
 pub use sheet::{
-    BatchError, Change, InstanceId, Operation, Report, Sheet, Slot, Trace, TraceStep, ValueError, Var,
-    VarRef, full_name,
+    BatchError, Catalog, Change, InstanceId, Operation, Report, Sheet, Slot, Step, TemplateId, TemplateSpec,
+    Trace, TraceStep, ValueError, Var, VarRef, full_name,
 };
 
 #[cfg(test)]

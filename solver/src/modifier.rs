@@ -161,6 +161,14 @@ impl Instruction {
             Instruction::Literal(_, t) => t,
         }
     }
+
+    /// The text as written, shared.
+    pub fn text_arc(&self) -> Arc<str> {
+        match self {
+            Instruction::Compiled(f) => f.text_arc().clone(),
+            Instruction::Text(t) | Instruction::Literal(_, t) => t.clone(),
+        }
+    }
 }
 
 impl From<&str> for Instruction {

@@ -255,6 +255,12 @@ fn unknown_scope(name: &str, scopes: &[ScopeDef]) -> SolveError {
 }
 
 /// Compiled, immutable rules shared by every sheet.
+///
+/// Aligned to 128 bytes (a cache line pair, what the processor prefetches together), so that
+/// in its `Arc` the reference counts are not on the cache lines of the fields sheets read:
+/// every sheet copied takes a count and gives it back when dropped, and with the counts beside
+/// the fields, each of those writes made every other thread's next read of the rules a miss.
+#[repr(align(128))]
 pub struct Rules {
     scopes: Vec<ScopeDef>,
     scope_names: Map<String, ScopeId>,

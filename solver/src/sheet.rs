@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 mod batch;
 mod bulk;
+mod catalog;
 mod compute;
 mod graph;
 mod modify;
@@ -27,9 +28,11 @@ mod plan;
 mod query;
 mod values;
 
-pub use batch::{BatchError, Operation};
+pub use batch::{BatchError, Operation, Step};
 #[cfg(test)]
 pub(crate) use bulk::bulk_batches;
+use catalog::Body;
+pub use catalog::{Catalog, TemplateId, TemplateSpec};
 pub use query::Var;
 
 /// A scope instance in a sheet.
@@ -279,14 +282,12 @@ type ModList = smallvec::SmallVec<[ModKey; 4]>;
 struct Modifier {
     id: Arc<str>,
     target: NodeIndex,
+    /// The type as it applies to the target's format.
     kind: ModKind,
-    value: ModValue,
-    condition: Option<Arc<Formula>>,
-    /// The value as written.
-    text: Arc<str>,
+    /// Its value, condition, text and source: its own, or its template's (see `catalog.rs`).
+    held: Held,
     priority: u32,
     seq: u64,
-    source: Arc<str>,
     on: InstanceId,
     from: InstanceId,
     /// Every variable the value and condition read, and the node it is in this sheet.
@@ -299,6 +300,15 @@ struct Modifier {
     cond_slots: Box<[NodeIndex]>,
     /// A constant NUMBER value, ready for the numeric path.
     const_num: Option<Num>,
+}
+
+/// Where a modifier's [`catalog::Body`] is.
+#[derive(Clone, Debug)]
+enum Held {
+    /// Its own: a modifier given whole ([`ModifierSpec`]).
+    Own(catalog::Body),
+    /// Its template's, in the sheet's catalog (a [`Step::Template`]).
+    Template(TemplateId),
 }
 
 impl Modifier {
@@ -367,8 +377,15 @@ pub struct Sheet {
 /// Everything about a sheet but its values: what sheets copied from one another share (see
 /// [`Sheet`]). It changes only through `Arc::make_mut`, so a change never shows in another
 /// sheet.
+///
+/// Aligned to 128 bytes: a ruleset's starting shape is read by every character copied from it
+/// while each copy changes the `Arc`'s counts (see `Rules`).
+#[repr(align(128))]
 struct Shape {
     rules: Arc<Rules>,
+    /// The templates this sheet links by index, when it was made with a catalog (see
+    /// `catalog.rs`); every copy keeps the same one.
+    catalog: Option<Arc<Catalog>>,
     graph: StableDiGraph<Node, u32>,
     instances: Vec<Option<Instance>>,
     instance_keys: Map<Arc<str>, InstanceId>,
@@ -402,6 +419,7 @@ impl Clone for Shape {
     fn clone(&self) -> Shape {
         Shape {
             rules: self.rules.clone(),
+            catalog: self.catalog.clone(),
             graph: self.graph.clone(),
             instances: plan::with_room(&self.instances),
             instance_keys: self.instance_keys.clone(),
@@ -479,6 +497,7 @@ impl Sheet {
             next_seq: 0,
             defaults,
             rules,
+            catalog: None,
             plan: plan::Plan::default(),
         };
         let mut sheet = Sheet {
@@ -570,17 +589,15 @@ impl Sheet {
         let s = Arc::make_mut(shape);
         let reused = s.free_instances.pop();
         let id = reused.unwrap_or(InstanceId(s.instances.len() as u32));
-        // The rules by `Arc` (one count), not the scope's variable list copied: the loop
-        // below changes the shape while it reads them.
-        let rules = s.rules.clone();
+        let Shape { rules, graph, plan, defaults, .. } = s;
         let vars = &rules.scope_def(scope).vars;
         // Collected straight into its `Arc` (one allocation: the length is known).
         let nodes: Arc<[NodeIndex]> = vars
             .iter()
             .map(|&def| {
-                let node = s.graph.add_node(Node { def, owner: id, mods: ModList::new() });
-                s.plan.node_added(node);
-                vals.set(node.index(), Ok(s.defaults[def.0 as usize].clone()));
+                let node = graph.add_node(Node { def, owner: id, mods: ModList::new() });
+                plan.node_added(node);
+                vals.set(node.index(), Ok(defaults[def.0 as usize].clone()));
                 node
             })
             .collect();

@@ -11,7 +11,9 @@ use crate::diag::{Diagnostic, Origin, Text, codes};
 use crate::draft::{Draft, FormatKind, ModDraft, ObjectDraft, Presence, Selector};
 use crate::formats::{Dice, Enumeration, OrderedPair};
 use formula::{ErrorCode, Format, Value};
-use solver::{Instruction, InstructionError, ModKind, Rules, RulesBuilder, ScopeId, VarDefId};
+use solver::{
+    Catalog, Instruction, InstructionError, ModKind, Rules, RulesBuilder, ScopeId, TemplateSpec, VarDefId,
+};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -20,6 +22,9 @@ use std::sync::Arc;
 pub(super) struct Compiler {
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    /// Every modifier template, checked once for every character (made when the rules are
+    /// built: templates are checked against them).
+    catalog: Option<Catalog>,
 }
 
 /// The variables declared: where each was declared, and which are channels.
@@ -58,6 +63,7 @@ impl Compiler {
         self.input_function(&draft, &mut b, declared.channels.clone());
         let kinds = self.kinds(&draft, &b);
         let rules = Arc::new(b.build());
+        self.catalog = Some(Catalog::new(rules.clone()));
         self.part_scopes(&draft, &kinds, &rules);
         let (index, object_kinds) = self.index_objects(&draft, &kinds);
         let tables = Tables { rules: &rules, kinds: &kinds, index: &index };
@@ -90,7 +96,9 @@ impl Compiler {
             modifiers,
             skipped_tokens: draft.skipped.values().map(Vec::len).sum(),
         };
+        let catalog = Arc::new(self.catalog.take().unwrap_or_else(|| Catalog::new(rules.clone())));
         Ok(Ruleset {
+            catalog,
             rules,
             kinds: kinds.list,
             kind_names: kinds.names,
@@ -510,11 +518,24 @@ impl Compiler {
                 }
             },
         };
-        let source = match m.at.line() {
+        let source: Arc<str> = match m.at.line() {
             0 => Arc::from(label),
             line => Arc::from(format!("{label} ({}:{line})", m.at.file())),
         };
+        // Checked once more, as the solver checks what it links: into the catalog every
+        // character links the template from.
+        let spec = TemplateSpec {
+            var: def,
+            kind,
+            value: value.clone(),
+            priority,
+            source: source.clone(),
+            condition: condition.clone(),
+            scope,
+        };
+        let template = self.catalogued(spec, &source, &m.var)?;
         Some(ModTemplate {
+            template,
             var: var.name.clone(),
             def,
             kind,
@@ -524,6 +545,28 @@ impl Compiler {
             at: m.at.clone(),
             source,
         })
+    }
+
+    /// Template `spec` added to the catalog (checked as the solver checks what it links); an
+    /// error is reported at `at`.
+    fn catalogued(&mut self, spec: TemplateSpec, source: &str, at: &Text) -> Option<solver::TemplateId> {
+        match self.catalog.as_mut().map(|c| c.add(source, spec)) {
+            Some(Ok(t)) => Some(t),
+            Some(Err(e)) => {
+                let code = match e.code {
+                    solver::Code::Formula => codes::FORMULA,
+                    solver::Code::BadModifierType | solver::Code::Locked => codes::BAD_MODIFIER_TYPE,
+                    _ => codes::BAD_VALUE,
+                };
+                self.errors.push(Diagnostic::at(code, at, e.message));
+                None
+            }
+            // `run` makes the catalog before it compiles any modifier: this is not reached.
+            None => {
+                self.errors.push(Diagnostic::at(codes::BAD_VALUE, at, "no catalog to check the modifier in"));
+                None
+            }
+        }
     }
 
     /// A modifier value: a literal for formats without formulas, else a compiled formula (the

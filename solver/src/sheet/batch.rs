@@ -13,7 +13,7 @@
 //! renumbering anything.
 
 use super::bulk::{BULK_MIN, BULK_SHARE};
-use super::{Change, Instance, InstanceId, ModKey, Modifier, Report, Sheet};
+use super::{Change, Instance, InstanceId, ModKey, Modifier, Report, Sheet, TemplateId};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
 use petgraph::stable_graph::NodeIndex;
@@ -35,6 +35,52 @@ pub enum Operation {
     RemoveModifier(String),
     /// Removes every modifier with this source.
     RemoveSource(String),
+}
+
+/// One step of a batch for [`Sheet::apply_steps`]: an [`Operation`], or a modifier made from a
+/// template of the sheet's [`Catalog`](super::Catalog) — what a layer that compiled its
+/// modifiers once (a ruleset's objects) links them with.
+#[derive(Clone, Debug)]
+pub enum Step {
+    Op(Operation),
+    /// Adds modifier `id` from `template`, on and from instance `on` (`None`: the global
+    /// instance). Rejected when the catalog has no such template, the id is taken, the
+    /// template's variable or a variable its formulas read is not visible from `on`, or it
+    /// would close a cycle.
+    Template {
+        id: Arc<str>,
+        template: TemplateId,
+        on: Option<Arc<str>>,
+    },
+}
+
+/// A batch's step as the batch reads it, whichever way it was given.
+enum OpRef<'a> {
+    Op(&'a Operation),
+    Template(&'a Arc<str>, TemplateId, Option<&'a str>),
+}
+
+/// What a batch is made of: [`Operation`]s ([`Sheet::apply`]) or [`Step`]s
+/// ([`Sheet::apply_steps`]).
+trait BatchOp {
+    fn get(&self) -> OpRef<'_>;
+}
+
+impl BatchOp for Operation {
+    #[inline]
+    fn get(&self) -> OpRef<'_> {
+        OpRef::Op(self)
+    }
+}
+
+impl BatchOp for Step {
+    #[inline]
+    fn get(&self) -> OpRef<'_> {
+        match self {
+            Step::Op(op) => OpRef::Op(op),
+            Step::Template { id, template, on } => OpRef::Template(id, *template, on.as_deref()),
+        }
+    }
 }
 
 /// Why a batch was rejected: the operation at `index` failed; the sheet is unchanged.
@@ -114,9 +160,14 @@ impl Sheet {
         self.apply_ops(ops, true)
     }
 
+    /// [`Sheet::apply`] for a batch that may link templates of the sheet's catalog.
+    pub fn apply_steps(&mut self, steps: &[Step]) -> Result<Report, BatchError> {
+        self.apply_ops(steps, true)
+    }
+
     /// [`Sheet::apply`]; `bulk`: whether a large batch of additions may link in bulk (see
     /// `bulk.rs`; a bulk batch that fails runs again with `bulk` false, to name the operation).
-    fn apply_ops(&mut self, ops: &[Operation], bulk: bool) -> Result<Report, BatchError> {
+    fn apply_ops<T: BatchOp>(&mut self, ops: &[T], bulk: bool) -> Result<Report, BatchError> {
         let mut pending = self.spare.take();
         pending.dirty.reserve(ops.len());
         pending.undo.reserve(ops.len());
@@ -124,10 +175,10 @@ impl Sheet {
         // the tables once, not by doubling: growing a hash table moves every entry.
         let (mut adds, mut instances, mut others) = (0usize, 0usize, 0usize);
         for op in ops {
-            match op {
-                Operation::AddModifier(_) => adds += 1,
-                Operation::AddInstance { .. } => instances += 1,
-                _ => others += 1,
+            match op.get() {
+                OpRef::Op(Operation::AddModifier(_)) | OpRef::Template(..) => adds += 1,
+                OpRef::Op(Operation::AddInstance { .. }) => instances += 1,
+                OpRef::Op(_) => others += 1,
             }
         }
         // Reserved by the first operation that gets as far as changing the shape: a batch
@@ -144,14 +195,15 @@ impl Sheet {
             pending.bulk_edges.reserve(2 * adds);
         }
         for (index, op) in ops.iter().enumerate() {
-            let result = match op {
-                Operation::AddInstance { key, scope, parent } => {
+            let result = match op.get() {
+                OpRef::Op(Operation::AddInstance { key, scope, parent }) => {
                     self.op_add_instance(key, scope, parent.as_deref(), &mut pending)
                 }
-                Operation::RemoveInstance(key) => self.op_remove_instance(key, &mut pending),
-                Operation::AddModifier(spec) => self.op_add_modifier(spec, &mut pending),
-                Operation::RemoveModifier(id) => self.op_remove_modifier(id, &mut pending),
-                Operation::RemoveSource(source) => self.op_remove_source(source, &mut pending),
+                OpRef::Op(Operation::RemoveInstance(key)) => self.op_remove_instance(key, &mut pending),
+                OpRef::Op(Operation::AddModifier(spec)) => self.op_add_modifier(spec, &mut pending),
+                OpRef::Op(Operation::RemoveModifier(id)) => self.op_remove_modifier(id, &mut pending),
+                OpRef::Op(Operation::RemoveSource(source)) => self.op_remove_source(source, &mut pending),
+                OpRef::Template(id, t, on) => self.op_add_template(id, t, on, &mut pending),
             };
             if let Err(error) = result {
                 let bulk = pending.bulk;
@@ -326,6 +378,23 @@ impl Sheet {
         // In bulk, a taken id is found by the insertion and cycles at the end of the batch
         // (see `bulk.rs`).
         let m = self.shape.prepare(spec, &mut pending.instance_hint, pending.bulk)?;
+        self.op_link(m, pending)
+    }
+
+    /// Adds modifier `id` from template `t` of the sheet's catalog, on instance `on`.
+    pub(super) fn op_add_template(
+        &mut self,
+        id: &Arc<str>,
+        t: TemplateId,
+        on: Option<&str>,
+        pending: &mut Pending,
+    ) -> Result<(), SolveError> {
+        let m = self.shape.prepare_template(id, t, on, &mut pending.instance_hint, pending.bulk)?;
+        self.op_link(m, pending)
+    }
+
+    /// Links a prepared modifier (in bulk or not: see `bulk.rs`) and logs its undoing.
+    fn op_link(&mut self, m: Arc<Modifier>, pending: &mut Pending) -> Result<(), SolveError> {
         let target = m.target;
         self.grow(pending);
         let key = if pending.bulk {

@@ -352,7 +352,8 @@ impl Sheet {
         let mut cur = Num::from_decimal(start);
         for &k in &n.mods {
             let Some(m) = self.shape.mods.get(k) else { continue };
-            if let Some(c) = &m.condition {
+            let body = m.held.body(self.shape.catalog.as_deref());
+            if let Some(c) = &body.condition {
                 let cx = ModContext { vals: &self.vals, reads: &m.reads, slots: Slots::Nodes(&m.cond_slots) };
                 match c.evaluate(&cx, Some(&Value::Number(cur.to_decimal()))) {
                     Ok(Value::Boolean(true)) => {}
@@ -360,7 +361,7 @@ impl Sheet {
                     Err(e) => return Err(self.value_error(m, e)),
                 }
             }
-            let v = match (m.const_num, &m.value) {
+            let v = match (m.const_num, &body.value) {
                 (Some(c), _) => c,
                 (None, ModValue::Formula(f)) => {
                     let cx = ModContext {
@@ -389,7 +390,8 @@ impl Sheet {
         let mut cur = self.shape.defaults[n.def.0 as usize].clone();
         for &k in &n.mods {
             let Some(m) = self.shape.mods.get(k) else { continue };
-            let condition = match &m.condition {
+            let body = m.held.body(self.shape.catalog.as_deref());
+            let condition = match &body.condition {
                 None => None,
                 Some(c) => match c.evaluate(
                     &ModContext { vals: &self.vals, reads: &m.reads, slots: Slots::Nodes(&m.cond_slots) },
@@ -408,7 +410,7 @@ impl Sheet {
                 self.record(&mut trace, m, condition, None);
                 continue;
             }
-            let result = match &m.value {
+            let result = match &body.value {
                 ModValue::Const(v) => apply(m.kind, cur, v.clone()),
                 ModValue::Formula(f) => match f.evaluate(
                     &ModContext { vals: &self.vals, reads: &m.reads, slots: Slots::Reads(m.value_slots()) },
@@ -443,13 +445,14 @@ impl Sheet {
         after: Option<Slot>,
     ) {
         let Some(t) = trace else { return };
+        let body = m.held.body(self.shape.catalog.as_deref());
         t.push(TraceStep {
             modifier: m.id.clone(),
             kind: m.kind,
-            instruction: m.text.clone(),
+            instruction: body.text.clone(),
             priority: m.priority,
             inherent_priority: m.kind.inherent_priority(),
-            source: m.source.clone(),
+            source: body.source.clone(),
             condition,
             reads: m.reads.iter().map(|&(_, n)| (self.shape.var_ref(n), Some(self.value_of(n)))).collect(),
             after,
@@ -472,9 +475,10 @@ impl Sheet {
                 modifier: m.id.clone(),
             });
         }
+        let body = m.held.body(self.shape.catalog.as_deref());
         Arc::new(ValueError {
             code: e.code.as_str(),
-            message: format!("modifier `{}` (source {}): `{}`: {}", m.id, m.source, m.text, e.message),
+            message: format!("modifier `{}` (source {}): `{}`: {}", m.id, body.source, body.text, e.message),
             modifier: m.id.clone(),
         })
     }

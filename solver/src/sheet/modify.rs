@@ -37,63 +37,116 @@ impl Shape {
         hint: &mut Option<InstanceId>,
         bulk: bool,
     ) -> Result<Arc<Modifier>, SolveError> {
-        if !bulk && self.mods.has_id(&spec.id) {
-            return Err(SolveError::new(
-                codes::DUPLICATE_MODIFIER,
-                format!("modifier `{}` already exists", spec.id),
-            ));
-        }
+        self.check_id(&spec.id, bulk)?;
         let on = self.lookup_instance_hinted(spec.on.as_deref(), hint)?;
         let from = match &spec.from {
             Some(f) => self.lookup_instance_hinted(Some(f), hint)?,
             None => on,
         };
-        let (def, target, kind) = self.target(spec, on)?;
-        let format = &self.rules.var(def).format;
+        let (def, target) = self.target(spec, on)?;
+        let rules = &*self.rules;
+        let kind = check_kind(rules, &spec.id, def, spec.kind)?;
+        let format = &rules.var(def).format;
         let value_format = kind.value_format(format);
         let from_scope = self.instance(from).scope;
-        let value = self.instruction_value(spec, &spec.value, from_scope, format, &value_format)?;
+        let value = instruction_value(rules, &spec.id, &spec.value, from_scope, format, &value_format)?;
         let condition = match &spec.condition {
             None => None,
-            Some(c) => Some(self.formula(spec, "condition", c, from_scope, format, &Format::Boolean)?),
+            Some(c) => Some(formula(rules, &spec.id, "condition", c, from_scope, format, &Format::Boolean)?),
         };
-        let value_formula = match &value {
+        let const_num = match &value {
+            ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
+            _ => None,
+        };
+        let body = Body { value, condition, text: spec.value.text_arc(), source: spec.source.clone() };
+        let link = Link { id: &spec.id, on, from, target, kind, priority: spec.priority, const_num };
+        let m = self.make(link, Held::Own(body), bulk)?;
+        Ok(m)
+    }
+
+    /// [`Shape::prepare`] for template `t` of the sheet's catalog, as modifier `id` on and from
+    /// instance `on`: the template was checked when the catalog was made, so what is left is
+    /// finding its nodes here.
+    pub(super) fn prepare_template(
+        &self,
+        id: &Arc<str>,
+        t: TemplateId,
+        on: Option<&str>,
+        hint: &mut Option<InstanceId>,
+        bulk: bool,
+    ) -> Result<Arc<Modifier>, SolveError> {
+        let Some(template) = self.catalog.as_deref().and_then(|c| c.get(t)) else {
+            return Err(SolveError::new(
+                codes::UNKNOWN_TEMPLATE,
+                format!("modifier `{id}`: this sheet's catalog has no template {}", t.0),
+            ));
+        };
+        self.check_id(id, bulk)?;
+        let on_id = self.lookup_instance_hinted(on, hint)?;
+        let target = self.node_from(on_id, template.def).ok_or_else(|| {
+            SolveError::new(
+                codes::UNKNOWN_VARIABLE,
+                format!(
+                    "modifier `{id}`: `{}` has no instance from {}",
+                    self.rules.var(template.def).name,
+                    on.map_or("the global instance".to_owned(), |o| format!("instance `{o}`"))
+                ),
+            )
+        })?;
+        let link = Link {
+            id,
+            on: on_id,
+            from: on_id,
+            target,
+            kind: template.kind,
+            priority: template.priority,
+            const_num: template.const_num,
+        };
+        self.make(link, Held::Template(t), bulk)
+    }
+
+    /// Rejects a taken id (unless `bulk`: see [`Shape::prepare`]).
+    fn check_id(&self, id: &str, bulk: bool) -> Result<(), SolveError> {
+        if !bulk && self.mods.has_id(id) {
+            return Err(SolveError::new(
+                codes::DUPLICATE_MODIFIER,
+                format!("modifier `{id}` already exists"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The record of a checked modifier: the nodes its formulas read, resolved from its `from`
+    /// instance, and (unless `bulk`) checked for a cycle.
+    fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<Arc<Modifier>, SolveError> {
+        let body = held.body(self.catalog.as_deref());
+        let value_formula = match &body.value {
             ModValue::Formula(f) => Some(f),
             ModValue::Const(_) => None,
         };
-        let reads = self.reads(spec, from, [value_formula, condition.as_ref()])?;
+        let reads = self.reads(link.id, link.from, [value_formula, body.condition.as_ref()])?;
         // The value formula's variables are the first reads, in its order (`reads` takes them
         // first, and a formula's variables are distinct): its slots need no list of their own.
         let value_vars = value_formula.map_or(0, |f| f.variables().len()) as u32;
         // A condition's slots: its variables' nodes, in its order. Every variable of both
         // formulas is in `reads` (built just above).
-        let cond_slots: Box<[NodeIndex]> = condition.as_ref().map_or(Box::default(), |f| {
+        let cond_slots: Box<[NodeIndex]> = body.condition.as_ref().map_or(Box::default(), |f| {
             f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)).collect()
         });
-        let const_num = match &value {
-            ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
-            _ => None,
-        };
-        // Built in its `Arc` at once: the record is about 200 bytes, and each move of it (out of
+        // Built in its `Arc` at once: the record is about 150 bytes, and each move of it (out of
         // here, into the `Arc`) was a copy.
         let m = Arc::new(Modifier {
             value_vars,
             cond_slots,
-            const_num,
-            id: spec.id.clone(),
-            target,
-            kind,
-            value,
-            condition,
-            text: match &spec.value {
-                Instruction::Compiled(f) => f.text_arc().clone(),
-                Instruction::Text(t) | Instruction::Literal(_, t) => t.clone(),
-            },
-            priority: spec.priority,
+            const_num: link.const_num,
+            id: link.id.clone(),
+            target: link.target,
+            kind: link.kind,
+            held,
+            priority: link.priority,
             seq: self.next_seq,
-            source: spec.source.clone(),
-            on,
-            from,
+            on: link.on,
+            from: link.from,
             reads: reads.into(),
         });
         if !bulk {
@@ -102,13 +155,13 @@ impl Shape {
         Ok(m)
     }
 
-    /// The variable a modifier changes as seen from instance `on`: its declaration, its node, and
-    /// the modifier's type as it applies to the variable's format.
+    /// The variable a modifier changes as seen from instance `on`: its declaration and its
+    /// node.
     pub(super) fn target(
         &self,
         spec: &ModifierSpec,
         on: InstanceId,
-    ) -> Result<(VarDefId, NodeIndex, ModKind), SolveError> {
+    ) -> Result<(VarDefId, NodeIndex), SolveError> {
         let on_scope = self.instance(on).scope;
         let def = match &spec.var {
             Target::Def(def) => *def,
@@ -128,10 +181,7 @@ impl Shape {
         };
         let var = self.rules.var(def);
         if var.locked {
-            return Err(SolveError::new(
-                codes::LOCKED,
-                format!("modifier `{}`: variable `{}` is locked and accepts no modifiers", spec.id, var.name),
-            ));
+            return Err(locked(&spec.id, &var.name));
         }
         let node = self.node_from(on, def).ok_or_else(|| {
             SolveError::new(
@@ -139,19 +189,13 @@ impl Shape {
                 format!("modifier `{}`: `{}` has no instance here", spec.id, var.name),
             )
         })?;
-        let kind = spec.kind.for_format(&var.format).map_err(|m| {
-            SolveError::new(
-                codes::BAD_MODIFIER_TYPE,
-                format!("modifier `{}` on `{}`: {m}", spec.id, var.name),
-            )
-        })?;
-        Ok((def, node, kind))
+        Ok((def, node))
     }
 
     /// Every variable the formulas read, each once, with its node as seen from instance `from`.
     pub(super) fn reads(
         &self,
-        spec: &ModifierSpec,
+        id: &str,
         from: InstanceId,
         formulas: [Option<&Arc<Formula>>; 2],
     ) -> Result<Vec<(VarId, NodeIndex)>, SolveError> {
@@ -168,8 +212,7 @@ impl Shape {
                     SolveError::new(
                         codes::UNKNOWN_VARIABLE,
                         format!(
-                            "modifier `{}`: its formula reads `{}`, which is not visible from its instance",
-                            spec.id,
+                            "modifier `{id}`: its formula reads `{}`, which is not visible from its instance",
                             self.rules.var(VarDefId(v.0)).name
                         ),
                     )
@@ -179,73 +222,110 @@ impl Shape {
         }
         Ok(reads)
     }
+}
 
-    pub(super) fn formula(
-        &self,
-        spec: &ModifierSpec,
-        what: &str,
-        ins: &Instruction,
-        scope: ScopeId,
-        input: &Format,
-        expected: &Format,
-    ) -> Result<Arc<Formula>, SolveError> {
-        let wrap = |e: FormulaError, text: &str| {
-            SolveError::formula(&format!("modifier `{}` {what}", spec.id), text, e)
-        };
-        match ins {
-            Instruction::Text(t) | Instruction::Literal(_, t) => {
-                self.rules.compile(t, scope, Some(input), Some(expected)).map_err(|e| wrap(e, t))
-            }
-            Instruction::Compiled(f) => {
-                if f.format() != expected {
-                    return Err(SolveError::new(
-                        codes::BAD_VALUE,
-                        format!(
-                            "modifier `{}` {what}: `{}` produces {}, but {expected} is required",
-                            spec.id,
-                            f.text(),
-                            f.format()
-                        ),
-                    ));
-                }
-                Ok(f.clone())
-            }
-        }
+/// Where a checked modifier applies, and what of it the hot loops read in place.
+struct Link<'a> {
+    id: &'a Arc<str>,
+    on: InstanceId,
+    from: InstanceId,
+    target: NodeIndex,
+    kind: ModKind,
+    priority: u32,
+    const_num: Option<Num>,
+}
+
+fn locked(id: &str, var: &str) -> SolveError {
+    SolveError::new(
+        codes::LOCKED,
+        format!("modifier `{id}`: variable `{var}` is locked and accepts no modifiers"),
+    )
+}
+
+/// The modifier type `kind` as it applies to variable `def`: rejected on a locked variable,
+/// or when the variable's format does not take the type. `id` names the modifier in errors.
+pub(super) fn check_kind(
+    rules: &Rules,
+    id: &str,
+    def: VarDefId,
+    kind: ModKind,
+) -> Result<ModKind, SolveError> {
+    let var = rules.var(def);
+    if var.locked {
+        return Err(locked(id, &var.name));
     }
+    kind.for_format(&var.format).map_err(|m| {
+        SolveError::new(codes::BAD_MODIFIER_TYPE, format!("modifier `{id}` on `{}`: {m}", var.name))
+    })
+}
 
-    pub(super) fn instruction_value(
-        &self,
-        spec: &ModifierSpec,
-        ins: &Instruction,
-        scope: ScopeId,
-        target: &Format,
-        expected: &Format,
-    ) -> Result<ModValue, SolveError> {
-        if let Instruction::Literal(v, t) = ins {
-            if !v.conforms_to(expected) {
+/// A modifier's formula (its value's, or its condition's: `what`), compiled in `scope` when
+/// given as text, and checked to produce `expected`.
+pub(super) fn formula(
+    rules: &Rules,
+    id: &str,
+    what: &str,
+    ins: &Instruction,
+    scope: ScopeId,
+    input: &Format,
+    expected: &Format,
+) -> Result<Arc<Formula>, SolveError> {
+    let wrap = |e: FormulaError, text: &str| SolveError::formula(&format!("modifier `{id}` {what}"), text, e);
+    match ins {
+        Instruction::Text(t) | Instruction::Literal(_, t) => {
+            rules.compile(t, scope, Some(input), Some(expected)).map_err(|e| wrap(e, t))
+        }
+        Instruction::Compiled(f) => {
+            if f.format() != expected {
                 return Err(SolveError::new(
                     codes::BAD_VALUE,
-                    format!("modifier `{}`: `{t}` is not a {expected}", spec.id),
+                    format!(
+                        "modifier `{id}` {what}: `{}` produces {}, but {expected} is required",
+                        f.text(),
+                        f.format()
+                    ),
                 ));
             }
-            return Ok(ModValue::Const(v.clone()));
+            Ok(f.clone())
         }
-        // Formats without formula syntax take literals only (the one rule: `is_literal`).
-        if let Instruction::Text(t) = ins
-            && crate::modifier::is_literal(expected, t)
-        {
-            let v = Value::parse_literal(expected, t)
-                .map_err(|m| SolveError::new(codes::BAD_VALUE, format!("modifier `{}`: {m}", spec.id)))?;
-            return Ok(ModValue::Const(v));
-        }
-        let f = self.formula(spec, "value", ins, scope, target, expected)?;
-        // A static formula (a constant) never goes through the evaluator again.
-        Ok(match f.static_value() {
-            Some(v) => ModValue::Const(v.clone()),
-            None => ModValue::Formula(f),
-        })
     }
+}
 
+/// A modifier's value: a constant, or a formula (see [`formula`]) unless it is static.
+pub(super) fn instruction_value(
+    rules: &Rules,
+    id: &str,
+    ins: &Instruction,
+    scope: ScopeId,
+    target: &Format,
+    expected: &Format,
+) -> Result<ModValue, SolveError> {
+    if let Instruction::Literal(v, t) = ins {
+        if !v.conforms_to(expected) {
+            return Err(SolveError::new(
+                codes::BAD_VALUE,
+                format!("modifier `{id}`: `{t}` is not a {expected}"),
+            ));
+        }
+        return Ok(ModValue::Const(v.clone()));
+    }
+    // Formats without formula syntax take literals only (the one rule: `is_literal`).
+    if let Instruction::Text(t) = ins
+        && crate::modifier::is_literal(expected, t)
+    {
+        let v = Value::parse_literal(expected, t)
+            .map_err(|m| SolveError::new(codes::BAD_VALUE, format!("modifier `{id}`: {m}")))?;
+        return Ok(ModValue::Const(v));
+    }
+    let f = formula(rules, id, "value", ins, scope, target, expected)?;
+    // A static formula (a constant) never goes through the evaluator again.
+    Ok(match f.static_value() {
+        Some(v) => ModValue::Const(v.clone()),
+        None => ModValue::Formula(f),
+    })
+}
+
+impl Shape {
     /// Adds a prepared modifier under a new key, and returns the key. With `plan_now`, a
     /// modifier linked last in its target's order has its steps appended to the target's plan
     /// entry at once; without (a sheet deferring its recomputation, whose entries are written
@@ -274,7 +354,7 @@ impl Shape {
         // Last in the list (a new modifier usually is: the latest applies last among equals),
         // it is appended to the plan's entry; anywhere else, the entry is written again.
         if plan_now && pos == self.graph[target].mods.len() {
-            self.plan.appended(target, key.0, &m);
+            self.plan.appended(target, key.0, &m, m.held.body(self.catalog.as_deref()));
         } else {
             self.plan.touch(target);
         }
@@ -294,13 +374,13 @@ impl Shape {
     /// and by instance (the index by id is the caller's).
     pub(super) fn index_modifier(&mut self, key: ModKey, m: &Modifier) {
         if let Some(sources) = &mut self.sources {
-            match sources.get_mut(&m.source) {
+            match sources.get_mut(&m.held.body(self.catalog.as_deref()).source) {
                 Some(list) => {
                     self.empty_sources -= usize::from(list.is_empty());
                     list.push(key);
                 }
                 None => {
-                    sources.insert(m.source.clone(), vec![key]);
+                    sources.insert(m.held.body(self.catalog.as_deref()).source.clone(), vec![key]);
                 }
             }
         }
@@ -319,7 +399,7 @@ impl Shape {
     pub(super) fn has_source(&self, source: &str) -> bool {
         match &self.sources {
             Some(sources) => sources.get(source).is_some_and(|l| !l.is_empty()),
-            None => self.mods.iter().any(|(_, m)| &*m.source == source),
+            None => self.mods.iter().any(|(_, m)| &*m.held.body(self.catalog.as_deref()).source == source),
         }
     }
 
@@ -335,8 +415,11 @@ impl Shape {
         if self.sources.is_some() {
             return;
         }
-        let mut by_seq: Vec<(u64, ModKey, Arc<str>)> =
-            self.mods.iter().map(|(k, m)| (m.seq, k, m.source.clone())).collect();
+        let mut by_seq: Vec<(u64, ModKey, Arc<str>)> = self
+            .mods
+            .iter()
+            .map(|(k, m)| (m.seq, k, m.held.body(self.catalog.as_deref()).source.clone()))
+            .collect();
         by_seq.sort_unstable_by_key(|&(seq, ..)| seq);
         let mut sources: Map<Arc<str>, Vec<ModKey>> = Map::default();
         for (_, key, source) in by_seq {
@@ -361,7 +444,7 @@ impl Shape {
             list.mods.retain(|k| *k != key);
         }
         if let Some(sources) = &mut self.sources
-            && let Some(list) = sources.get_mut(&m.source)
+            && let Some(list) = sources.get_mut(&m.held.body(self.catalog.as_deref()).source)
         {
             list.retain(|k| *k != key);
             if list.is_empty() {

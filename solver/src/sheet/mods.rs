@@ -24,8 +24,10 @@ use super::{ModKey, Modifier};
 use crate::Map;
 use std::sync::Arc;
 
-/// The part of a table shared by copies.
+/// The part of a table shared by copies. Aligned to 128 bytes: every copy reads it while
+/// copies made and dropped on other threads change the `Arc`'s counts (see `Rules`).
 #[derive(Clone, Debug, Default)]
+#[repr(align(128))]
 struct Base {
     mods: Vec<Option<Arc<Modifier>>>,
     ids: Map<Arc<str>, ModKey>,

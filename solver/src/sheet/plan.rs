@@ -41,7 +41,7 @@
 //! whole-number steps when they answer and else its general evaluation, which is exact.
 
 use super::values::Values;
-use super::{ModValue, Modifier, Node, Shape};
+use super::{Body, ModValue, Modifier, Node, Shape};
 use crate::modifier::ModKind;
 use formula::{EvalContext, Formula, IntOp, Num, Value, VarId, run_int};
 use petgraph::stable_graph::NodeIndex;
@@ -72,14 +72,15 @@ const COMPACT_STALE_MIN: usize = if cfg!(test) { 8 } else { 1024 };
 pub(super) struct Source<'a> {
     graph: &'a StableDiGraph<Node, u32>,
     mods: &'a super::mods::ModTable,
+    catalog: Option<&'a super::Catalog>,
     defaults: &'a [Value],
 }
 
 impl Shape {
     /// The plan, to change, and what it is laid out from.
     pub(super) fn plan_and_source(&mut self) -> (&mut Plan, Source<'_>) {
-        let Shape { plan, graph, mods, defaults, .. } = self;
-        (plan, Source { graph, mods, defaults })
+        let Shape { plan, graph, mods, defaults, catalog, .. } = self;
+        (plan, Source { graph, mods, catalog: catalog.as_deref(), defaults })
     }
 }
 
@@ -558,7 +559,7 @@ impl Plan {
         let (mut reads, mut ops, mut mods) = (0, 0, 0);
         sheet.mods.for_each(|m| {
             mods += 1;
-            if let ModValue::Formula(f) = &m.value {
+            if let ModValue::Formula(f) = &m.held.body(sheet.catalog).value {
                 reads += m.value_slots().len();
                 ops += f.int_program().map_or(0, <[IntOp]>::len);
             }
@@ -597,7 +598,7 @@ impl Plan {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         for (key, m) in n.mods.iter().filter_map(|k| Some((k.0, sheet.mods.get(*k)?))) {
-            if self.push_steps(key, m, &mut scratch).is_none() {
+            if self.push_steps(key, m, m.held.body(sheet.catalog), &mut scratch).is_none() {
                 start = None;
                 break;
             }
@@ -627,7 +628,7 @@ impl Plan {
     /// its steps go at the end of `n`'s entry, which is what writing the whole entry again would
     /// give, at the cost of one modifier. An entry stale already, or one the plan does not
     /// compute, is left to `touch`.
-    pub(super) fn appended(&mut self, n: NodeIndex, key: u32, m: &Modifier) {
+    pub(super) fn appended(&mut self, n: NodeIndex, key: u32, m: &Modifier, body: &Body) {
         let i = n.index();
         let v = match self.vars.get(i) {
             Some(v) if !v.stale && v.start.is_some() => *v,
@@ -638,7 +639,7 @@ impl Plan {
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        if self.push_steps(key, m, &mut scratch).is_none() {
+        if self.push_steps(key, m, body, &mut scratch).is_none() {
             // The plan cannot compute this modifier: the variable leaves the plan (as `write`
             // would leave it).
             self.vars[i] = PlanVar { start: None, end: v.first, ..v };
@@ -681,11 +682,11 @@ impl Plan {
 
     /// Appends `m` (modifier `key`) to `out` as steps, or `None` when the plan cannot compute it
     /// (a condition, a value that is not a NUMBER).
-    fn push_steps(&mut self, key: u32, m: &Modifier, out: &mut Vec<Step>) -> Option<()> {
-        if m.condition.is_some() || m.kind == ModKind::Append {
+    fn push_steps(&mut self, key: u32, m: &Modifier, body: &Body, out: &mut Vec<Step>) -> Option<()> {
+        if body.condition.is_some() || m.kind == ModKind::Append {
             return None;
         }
-        match (&m.value, m.const_num) {
+        match (&body.value, m.const_num) {
             (_, Some(Num::Int(k))) => out.push(Step::fold_whole(m.kind, k)),
             (_, Some(Num::Dec(d))) => {
                 self.decimals.push(d);

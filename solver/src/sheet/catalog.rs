@@ -1,0 +1,193 @@
+//! Modifiers compiled once per ruleset: a [`Catalog`] of templates that sheets link by index.
+//!
+//! A ruleset's objects carry modifiers that are the same on every character: the variable
+//! they change, their type, value, condition, priority and source. Only where they apply —
+//! the instance, and so the nodes they change and read — depends on the sheet. A catalog
+//! checks each template once, when the ruleset is compiled: the variable is not locked, the
+//! type fits its format, the value and condition are of the formats they must be. A sheet
+//! made with the catalog ([`Sheet::with_catalog`]) then links a template with a
+//! [`Step::Template`]: an id, the template's index and an instance, checked and resolved by
+//! index lookups alone.
+//!
+//! The modifier the sheet links refers to its template by index; it holds no reference count
+//! on the template's formulas or texts. That is the point: every character of a ruleset links
+//! the same templates, and a count taken on each for every modifier linked (and given back
+//! when the character is dropped) made every thread solving characters of one ruleset write
+//! the same cache lines — two threads solving characters ran at about half the speed of two
+//! processes.
+//!
+//! The invariants:
+//! - a catalog never changes once shared (a sheet holds it by `Arc`);
+//! - a modifier made from template `t` is linked only on a sheet whose catalog has `t`, and
+//!   every copy of that sheet keeps the same catalog.
+
+use super::{Formula, Held, Instruction, ModKind, ModValue, Num, Sheet, Value};
+use crate::error::{SolveError, codes};
+use crate::rules::{Rules, ScopeId, VarDefId};
+use formula::Format;
+use std::sync::Arc;
+
+/// A template's index in its [`Catalog`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TemplateId(pub u32);
+
+/// A modifier to compile into a [`Catalog`]: everything about it but where it applies.
+#[derive(Clone, Debug)]
+pub struct TemplateSpec {
+    /// The variable it changes (resolved by the caller in the scope it is written for).
+    pub var: VarDefId,
+    pub kind: ModKind,
+    pub value: Instruction,
+    /// User priority (lower applies first).
+    pub priority: u32,
+    /// What traces show as its source, and what `RemoveSource` matches.
+    pub source: Arc<str>,
+    /// A BOOLEAN formula; when false the modifier is skipped.
+    pub condition: Option<Instruction>,
+    /// The scope its formulas' names resolve in (text instructions are compiled there).
+    pub scope: ScopeId,
+}
+
+/// A modifier's value, condition and texts: what a linked modifier holds itself (`Held::Own`)
+/// or finds in its template.
+#[derive(Clone, Debug)]
+pub(super) struct Body {
+    pub(super) value: ModValue,
+    pub(super) condition: Option<Arc<Formula>>,
+    /// The value as written.
+    pub(super) text: Arc<str>,
+    pub(super) source: Arc<str>,
+}
+
+/// One checked template.
+#[derive(Debug)]
+pub(super) struct Template {
+    pub(super) def: VarDefId,
+    /// The type as it applies to the variable's format.
+    pub(super) kind: ModKind,
+    pub(super) priority: u32,
+    pub(super) const_num: Option<Num>,
+    pub(super) body: Body,
+}
+
+/// A ruleset's modifier templates, checked once, shared by every sheet made with it.
+///
+/// Aligned to 128 bytes, so that in its `Arc` the reference counts (which every sheet's copy
+/// changes) and the fields every link reads are not on one cache line (see `Rules`).
+#[repr(align(128))]
+pub struct Catalog {
+    rules: Arc<Rules>,
+    templates: Vec<Template>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").field("templates", &self.templates.len()).finish_non_exhaustive()
+    }
+}
+
+impl Catalog {
+    /// An empty catalog over `rules`.
+    pub fn new(rules: Arc<Rules>) -> Catalog {
+        Catalog { rules, templates: Vec::new() }
+    }
+
+    /// The rules its templates were checked against.
+    pub fn rules(&self) -> &Arc<Rules> {
+        &self.rules
+    }
+
+    /// How many templates it holds.
+    pub fn len(&self) -> usize {
+        self.templates.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.templates.is_empty()
+    }
+
+    /// Checks `spec` and adds it. Rejected when the variable is locked, the type does not fit
+    /// the variable's format, or the value or condition is not of the format it must be (the
+    /// errors `Sheet::add_modifier` gives; `label` names the template in them).
+    pub fn add(&mut self, label: &str, spec: TemplateSpec) -> Result<TemplateId, SolveError> {
+        let rules = &*self.rules;
+        let var = rules.var(spec.var);
+        let kind = super::modify::check_kind(rules, label, spec.var, spec.kind)?;
+        let value_format = kind.value_format(&var.format);
+        let value = super::modify::instruction_value(
+            rules,
+            label,
+            &spec.value,
+            spec.scope,
+            &var.format,
+            &value_format,
+        )?;
+        let condition = match &spec.condition {
+            None => None,
+            Some(c) => Some(super::modify::formula(
+                rules,
+                label,
+                "condition",
+                c,
+                spec.scope,
+                &var.format,
+                &Format::Boolean,
+            )?),
+        };
+        let const_num = match &value {
+            ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
+            _ => None,
+        };
+        let id = TemplateId(u32::try_from(self.templates.len()).map_err(|_| {
+            SolveError::new(
+                codes::BAD_STEP,
+                format!("template `{label}`: a catalog holds at most 2^32 templates"),
+            )
+        })?);
+        self.templates.push(Template {
+            def: spec.var,
+            kind,
+            priority: spec.priority,
+            const_num,
+            body: Body { value, condition, text: spec.value.text_arc(), source: spec.source },
+        });
+        Ok(id)
+    }
+
+    /// Template `t`, if the catalog has it.
+    pub(super) fn get(&self, t: TemplateId) -> Option<&Template> {
+        self.templates.get(t.0 as usize)
+    }
+}
+
+impl Held {
+    /// The body: the modifier's own, or its template's in `catalog` (the catalog of the sheet
+    /// it is linked on).
+    #[inline]
+    pub(super) fn body<'a>(&'a self, catalog: Option<&'a Catalog>) -> &'a Body {
+        match self {
+            Held::Own(b) => b,
+            // A template modifier is linked only on a sheet whose catalog has its template,
+            // and a sheet's catalog never changes (see the module docs).
+            Held::Template(t) => {
+                &catalog.and_then(|c| c.get(*t)).expect("the sheet's catalog has the template").body
+            }
+        }
+    }
+}
+
+impl Sheet {
+    /// A new sheet over the catalog's rules, which links the catalog's templates by index
+    /// ([`Step::Template`](super::Step)); otherwise as [`Sheet::new`].
+    pub fn with_catalog(catalog: Arc<Catalog>) -> Sheet {
+        let mut sheet = Sheet::new(catalog.rules.clone());
+        sheet.shape_mut().catalog = Some(catalog);
+        sheet
+    }
+
+    /// The catalog this sheet links templates from, if it was made with one.
+    pub fn catalog(&self) -> Option<&Arc<Catalog>> {
+        self.shape.catalog.as_ref()
+    }
+}
