@@ -17,7 +17,8 @@
 //!    `--seconds` each): the store's group commit lets concurrent writers share an fsync.
 //! 3. SolveBatch throughput: N example characters streamed through one SolveBatch call;
 //!    prints sheets per second (and per core), with the same sheets solved in-process on all
-//!    cores (no gRPC) as the baseline. Client and server share this process and its cores
+//!    cores (no gRPC) as the baseline: each built, solved and its values encoded as the
+//!    server's SolveBatch encodes them (`BatchValues::from_character`). Client and server share this process and its cores
 //!    there, so the client's own encoding and decoding count against the server. Then, when
 //!    the release binary is built (`cargo build --release -p sheetd`; or `--server PATH`), the
 //!    same batch against the real `sheetd serve` in its own process: sheets per second of the
@@ -147,7 +148,9 @@ fn main() {
                             sheetd::grpc::convert::operations(item.operations.clone()).expect("operations");
                         let mut c = data::Character::new(ruleset.clone()).expect("sheet");
                         c.apply(&ops).expect("solves");
-                        std::hint::black_box(data::record::values(&c));
+                        // The values as the server's SolveBatch reads them out: encoded
+                        // straight into the reply, with no record per value.
+                        std::hint::black_box(sheetd::grpc::batch_values::BatchValues::from_character(&c));
                     }
                 });
             }

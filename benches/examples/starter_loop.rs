@@ -2,6 +2,9 @@
 //! character of `data/examples/starter-character.json` built on the starter ruleset (a new
 //! character, its operations applied in one batch, every value read out as records):
 //! `valgrind --tool=callgrind ./target/release/examples/starter_loop 200` or under `perf record`.
+//!
+//! `starter_loop N reply` reads the values out as the daemon's SolveBatch does instead:
+//! encoded straight into its reply (`BatchValues::from_character`), with no record per value.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -12,6 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2_000);
+    let reply = std::env::args().nth(2).is_some_and(|a| a == "reply");
     let file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
     let steps = sheetd::cli::client::Steps { steps: vec![], file: Some(file) };
@@ -23,7 +27,12 @@ fn main() {
     for _ in 0..rounds {
         let mut c = data::Character::new(ruleset.clone()).expect("sheet");
         c.apply(black_box(&ops)).expect("solves");
-        values += black_box(data::record::values(&c)).len();
+        values += if reply {
+            black_box(sheetd::grpc::batch_values::BatchValues::from_character(&c));
+            c.sheet().variable_count()
+        } else {
+            black_box(data::record::values(&c)).len()
+        };
     }
     let per = start.elapsed().as_secs_f64() * 1e6 / rounds.max(1) as f64;
     println!("{rounds} characters, {values} values, {per:.1} µs each ({:.0} per second)", 1e6 / per);

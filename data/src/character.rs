@@ -206,8 +206,12 @@ struct State {
 }
 
 impl State {
-    /// The objects, to change (copied first if shared).
+    /// The objects, to change (copied first if shared, with room for the objects a batch
+    /// adds: a copy of exactly this size grew, moving every entry, on the batch's first few).
     fn active_mut(&mut self) -> &mut Map<Arc<str>, Arc<Active>> {
+        if Arc::get_mut(&mut self.active).is_none() {
+            self.active = Arc::new(with_room(&self.active));
+        }
         Arc::make_mut(&mut self.active)
     }
 
@@ -228,8 +232,18 @@ impl State {
     }
 
     fn inputs_mut(&mut self) -> &mut Inputs {
+        if Arc::get_mut(&mut self.inputs).is_none() {
+            self.inputs = Arc::new(with_room(&self.inputs));
+        }
         Arc::make_mut(&mut self.inputs)
     }
+}
+
+/// A copy of `map` with room for an eighth more entries and 16 besides.
+fn with_room<K: Clone + Eq + std::hash::Hash, V: Clone>(map: &Map<K, V>) -> Map<K, V> {
+    let mut room = Map::with_capacity_and_hasher(map.len() + map.len() / 8 + 16, Default::default());
+    room.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+    room
 }
 
 /// A ruleset's new character, without the ruleset (which holds it: holding the ruleset back

@@ -59,9 +59,9 @@ impl Sheet {
                 (lo, hi) = (lo.min(level), hi.max(level));
             }
         }
-        // Sized like the last report: a change's reach is usually much like the one before, and
-        // growing a vector of thousands of changes by doubling copies them all over again.
-        let changed = Vec::with_capacity(self.vals.changed_hint);
+        // Sized like the last report (a change's reach is usually much like the one before's;
+        // doubling copies thousands of changes again), and at least for what is queued now.
+        let changed = Vec::with_capacity(self.vals.changed_hint.max(dirty.len() + created.len()));
         let mut report = Report { removed, changed, recomputed: 0, evaluated: Vec::new() };
         // Native code, when there is some, takes over once a change reaches many variables.
         let sweep = !self.record_evaluations && created.is_empty() && plan.native().is_some();
