@@ -436,7 +436,7 @@ impl Edit<'_> {
                     }
                     _ => {}
                 }
-                ops.push(Step::Op(op.clone()));
+                ops.push(Step::Op(Box::new(op.clone())));
                 Ok(())
             }
         }
@@ -633,21 +633,13 @@ impl Edit<'_> {
         if kdef.scope == rules.global() {
             return (None, None, new_instances);
         }
-        ops.push(Step::Op(Operation::AddInstance {
-            key: id.to_string(),
-            scope: rules.scope_def(kdef.scope).name.to_string(),
-            parent: parent.map(|p| p.to_string()),
-        }));
+        ops.push(Step::Instance { key: id.clone(), scope: kdef.scope, parent: parent.cloned() });
         new_instances.push(self.state.instances.len());
         self.state.instances_mut().push(Inst { id: id.clone(), scope: kdef.scope, object });
         if let Some(ps) = kdef.parts {
             for n in 1..=o.part_count {
                 let pid: Arc<str> = id_of(&[id, "#", itoa::Buffer::new().format(n)]);
-                ops.push(Step::Op(Operation::AddInstance {
-                    key: pid.to_string(),
-                    scope: rules.scope_def(ps).name.to_string(),
-                    parent: Some(id.to_string()),
-                }));
+                ops.push(Step::Instance { key: pid.clone(), scope: ps, parent: Some(id.clone()) });
                 new_instances.push(self.state.instances.len());
                 self.state.instances_mut().push(Inst { id: pid, scope: ps, object });
             }
@@ -753,7 +745,7 @@ impl Edit<'_> {
             self.deactivate(c, ops);
         }
         for (m, _) in &a.mods {
-            ops.push(Step::Op(Operation::RemoveModifier(m.to_string())));
+            ops.push(Step::Op(Box::new(Operation::RemoveModifier(m.to_string()))));
         }
         if let Some(owner) = &a.attached_to
             && let Some(p) = self.state.object_mut(owner)
@@ -773,7 +765,7 @@ impl Edit<'_> {
             }
         }
         if let Some(inst) = &a.instance {
-            ops.push(Step::Op(Operation::RemoveInstance(inst.to_string())));
+            ops.push(Step::Op(Box::new(Operation::RemoveInstance(inst.to_string()))));
             let prefix = format!("{inst}#");
             let gone = |i: &str| i == &**inst || i.starts_with(&prefix);
             self.state.instances_mut().retain(|i| !gone(&i.id));
@@ -834,10 +826,10 @@ impl Edit<'_> {
         let on: Option<Arc<str>> = on.map(Arc::from);
         let mid: Arc<str> = id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]);
         if self.state.inputs_mut().insert((on.clone(), def), mid.clone()).is_some() {
-            ops.push(Step::Op(Operation::RemoveModifier(mid.to_string())));
+            ops.push(Step::Op(Box::new(Operation::RemoveModifier(mid.to_string()))));
         }
         let text: Arc<str> = Arc::from(literal_text(&v));
-        ops.push(Step::Op(Operation::AddModifier(ModifierSpec {
+        ops.push(Step::Op(Box::new(Operation::AddModifier(ModifierSpec {
             id: mid,
             var: Target::Def(def),
             on: on.clone(),
@@ -847,7 +839,7 @@ impl Edit<'_> {
             priority: 0,
             source: Arc::from("input"),
             condition: None,
-        })));
+        }))));
         Ok(())
     }
 }

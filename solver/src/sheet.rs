@@ -643,7 +643,7 @@ impl Sheet {
         scope: &str,
         parent: Option<&str>,
     ) -> Result<Report, SolveError> {
-        self.single(|s, p| s.op_add_instance(key, scope, parent, p))
+        self.single(|s, p| s.op_add_named_instance(key, scope, parent, p))
     }
 
     /// Removes instance `key`, its descendants, their variables, and every modifier on or from

@@ -1278,7 +1278,18 @@ fn named_parts_agree(report: &Report, sheet: &Sheet) {
 /// The template a generated modifier operation stands for, added to `catalog` (`None`: the
 /// catalog rejects it), and the step linking it: the same modifier, checked once.
 fn template_step(catalog: &mut crate::Catalog, op: &Operation) -> Option<crate::Step> {
-    let Operation::AddModifier(spec) = op else { return Some(crate::Step::Op(op.clone())) };
+    let spec = match op {
+        Operation::AddModifier(spec) => spec,
+        // An instance with its scope resolved, as a ruleset's objects add theirs.
+        Operation::AddInstance { key, scope, parent } => {
+            return Some(crate::Step::Instance {
+                key: Arc::from(key.as_str()),
+                scope: catalog.rules().scope(scope).ok()?,
+                parent: parent.as_deref().map(Arc::from),
+            });
+        }
+        other => return Some(crate::Step::Op(Box::new(other.clone()))),
+    };
     let rules = catalog.rules().clone();
     let scope = match spec.on.as_deref() {
         Some(_) => rules.scope("PC.ITEM").expect("the item scope"),
@@ -1410,11 +1421,11 @@ fn templates_are_checked_once_and_linked_by_index() {
     assert_eq!(e.error.code, codes::UNKNOWN_TEMPLATE);
     sheet
         .apply_steps(&[
-            crate::Step::Op(Operation::AddInstance {
-                key: "item0".into(),
-                scope: "PC.ITEM".into(),
+            crate::Step::Instance {
+                key: Arc::from("item0"),
+                scope: rules.scope("PC.ITEM").unwrap(),
                 parent: None,
-            }),
+            },
             link("c", add_weight, Some("item0")),
         ])
         .unwrap();

@@ -52,23 +52,26 @@ impl BatchValues {
         let sheet = c.sheet();
         let mut encoded = Vec::with_capacity(sheet.variable_count() * 32);
         let mut digits = itoa::Buffer::new();
-        sheet.for_each_value(|instance, name, format, slot| {
-            let whole = match &slot {
-                Ok(formula::Value::Number(d)) => match formula::Num::from_decimal(*d) {
+        sheet.for_each_whole_or_value(|instance, name, format, value| {
+            let whole = match &value {
+                Ok(i) => Some(*i),
+                Err(Ok(formula::Value::Number(d))) => match formula::Num::from_decimal(*d) {
                     formula::Num::Int(i) => Some(i),
                     formula::Num::Dec(_) => None,
                 },
-                _ => None,
+                Err(_) => None,
             };
-            match whole {
-                Some(i) => {
+            match (whole, value) {
+                (Some(i), _) => {
                     let (format, digits) = (format.name(), digits.format(i));
                     let len = whole_number_len(&format, digits);
                     put_variable_with(1, instance, name, len, &mut encoded, |buf| {
                         put_whole_number(&format, digits, buf)
                     });
                 }
-                None => {
+                // (A whole number handed over as itself is `Some` above.)
+                (None, Ok(_)) => {}
+                (None, Err(slot)) => {
                     let record = Value::of(format, &slot);
                     put_variable_with(1, instance, name, value_len(&record), &mut encoded, |buf| {
                         put_value(&record, buf)

@@ -16,6 +16,7 @@ use super::bulk::{BULK_MIN, BULK_SHARE};
 use super::{Change, Instance, InstanceId, ModKey, Modifier, Report, Sheet, TemplateId};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
+use crate::rules::ScopeId;
 use petgraph::stable_graph::NodeIndex;
 use std::sync::Arc;
 
@@ -39,10 +40,14 @@ pub enum Operation {
 
 /// One step of a batch for [`Sheet::apply_steps`]: an [`Operation`], or a modifier made from a
 /// template of the sheet's [`Catalog`](super::Catalog) — what a layer that compiled its
-/// modifiers once (a ruleset's objects) links them with.
+/// modifiers once (a ruleset's objects) links them with — or an instance of a scope resolved.
+///
+/// A step is small (40 bytes): a batch is a list of them, built for every change. An
+/// [`Operation`] is boxed (a modifier given whole is about 200 bytes, which every push and
+/// every growth of the list copied).
 #[derive(Clone, Debug)]
 pub enum Step {
-    Op(Operation),
+    Op(Box<Operation>),
     /// Adds modifier `id` from `template`, on and from instance `on` (`None`: the global
     /// instance). Rejected when the catalog has no such template, the id is taken, the
     /// template's variable or a variable its formulas read is not visible from `on`, or it
@@ -52,12 +57,22 @@ pub enum Step {
         template: TemplateId,
         on: Option<Arc<str>>,
     },
+    /// [`Operation::AddInstance`] with its scope resolved and its key shared: adds instance
+    /// `key` of `scope` under `parent` (`None`: the global instance).
+    Instance {
+        key: Arc<str>,
+        scope: ScopeId,
+        parent: Option<Arc<str>>,
+    },
 }
+
+const _: () = assert!(std::mem::size_of::<Step>() <= 40);
 
 /// A batch's step as the batch reads it, whichever way it was given.
 enum OpRef<'a> {
     Op(&'a Operation),
     Template(&'a Arc<str>, TemplateId, Option<&'a str>),
+    Instance(&'a Arc<str>, ScopeId, Option<&'a str>),
 }
 
 /// What a batch is made of: [`Operation`]s ([`Sheet::apply`]) or [`Step`]s
@@ -79,6 +94,7 @@ impl BatchOp for Step {
         match self {
             Step::Op(op) => OpRef::Op(op),
             Step::Template { id, template, on } => OpRef::Template(id, *template, on.as_deref()),
+            Step::Instance { key, scope, parent } => OpRef::Instance(key, *scope, parent.as_deref()),
         }
     }
 }
@@ -177,7 +193,7 @@ impl Sheet {
         for op in ops {
             match op.get() {
                 OpRef::Op(Operation::AddModifier(_)) | OpRef::Template(..) => adds += 1,
-                OpRef::Op(Operation::AddInstance { .. }) => instances += 1,
+                OpRef::Op(Operation::AddInstance { .. }) | OpRef::Instance(..) => instances += 1,
                 OpRef::Op(_) => others += 1,
             }
         }
@@ -197,8 +213,9 @@ impl Sheet {
         for (index, op) in ops.iter().enumerate() {
             let result = match op.get() {
                 OpRef::Op(Operation::AddInstance { key, scope, parent }) => {
-                    self.op_add_instance(key, scope, parent.as_deref(), &mut pending)
+                    self.op_add_named_instance(key, scope, parent.as_deref(), &mut pending)
                 }
+                OpRef::Instance(key, scope, parent) => self.op_add_instance(key, scope, parent, &mut pending),
                 OpRef::Op(Operation::RemoveInstance(key)) => self.op_remove_instance(key, &mut pending),
                 OpRef::Op(Operation::AddModifier(spec)) => self.op_add_modifier(spec, &mut pending),
                 OpRef::Op(Operation::RemoveModifier(id)) => self.op_remove_modifier(id, &mut pending),
@@ -283,20 +300,43 @@ impl Sheet {
         result
     }
 
-    pub(super) fn op_add_instance(
+    /// [`Sheet::op_add_instance`] of a scope given by name.
+    pub(super) fn op_add_named_instance(
         &mut self,
         key: &str,
         scope: &str,
         parent: Option<&str>,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
+        self.check_new_instance(key)?;
+        let scope = self.shape.rules.scope(scope)?;
+        self.op_add_instance(&Arc::from(key), scope, parent, pending)
+    }
+
+    fn check_new_instance(&self, key: &str) -> Result<(), SolveError> {
         if self.shape.instance_keys.contains_key(key) {
             return Err(SolveError::new(
                 codes::DUPLICATE_INSTANCE,
                 format!("instance `{key}` already exists"),
             ));
         }
-        let scope_id = self.shape.rules.scope(scope)?;
+        Ok(())
+    }
+
+    pub(super) fn op_add_instance(
+        &mut self,
+        key: &Arc<str>,
+        scope_id: ScopeId,
+        parent: Option<&str>,
+        pending: &mut Pending,
+    ) -> Result<(), SolveError> {
+        self.check_new_instance(key)?;
+        if self.shape.rules.scopes().get(scope_id.0 as usize).is_none() {
+            return Err(SolveError::new(
+                codes::UNKNOWN_SCOPE,
+                format!("instance `{key}`: no scope {}", scope_id.0),
+            ));
+        }
         let parent_id = self.shape.lookup_instance(parent)?;
         let parent_scope = self.shape.instance(parent_id).scope;
         if self.shape.rules.scope_def(scope_id).parent != Some(parent_scope) {
@@ -316,7 +356,7 @@ impl Sheet {
         }
         self.grow(pending);
         let reuses = self.shape.free_instances.last().copied();
-        let id = self.create_instance(Arc::from(key), scope_id, Some(parent_id));
+        let id = self.create_instance(key.clone(), scope_id, Some(parent_id));
         pending.created.extend(self.shape.instance(id).nodes.iter().copied());
         pending.undo.push(Undo::AddedInstance(id, reuses == Some(id)));
         Ok(())

@@ -182,6 +182,24 @@ impl Sheet {
         }
     }
 
+    /// [`Sheet::for_each_value`], a whole number of scale 0 (nearly every value) handed over
+    /// as itself, `Ok(x)`, and any other value as its slot, `Err(slot)`: for callers that write
+    /// values out (the daemon's SolveBatch reply), with no `Decimal` made and taken apart
+    /// again per value.
+    pub fn for_each_whole_or_value(&self, mut f: impl FnMut(Option<&str>, &str, &Format, Result<i64, Slot>)) {
+        for inst in self.shape.instances.iter().flatten() {
+            let key = (inst.parent.is_some()).then_some(&*inst.key);
+            for &n in inst.nodes.iter() {
+                let var = self.shape.rules.var(self.shape.graph[n].def);
+                let value = match self.vals.int(n.index()) {
+                    Some(x) => Ok(x),
+                    None => Err(self.value_of(n)),
+                };
+                f(key, &var.name, &var.format, value);
+            }
+        }
+    }
+
     /// One variable by reference (see [`Sheet::find`]), with its format and value.
     pub fn typed_value(&self, reference: &str) -> Result<(VarRef, Format, Slot), SolveError> {
         let n = self.find_node(reference)?;
