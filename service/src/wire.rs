@@ -9,7 +9,7 @@
 //! `grpc/batch_values.rs` and `store/redb.rs` hold that in tests. Decoding stays prost's.
 //!
 //! Main items: [`put_value`] and [`value_len`], [`put_change`], [`put_variable`] and
-//! [`put_variable_with`] (a variable whose value the caller writes, e.g. [`put_whole_number`]).
+//! [`put_variable_with`] (a variable whose value the caller writes) and [`put_whole_variable`] (a whole number).
 
 use data::record::{Change, Kind, Value, Variable};
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
@@ -118,7 +118,7 @@ pub(crate) fn put_variable(tag: u32, v: &Variable, buf: &mut Vec<u8>) {
 
 /// A variable named `instance.name` (or `name` alone) as field `tag` of its message, its value
 /// `value` bytes long and written by `put`: what [`put_variable`] writes, with the name in
-/// parts and the value written by the caller (see [`put_whole_number`]).
+/// parts and the value written by the caller.
 pub(crate) fn put_variable_with(
     tag: u32,
     instance: Option<&str>,
@@ -143,14 +143,54 @@ pub(crate) fn put_variable_with(
     put(buf);
 }
 
+/// A variable named `instance.name` (or `name` alone) holding a whole number's `digits` in
+/// `format`, as field `tag` of its message: the bytes [`put_variable_with`] writes for a
+/// value of [`whole_number_len`] bytes (its format, then its digits), with room reserved
+/// once and each head written as the two bytes it nearly always is. Every value of a
+/// SolveBatch reply but a few goes through here.
+pub(crate) fn put_whole_variable(
+    tag: u32,
+    instance: Option<&str>,
+    name: &str,
+    format: &str,
+    digits: &str,
+    buf: &mut Vec<u8>,
+) {
+    let value = whole_number_len(format, digits);
+    let var = instance.map_or(0, |i| i.len() + 1) + name.len();
+    let var_field = if var == 0 { 0 } else { nested_len(1, var) };
+    let body = var_field + nested_len(2, value);
+    buf.reserve(nested_len(tag, body));
+    short_head(tag, body, buf);
+    if var > 0 {
+        short_head(1, var, buf);
+        if let Some(i) = instance {
+            buf.extend_from_slice(i.as_bytes());
+            buf.push(b'.');
+        }
+        buf.extend_from_slice(name.as_bytes());
+    }
+    short_head(2, value, buf);
+    if !format.is_empty() {
+        short_head(1, format.len(), buf);
+        buf.extend_from_slice(format.as_bytes());
+    }
+    short_head(2, digits.len(), buf);
+    buf.extend_from_slice(digits.as_bytes());
+}
+
+/// [`put_head`], as two bytes when the tag and the length fit one byte each.
+#[inline(always)]
+fn short_head(tag: u32, len: usize, buf: &mut Vec<u8>) {
+    if tag < 16 && len < 128 {
+        buf.extend_from_slice(&[((tag << 3) | WireType::LengthDelimited as u32) as u8, len as u8]);
+    } else {
+        put_head(tag, len, buf);
+    }
+}
+
 /// The encoded length of a `Value` holding a whole number's `digits` in `format`: what
 /// [`value_len`] gives for its record, without making one.
 pub(crate) fn whole_number_len(format: &str, digits: &str) -> usize {
     str_len(1, format) + oneof_str_len(2, digits)
-}
-
-/// A `Value` holding a whole number's `digits` in `format` (see [`whole_number_len`]).
-pub(crate) fn put_whole_number(format: &str, digits: &str, buf: &mut Vec<u8>) {
-    put_str(1, format, buf);
-    put_oneof_str(2, digits, buf);
 }

@@ -15,9 +15,7 @@
 //! for both prost and pbjson.
 
 use crate::grpc::proto::VariableValue;
-use crate::wire::{
-    put_value, put_variable, put_variable_with, put_whole_number, value_len, whole_number_len,
-};
+use crate::wire::{put_value, put_variable, put_variable_with, put_whole_variable, value_len};
 use data::Character;
 use data::record::{Value, Variable};
 use prost::bytes::{Buf, BufMut};
@@ -63,11 +61,7 @@ impl BatchValues {
             };
             match (whole, value) {
                 (Some(i), _) => {
-                    let (format, digits) = (format.name(), digits.format(i));
-                    let len = whole_number_len(&format, digits);
-                    put_variable_with(1, instance, name, len, &mut encoded, |buf| {
-                        put_whole_number(&format, digits, buf)
-                    });
+                    put_whole_variable(1, instance, name, &format.name(), digits.format(i), &mut encoded)
                 }
                 // (A whole number handed over as itself is `Some` above.)
                 (None, Ok(_)) => {}
@@ -216,6 +210,60 @@ pub(crate) mod tests {
             let decoded = crate::grpc::proto::BatchResult::decode(bytes.as_slice()).expect("decodes");
             prop_assert_eq!(&decoded, &reply(messages.clone()));
             prop_assert_eq!(direct.all().expect("decodes"), messages.values);
+        }
+    }
+
+    /// A character's values written straight from its sheet are the bytes its records give:
+    /// the example character, the starting one, and characters with more objects and other
+    /// inputs (whole numbers past one varint byte, negative ones, custom formats).
+    #[test]
+    fn characters_encode_as_their_records() {
+        use data::SheetOp;
+        let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
+        let input = |channel: &str, on: Option<&str>, v: i64| SheetOp::SetInput {
+            channel: channel.into(),
+            on: on.map(str::to_owned),
+            value: formula::Value::Number(v.into()),
+        };
+        let object = |kind: &str, key: &str, id: Option<&str>, parent: Option<&str>| SheetOp::AddObject {
+            kind: kind.into(),
+            key: key.into(),
+            id: id.map(str::to_owned),
+            parent: parent.map(str::to_owned),
+        };
+        // Much of the example character's (`data/examples/starter-character.json`).
+        let example = vec![
+            input("Level", None, 3),
+            input("Rolled", Some("STR"), 15),
+            input("Rolled", Some("DEX"), 14),
+            SheetOp::SetInput {
+                channel: "Handedness".into(),
+                on: None,
+                value: formula::Value::String("Left".into()),
+            },
+            object("RACE", "Stoneborn", None, None),
+            object("SIZE", "M", None, None),
+            object("EQUIPMENT", "Ring Hauberk", Some("armor"), None),
+            object("EQUIPMENT", "Arming Sword", Some("sword"), None),
+            object("ENHANCEMENT", "Keen Edge", Some("keen"), Some("sword")),
+            object("SKILL", "Athletics", None, None),
+            input("Ranks", Some("Athletics"), 3),
+            object("FEAT", "Toughness", None, None),
+            object("CONDITION", "Shaken", None, None),
+        ];
+        let batches: Vec<Vec<SheetOp>> = vec![
+            vec![],
+            example.clone(),
+            [example.clone(), vec![input("Rolled", Some("STR"), 300), input("Level", None, -20_000)]]
+                .concat(),
+        ];
+        for ops in batches {
+            let mut c = data::Character::new(ruleset.clone()).expect("sheet");
+            c.apply(&ops).expect("applies");
+            let direct = BatchValues::from_character(&c);
+            let records = BatchValues::from_records(&data::record::values(&c));
+            assert_eq!(direct.encode_to_vec(), records.encode_to_vec());
+            assert_eq!(direct.all().expect("decodes"), records.all().expect("decodes"));
         }
     }
 
