@@ -1,7 +1,7 @@
 //! Starter characters solved on several threads at once, as SolveBatch solves them on every
 //! core: each thread builds `ROUNDS` characters (the example character of
 //! `data/examples/starter-character.json`, its operations applied in one batch, every value
-//! read out as records) and prints its time per character.
+//! encoded as SolveBatch's reply encodes it) and prints its time per character.
 //!
 //! `starter_par ROUNDS THREADS shared|separate [OPS] [novalues]`
 //! - `shared`: every thread builds on one ruleset, as the daemon does;
@@ -47,7 +47,7 @@ fn main() {
                     let mut c = data::Character::new(ruleset.clone()).expect("sheet");
                     c.apply(black_box(ops)).expect("solves");
                     if values {
-                        black_box(data::record::values(&c));
+                        black_box(sheetd::grpc::batch_values::BatchValues::from_character(&c));
                     }
                 }
                 let per = start.elapsed().as_secs_f64() * 1e6 / rounds.max(1) as f64;

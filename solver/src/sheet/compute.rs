@@ -234,7 +234,7 @@ impl Sheet {
     #[inline]
     fn reevaluate(&mut self, plan: &plan::Plan, i: usize, is_new: bool) -> Option<Delta> {
         let n = NodeIndex::new(i);
-        let new = match plan.eval(&self.vals, i) {
+        let new = match plan.eval(&self.vals, i, self.shape.formulas()) {
             Some(num) => {
                 if !is_new && self.vals.holds(i, num) {
                     return None;
@@ -295,7 +295,7 @@ impl Sheet {
     /// Variable `i` computed again in a full solve: through the plan, else `compute`.
     #[inline(always)]
     fn solve_one(&mut self, plan: &plan::Plan, i: usize) {
-        match plan.eval(&self.vals, i) {
+        match plan.eval(&self.vals, i, self.shape.formulas()) {
             Some(Num::Int(x)) if self.vals.holds_whole(i, x) => {}
             Some(num) => self.vals.set_num(i, num),
             None => {

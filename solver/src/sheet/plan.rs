@@ -69,6 +69,30 @@ const GARBAGE_SLACK: usize = if cfg!(test) { 64 } else { 4096 };
 const COMPACT_STALE_MIN: usize = if cfg!(test) { 8 } else { 1024 };
 
 /// What the plan is laid out from: the rest of its shape.
+/// Where the plan finds a modifier's formula by its key: the sheet's modifiers and catalog.
+#[derive(Clone, Copy)]
+pub(super) struct Formulas<'a> {
+    pub(super) mods: &'a super::mods::ModTable,
+    pub(super) catalog: Option<&'a super::Catalog>,
+}
+
+impl<'a> Formulas<'a> {
+    /// Modifier `key`'s value formula.
+    fn formula(self, key: u32) -> Option<&'a Formula> {
+        match &self.mods.get(super::ModKey(key))?.held.body(self.catalog).value {
+            ModValue::Formula(f) => Some(f),
+            ModValue::Const(_) => None,
+        }
+    }
+}
+
+impl Shape {
+    /// Where the plan finds its formulas (see [`Formulas`]).
+    pub(super) fn formulas(&self) -> Formulas<'_> {
+        Formulas { mods: &self.mods, catalog: self.catalog.as_deref() }
+    }
+}
+
 pub(super) struct Source<'a> {
     graph: &'a StableDiGraph<Node, u32>,
     mods: &'a super::mods::ModTable,
@@ -291,7 +315,10 @@ const _: () = assert!(std::mem::size_of::<Step>() == 16);
 
 #[derive(Clone, Debug)]
 struct PlanFormula {
-    formula: Arc<Formula>,
+    /// The modifier whose value it is: its formula is found through [`Formulas`] (the plan
+    /// holds no count on it — a ruleset's formulas are shared by every sheet, and a count per
+    /// sheet made every thread write their cache lines).
+    key: u32,
     /// Its inputs: `reads[first..first + count]`.
     first: u32,
     count: u32,
@@ -746,14 +773,7 @@ impl Plan {
         let program = &self.int_ops[ops as usize..];
         let straight = matches!(program.first(), Some(IntOp::Var(_) | IntOp::Const(_)))
             && program[1..].iter().all(|op| op.is_top_only());
-        let pf = PlanFormula {
-            formula: f.clone(),
-            first,
-            count: m.value_slots().len() as u32,
-            ops,
-            len,
-            straight,
-        };
+        let pf = PlanFormula { key, first, count: m.value_slots().len() as u32, ops, len, straight };
         let index = match self.free_formulas.pop() {
             Some(i) => {
                 self.formulas[i as usize] = pf;
@@ -813,7 +833,7 @@ impl Plan {
     /// compute it or hit an error (the caller then uses `Sheet::compute`): on machine integers
     /// while every step stays whole, else (from the start) on [`Num`]s.
     #[inline(always)]
-    pub(super) fn eval(&self, vals: &Values, i: usize) -> Option<Num> {
+    pub(super) fn eval(&self, vals: &Values, i: usize, fs: Formulas<'_>) -> Option<Num> {
         let v = self.vars.get(i)?;
         let start = v.start?;
         let steps = self.steps.get(v.first as usize..v.end as usize)?;
@@ -822,7 +842,7 @@ impl Plan {
         {
             return Some(Num::Int(x));
         }
-        self.run_num(vals, start, steps)
+        self.run_num(vals, start, steps, fs)
     }
 
     /// How many variable slots the plan has (one more than the highest node index).
@@ -918,7 +938,7 @@ impl Plan {
     /// An entry's value on [`Num`]s from `cur`, exact; `None` on any error (the caller
     /// recomputes the variable the reference way, which reports it). A formula takes its
     /// whole-number steps when they answer, else its general evaluation.
-    fn run_num(&self, vals: &Values, mut cur: Num, steps: &[Step]) -> Option<Num> {
+    fn run_num(&self, vals: &Values, mut cur: Num, steps: &[Step], fs: Formulas<'_>) -> Option<Num> {
         // Where the current modifier's steps begin.
         let mut group = 0;
         for (i, &s) in steps.iter().enumerate() {
@@ -929,9 +949,9 @@ impl Plan {
                 FoldOf::Dec(d) => Num::Dec(*self.decimals.get(d as usize)?),
                 FoldOf::Formula(f) => match self.run_acc(vals, steps.get(group..i)?) {
                     Some(x) => Num::Int(x),
-                    None => self.general(vals, f, cur)?,
+                    None => self.general(vals, f, cur, fs)?,
                 },
-                FoldOf::General(f) => self.general(vals, f, cur)?,
+                FoldOf::General(f) => self.general(vals, f, cur, fs)?,
             };
             cur = kind.apply_num(cur, v).ok()?;
             group = i + 1;
@@ -940,12 +960,13 @@ impl Plan {
     }
 
     /// Formula `index`'s value the general way, exact, with `cur` as its input.
-    fn general(&self, vals: &Values, index: u32, cur: Num) -> Option<Num> {
+    fn general(&self, vals: &Values, index: u32, cur: Num, fs: Formulas<'_>) -> Option<Num> {
         let f = self.formulas.get(index as usize)?;
+        let formula = fs.formula(f.key)?;
         let reads = self.reads.get(f.first as usize..(f.first + f.count) as usize)?;
         let cx = PlanContext { values: vals, reads };
-        let input = if f.formula.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
-        f.formula.evaluate_num(&cx, input.as_ref()).ok()
+        let input = if formula.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
+        formula.evaluate_num(&cx, input.as_ref()).ok()
     }
 
     /// The value of the whole-number program `int_ops[ops..ops + len]`, when it answers.
