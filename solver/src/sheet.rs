@@ -22,6 +22,7 @@ mod bulk;
 mod catalog;
 mod compute;
 mod graph;
+mod instances;
 mod modify;
 mod mods;
 mod plan;
@@ -244,7 +245,6 @@ struct Instance {
     key: Arc<str>,
     scope: ScopeId,
     parent: Option<InstanceId>,
-    children: Vec<InstanceId>,
     /// One node per variable of the scope, by `VarDef::index`.
     /// Shared by copies of the sheet (fixed when the instance is made).
     nodes: Arc<[NodeIndex]>,
@@ -387,8 +387,9 @@ struct Shape {
     /// `catalog.rs`); every copy keeps the same one.
     catalog: Option<Arc<Catalog>>,
     graph: StableDiGraph<Node, u32>,
-    instances: Vec<Option<Instance>>,
-    instance_keys: Map<Arc<str>, InstanceId>,
+    /// Instances by id and by key: those of the shape it was copied from stay shared with it,
+    /// a copy's changes are an overlay (`instances.rs`).
+    instances: instances::Instances,
     /// Modifiers by key and by id; each immutable once linked, shared by `Arc`. Those of the
     /// shape it was copied from stay shared with it: a copy's changes are an overlay.
     mods: mods::ModTable,
@@ -403,9 +404,6 @@ struct Shape {
     /// The modifiers on or from each instance other than the global one, by instance id: what
     /// removing the instance must remove.
     by_instance: Vec<ModList>,
-    /// Slots of removed instances, reused by the next instances created (last freed first), so
-    /// a sheet whose objects come and go does not grow.
-    free_instances: Vec<InstanceId>,
     next_seq: u64,
     /// Default value of each variable definition, by `VarDefId` (the rules': shared).
     defaults: Arc<[Value]>,
@@ -421,8 +419,7 @@ impl Clone for Shape {
             rules: self.rules.clone(),
             catalog: self.catalog.clone(),
             graph: self.graph.clone(),
-            instances: plan::with_room(&self.instances),
-            instance_keys: self.instance_keys.clone(),
+            instances: self.instances.copy_with_room(),
             mods: self.mods.clone(),
             sources: self.sources.clone(),
             empty_sources: self.empty_sources,
@@ -433,7 +430,6 @@ impl Clone for Shape {
                 lists.extend(self.by_instance.iter().map(|l| ModList::from_slice(l)));
                 lists
             },
-            free_instances: self.free_instances.clone(),
             next_seq: self.next_seq,
             defaults: self.defaults.clone(),
             plan: self.plan.clone(),
@@ -487,13 +483,11 @@ impl Sheet {
         let defaults = rules.var_defaults().clone();
         let shape = Shape {
             graph: StableDiGraph::default(),
-            instances: Vec::new(),
-            instance_keys: Map::default(),
+            instances: instances::Instances::default(),
             mods: mods::ModTable::default(),
             sources: None,
             empty_sources: 0,
             by_instance: Vec::new(),
-            free_instances: Vec::new(),
             next_seq: 0,
             defaults,
             rules,
@@ -566,7 +560,7 @@ impl Sheet {
     /// How many instance slots the sheet holds, live or free (for tests of reuse).
     #[cfg(test)]
     pub(crate) fn instance_slots(&self) -> usize {
-        self.shape.instances.len()
+        self.shape.instances.slots()
     }
 
     /// About how many bytes the sheet holds: its values, plus its shape (variables, edges,
@@ -587,8 +581,7 @@ impl Sheet {
     fn create_instance(&mut self, key: Arc<str>, scope: ScopeId, parent: Option<InstanceId>) -> InstanceId {
         let Sheet { shape, vals, .. } = self;
         let s = Arc::make_mut(shape);
-        let reused = s.free_instances.pop();
-        let id = reused.unwrap_or(InstanceId(s.instances.len() as u32));
+        let (id, reused) = s.instances.next_id();
         let Shape { rules, graph, plan, defaults, .. } = s;
         let vars = &rules.scope_def(scope).vars;
         // Collected straight into its `Arc` (one allocation: the length is known).
@@ -601,22 +594,12 @@ impl Sheet {
                 node
             })
             .collect();
-        let instance = Instance { key: key.clone(), scope, parent, children: Vec::new(), nodes };
-        if reused.is_some() {
-            s.instances[id.0 as usize] = Some(instance);
+        // The global instance (no parent) is not keyed: output names globals without one.
+        s.instances.add(Instance { key, scope, parent, nodes });
+        if reused {
             s.by_instance[id.0 as usize].clear();
         } else {
-            s.instances.push(Some(instance));
             s.by_instance.push(ModList::new());
-        }
-        if let Some(p) = parent
-            && let Some(pi) = s.instances[p.0 as usize].as_mut()
-        {
-            pi.children.push(id);
-        }
-        // The global instance is not keyed: output names globals without an instance.
-        if parent.is_some() {
-            s.instance_keys.insert(key, id);
         }
         id
     }
@@ -656,14 +639,14 @@ impl Sheet {
 impl Shape {
     fn instance(&self, id: InstanceId) -> &Instance {
         // Ids in live structures always name live instances: removal clears every reference.
-        self.instances[id.0 as usize].as_ref().expect("live instance")
+        self.instances.get(id).expect("live instance")
     }
 
     /// The instance with id `key`, or the global instance for `None`.
     fn lookup_instance(&self, key: Option<&str>) -> Result<InstanceId, SolveError> {
         match key {
             None => Ok(GLOBAL),
-            Some(k) => self.instance_keys.get(k).copied().ok_or_else(|| {
+            Some(k) => self.instances.id_of(k).ok_or_else(|| {
                 SolveError::new(codes::UNKNOWN_INSTANCE, format!("there is no instance `{k}` on this sheet"))
             }),
         }
@@ -680,7 +663,7 @@ impl Shape {
     ) -> Result<InstanceId, SolveError> {
         let Some(k) = key else { return Ok(GLOBAL) };
         if let Some(id) = *hint
-            && let Some(Some(inst)) = self.instances.get(id.0 as usize)
+            && let Some(inst) = self.instances.get(id)
             && &*inst.key == k
         {
             return Ok(id);
@@ -722,7 +705,7 @@ impl Shape {
             + self.plan.footprint()
             + self.graph.edge_count() * 24
             + mods
-            + self.instances.len() * (size_of::<Option<Instance>>() + 32)
+            + self.instances.slots() * (size_of::<Option<Instance>>() + 32)
             + self.mods.len() * 48
     }
 }

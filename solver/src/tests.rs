@@ -1031,9 +1031,19 @@ proptest! {
 /// Two batches for a copy's overlay: one that removes every modifier and then fails (all of it
 /// undone: base modifiers put back), and one that replaces the first modifier by another under
 /// the same id.
-fn overlay_batches(sheet: &Sheet) -> [Vec<Operation>; 2] {
+fn overlay_batches(sheet: &Sheet) -> [Vec<Operation>; 3] {
     let ids = sorted_ids(sheet);
     let mut fails: Vec<Operation> = ids.iter().cloned().map(Operation::RemoveModifier).collect();
+    // Every item instance removed, and one added again under a removed key (in a freed slot),
+    // before the batch fails: all of it undone, the base's instances live again.
+    let items: Vec<String> =
+        (0..3).map(|i| format!("item{i}")).filter(|k| sheet.value(&format!("{k}.Weight")).is_ok()).collect();
+    fails.extend(items.iter().map(|k| Operation::RemoveInstance(k.clone())));
+    fails.extend(items.first().map(|k| Operation::AddInstance {
+        key: k.clone(),
+        scope: "PC.ITEM".into(),
+        parent: None,
+    }));
     fails.push(Operation::RemoveModifier("no such modifier".into()));
     let replaces = ids.first().map_or_else(Vec::new, |id| {
         vec![
@@ -1041,7 +1051,14 @@ fn overlay_batches(sheet: &Sheet) -> [Vec<Operation>; 2] {
             Operation::AddModifier(ModifierSpec::new(id, "G0", ModKind::Add, "G1 + 1", "s")),
         ]
     });
-    [fails, replaces]
+    // An item added in the first free slot (after the failed batch's undoing).
+    let readd: Vec<Operation> = (0..3)
+        .map(|i| format!("item{i}"))
+        .find(|k| sheet.value(&format!("{k}.Weight")).is_err())
+        .map(|key| Operation::AddInstance { key, scope: "PC.ITEM".into(), parent: None })
+        .into_iter()
+        .collect();
+    [fails, replaces, readd]
 }
 
 proptest! {
@@ -1094,12 +1111,13 @@ proptest! {
         }
         // Two batches over each copy, the same over the sheet built alone below.
         for (k, copy) in copies.iter_mut().enumerate() {
-            let [fails, replaces] = overlay_batches(copy);
+            let [fails, replaces, readd] = overlay_batches(copy);
             prop_assert!(copy.apply(&fails).is_err());
             // (Undoing removals leaves the copy the shape of its own it took for them.)
             changed[k] |= fails.len() > 1;
             let replaced = copy.apply(&replaces).is_ok();
             changed[k] |= replaced && !replaces.is_empty();
+            changed[k] |= !readd.is_empty() && copy.apply(&readd).is_ok();
         }
         prop_assert_eq!(base.values(), base_values.clone());
         for ((r, _), trace) in base_values.iter().zip(&base_traces) {
@@ -1108,9 +1126,10 @@ proptest! {
         for ((copy, steps), changed) in copies.iter().zip(&own).zip(changed) {
             let all: Vec<(usize, Step)> = base_steps.iter().chain(steps).cloned().collect();
             let mut alone = built_alone(rules.clone(), &all);
-            let [fails, replaces] = overlay_batches(&alone);
+            let [fails, replaces, readd] = overlay_batches(&alone);
             prop_assert!(alone.apply(&fails).is_err());
             let _ = alone.apply(&replaces);
+            let _ = alone.apply(&readd);
             prop_assert_eq!(copy.values(), alone.values());
             // A full solve from forgotten values, through the shared native code where it
             // still applies.

@@ -164,8 +164,8 @@ enum Undo {
     AddedInstance(InstanceId, bool),
     AddedModifier(ModKey),
     RemovedModifier(ModKey, Arc<Modifier>),
-    /// The instances removed (root first), and the root's parent.
-    RemovedInstances(Vec<(InstanceId, Instance)>, Option<InstanceId>),
+    /// The instances removed (root first).
+    RemovedInstances(Vec<(InstanceId, Instance)>),
 }
 
 impl Sheet {
@@ -279,7 +279,7 @@ impl Sheet {
             shape.mods.reserve(adds);
             // (Not `sources`: a batch's modifiers mostly share a few sources — an object's, a
             // file's — and room for one each would hold megabytes for a large batch.)
-            shape.instance_keys.reserve(instances);
+            shape.instances.reserve(instances);
         }
     }
 
@@ -314,7 +314,7 @@ impl Sheet {
     }
 
     fn check_new_instance(&self, key: &str) -> Result<(), SolveError> {
-        if self.shape.instance_keys.contains_key(key) {
+        if self.shape.instances.id_of(key).is_some() {
             return Err(SolveError::new(
                 codes::DUPLICATE_INSTANCE,
                 format!("instance `{key}` already exists"),
@@ -355,10 +355,10 @@ impl Sheet {
             ));
         }
         self.grow(pending);
-        let reuses = self.shape.free_instances.last().copied();
+        let (_, reused) = self.shape.instances.next_id();
         let id = self.create_instance(key.clone(), scope_id, Some(parent_id));
         pending.created.extend(self.shape.instance(id).nodes.iter().copied());
-        pending.undo.push(Undo::AddedInstance(id, reuses == Some(id)));
+        pending.undo.push(Undo::AddedInstance(id, reused));
         Ok(())
     }
 
@@ -367,7 +367,7 @@ impl Sheet {
         let mut doomed = vec![root];
         let mut i = 0;
         while i < doomed.len() {
-            doomed.extend(self.shape.instance(doomed[i]).children.iter().copied());
+            doomed.extend(self.shape.instances.children(doomed[i]));
             i += 1;
         }
         for &d in &doomed {
@@ -392,21 +392,13 @@ impl Sheet {
             self.op_unlink(k, pending);
         }
         let shape = self.shape_mut();
-        let parent = shape.instance(root).parent;
-        if let Some(p) = parent
-            && let Some(p) = shape.instances[p.0 as usize].as_mut()
-        {
-            p.children.retain(|c| *c != root);
-        }
         let mut taken = Vec::with_capacity(doomed.len());
         for d in doomed {
-            if let Some(inst) = shape.instances[d.0 as usize].take() {
-                shape.instance_keys.remove(&inst.key);
-                shape.free_instances.push(d);
+            if let Some(inst) = shape.instances.remove(d) {
                 taken.push((d, inst));
             }
         }
-        pending.undo.push(Undo::RemovedInstances(taken, parent));
+        pending.undo.push(Undo::RemovedInstances(taken));
         Ok(())
     }
 
@@ -585,41 +577,22 @@ impl Sheet {
                 Undo::AddedInstance(id, reused) => {
                     // Everything done after it has been undone: its slot is either the last
                     // one (new) or the free slot it reused, which goes back to the free list.
-                    if let Some(inst) = shape.instances[id.0 as usize].take() {
+                    if let Some(inst) = shape.instances.unadd(id, reused) {
                         for n in inst.nodes.iter() {
                             shape.graph.remove_node(*n);
                             shape.plan.node_removed(*n);
                             vals.clear(n.index());
                         }
-                        shape.instance_keys.remove(&inst.key);
-                        if let Some(p) = inst.parent
-                            && let Some(p) = shape.instances[p.0 as usize].as_mut()
-                        {
-                            p.children.retain(|c| *c != id);
-                        }
                     }
                     shape.by_instance[id.0 as usize].clear();
-                    if reused {
-                        shape.free_instances.push(id);
-                    } else {
-                        shape.instances.pop();
+                    if !reused {
                         shape.by_instance.pop();
                     }
                 }
-                Undo::RemovedInstances(taken, parent) => {
-                    let root = taken.first().map(|(id, _)| *id);
-                    for (id, inst) in taken {
-                        // Freed last (everything after it has been undone): take it back.
-                        if let Some(i) = shape.free_instances.iter().rposition(|f| *f == id) {
-                            shape.free_instances.remove(i);
-                        }
-                        shape.instance_keys.insert(inst.key.clone(), id);
-                        shape.instances[id.0 as usize] = Some(inst);
-                    }
-                    if let (Some(p), Some(root)) = (parent, root)
-                        && let Some(p) = shape.instances[p.0 as usize].as_mut()
-                    {
-                        p.children.push(root);
+                Undo::RemovedInstances(taken) => {
+                    // Restored last removed first (each was freed after those before it).
+                    for (id, inst) in taken.into_iter().rev() {
+                        shape.instances.restore(id, inst);
                     }
                 }
             }

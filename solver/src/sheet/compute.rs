@@ -212,7 +212,7 @@ impl Sheet {
         if let Some(sources) = &mut shape.sources {
             sources.reserve(sources.len());
         }
-        shape.instance_keys.reserve(shape.instance_keys.len());
+        shape.instances.freeze();
     }
 
     /// Brings the plan's entries up to date with the structure, and with `order` also the full

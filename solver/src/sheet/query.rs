@@ -39,10 +39,7 @@ impl Sheet {
 
     /// Whether `var` still names a variable of this sheet.
     pub fn contains(&self, var: Var) -> bool {
-        self.shape
-            .graph
-            .node_weight(var.0)
-            .is_some_and(|n| self.shape.instances[n.owner.0 as usize].is_some())
+        self.shape.graph.node_weight(var.0).is_some_and(|n| self.shape.instances.get(n.owner).is_some())
     }
 
     /// How output names `var` (its instance and declared name).
@@ -134,7 +131,7 @@ impl Sheet {
         // Instance ids and names may both contain dots: try every split.
         for (i, _) in reference.match_indices('.') {
             let (key, name) = (&reference[..i], &reference[i + 1..]);
-            if let Some(&inst) = self.shape.instance_keys.get(key) {
+            if let Some(inst) = self.shape.instances.id_of(key) {
                 let scope = self.shape.instance(inst).scope;
                 if let Some(def) = self.shape.rules.resolve(scope, name)
                     && self.shape.rules.var(def).scope == scope
@@ -162,8 +159,7 @@ impl Sheet {
         self.shape
             .instances
             .iter()
-            .flatten()
-            .flat_map(|inst| inst.nodes.iter())
+            .flat_map(|(_, inst)| inst.nodes.iter())
             .map(|&n| (self.shape.var_ref(n), self.value_of(n)))
             .collect()
     }
@@ -172,7 +168,7 @@ impl Sheet {
     /// `f` as its instance's key (`None`: global), its name, its format and its value: no list
     /// and no [`VarRef`] per variable ([`crate::full_name`] joins the two parts).
     pub fn for_each_value(&self, mut f: impl FnMut(Option<&str>, &str, &Format, Slot)) {
-        for inst in self.shape.instances.iter().flatten() {
+        for (_, inst) in self.shape.instances.iter() {
             for &n in inst.nodes.iter() {
                 let node = &self.shape.graph[n];
                 let key = (node.owner != GLOBAL).then_some(&*inst.key);
@@ -187,7 +183,7 @@ impl Sheet {
     /// values out (the daemon's SolveBatch reply), with no `Decimal` made and taken apart
     /// again per value.
     pub fn for_each_whole_or_value(&self, mut f: impl FnMut(Option<&str>, &str, &Format, Result<i64, Slot>)) {
-        for inst in self.shape.instances.iter().flatten() {
+        for (_, inst) in self.shape.instances.iter() {
             let key = (inst.parent.is_some()).then_some(&*inst.key);
             for &n in inst.nodes.iter() {
                 let var = self.shape.rules.var(self.shape.graph[n].def);
