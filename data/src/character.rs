@@ -300,7 +300,7 @@ impl Character {
             .map(ObjectId)
             .filter(|&o| c.ruleset.kind_def(c.ruleset.object(o).kind).presence == Presence::Always)
             .collect();
-        let mut edit = Edit { r: &c.ruleset, state: &mut c.state };
+        let mut edit = Edit { r: &c.ruleset, state: &mut c.state, input_source: None };
         for o in always {
             let key = edit.r.object(o).key.clone();
             edit.activate(o, key, None, true, &mut ops)?;
@@ -350,7 +350,7 @@ impl Character {
         let saved = self.state.clone();
         let mut solver_ops = Vec::new();
         let mut owner = Vec::new();
-        let mut edit = Edit { r: &self.ruleset, state: &mut self.state };
+        let mut edit = Edit { r: &self.ruleset, state: &mut self.state, input_source: None };
         for (i, op) in ops.iter().enumerate() {
             if let Err(mut e) = edit.translate(op, &mut solver_ops) {
                 self.state = saved;
@@ -380,9 +380,18 @@ impl Character {
 struct Edit<'a> {
     r: &'a Ruleset,
     state: &'a mut State,
+    /// The source of the inputs' modifiers, made once per batch (see `Edit::input_source`).
+    input_source: Option<Arc<str>>,
 }
 
 impl Edit<'_> {
+    /// The source every input's modifier names, `input`: one text per batch, not one per
+    /// input (and not one shared with other characters: its count would be written by every
+    /// thread).
+    fn input_source(&mut self) -> &Arc<str> {
+        self.input_source.get_or_insert_with(|| Arc::from("input"))
+    }
+
     fn translate(&mut self, op: &SheetOp, ops: &mut Vec<Step>) -> Result<(), SheetError> {
         match op {
             SheetOp::AddObject { kind, key, id, parent } => {
@@ -828,7 +837,7 @@ impl Edit<'_> {
         if self.state.inputs_mut().insert((on.clone(), def), mid.clone()).is_some() {
             ops.push(Step::Op(Box::new(Operation::RemoveModifier(mid.to_string()))));
         }
-        let text: Arc<str> = Arc::from(literal_text(&v));
+        let text = literal_text(&v);
         ops.push(Step::Op(Box::new(Operation::AddModifier(ModifierSpec {
             id: mid,
             var: Target::Def(def),
@@ -837,7 +846,7 @@ impl Edit<'_> {
             kind: ModKind::Set,
             value: solver::Instruction::Literal(v, text),
             priority: 0,
-            source: Arc::from("input"),
+            source: self.input_source().clone(),
             condition: None,
         }))));
         Ok(())
@@ -855,10 +864,17 @@ fn convert(value: &Value, format: &Format) -> Result<Value, String> {
     }
 }
 
-fn literal_text(v: &Value) -> String {
+/// A value's text as written: a whole number's digits straight into its `Arc` (an input is
+/// nearly always one), anything else as it displays.
+fn literal_text(v: &Value) -> Arc<str> {
+    if let Value::Number(d) = v
+        && let formula::Num::Int(i) = formula::Num::from_decimal(*d)
+    {
+        return Arc::from(itoa::Buffer::new().format(i));
+    }
     match v {
-        Value::Custom(c) => c.data.literal(),
-        other => other.to_string(),
+        Value::Custom(c) => Arc::from(c.data.literal()),
+        other => Arc::from(other.to_string()),
     }
 }
 
