@@ -148,6 +148,7 @@ pub(crate) fn put_variable_with(
 /// value of [`whole_number_len`] bytes (its format, then its digits), with room reserved
 /// once and each head written as the two bytes it nearly always is. Every value of a
 /// SolveBatch reply but a few goes through here.
+#[inline]
 pub(crate) fn put_whole_variable(
     tag: u32,
     instance: Option<&str>,
