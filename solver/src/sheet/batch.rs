@@ -426,6 +426,7 @@ impl Sheet {
     }
 
     /// Links a prepared modifier (in bulk or not: see `bulk.rs`) and logs its undoing.
+    #[inline(always)]
     fn op_link(&mut self, m: Arc<Modifier>, pending: &mut Pending) -> Result<(), SolveError> {
         let target = m.target;
         self.grow(pending);

@@ -73,14 +73,17 @@ impl Instances {
     }
 
     /// Instance `id`, if it is live.
-    #[inline]
+    #[inline(always)]
     pub(super) fn get(&self, id: InstanceId) -> Option<&Instance> {
         let i = id.0 as usize;
-        match i.checked_sub(self.base_len) {
-            Some(o) => self.own.get(o)?.as_ref(),
-            None if self.is_gone(i) => self.over.get(&id.0),
-            None => self.base.list.get(i)?.as_ref(),
+        if i >= self.base_len {
+            return self.own.get(i - self.base_len)?.as_ref();
         }
+        // (No base instance removed: no bit to read, the common case.)
+        if !self.gone.is_empty() && self.is_gone(i) {
+            return self.over.get(&id.0);
+        }
+        self.base.list.get(i)?.as_ref()
     }
 
     /// The id of the live instance with key `key`.

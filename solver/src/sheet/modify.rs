@@ -31,6 +31,7 @@ impl Shape {
     /// [`Shape::lookup_instance_hinted`]). Unless `bulk`, a modifier whose id is taken or that
     /// would close a cycle is rejected; a bulk batch finds a taken id when it inserts the id,
     /// and cycles once, at its end (see `bulk.rs`).
+    #[inline(always)]
     pub(super) fn prepare(
         &self,
         spec: &ModifierSpec,
@@ -58,9 +59,28 @@ impl Shape {
             ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
             _ => None,
         };
-        let body = Body { value, condition, text: spec.value.text_arc(), source: spec.source.clone() };
-        let link = Link { id: &spec.id, on, from, target, kind, priority: spec.priority, const_num };
-        let m = self.make(link, Held::Own(body), bulk)?;
+        let held =
+            Held::Own(Body { value, condition, text: spec.value.text_arc(), source: spec.source.clone() });
+        let (reads, value_vars, cond_slots) = self.resolve_reads(&spec.id, from, held.body(None))?;
+        // Built in its `Arc` at once, here (not in a function it is handed to): the record is
+        // about 150 bytes, and each move of it was a copy.
+        let m = Arc::new(Modifier {
+            value_vars,
+            cond_slots,
+            const_num,
+            id: spec.id.clone(),
+            target,
+            kind,
+            held,
+            priority: spec.priority,
+            seq: self.next_seq,
+            on,
+            from,
+            reads,
+        });
+        if !bulk {
+            self.check_cycles(&m)?;
+        }
         Ok(m)
     }
 
@@ -106,6 +126,7 @@ impl Shape {
     }
 
     /// Rejects a taken id (unless `bulk`: see [`Shape::prepare`]).
+    #[inline]
     fn check_id(&self, id: &str, bulk: bool) -> Result<(), SolveError> {
         if !bulk && self.mods.has_id(id) {
             return Err(SolveError::new(
@@ -119,22 +140,8 @@ impl Shape {
     /// The record of a checked modifier: the nodes its formulas read, resolved from its `from`
     /// instance, and (unless `bulk`) checked for a cycle.
     fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<Arc<Modifier>, SolveError> {
-        let body = held.body(self.catalog.as_deref());
-        let value_formula = match &body.value {
-            ModValue::Formula(f) => Some(f),
-            ModValue::Const(_) => None,
-        };
-        let reads = self.reads(link.id, link.from, [value_formula, body.condition.as_ref()])?;
-        // The value formula's variables are the first reads, in its order (`reads` takes them
-        // first, and a formula's variables are distinct): its slots need no list of their own.
-        let value_vars = value_formula.map_or(0, |f| f.variables().len()) as u32;
-        // A condition's slots: its variables' nodes, in its order. Every variable of both
-        // formulas is in `reads` (built just above).
-        let cond_slots: Box<[NodeIndex]> = body.condition.as_ref().map_or(Box::default(), |f| {
-            f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)).collect()
-        });
-        // Built in its `Arc` at once: the record is about 150 bytes, and each move of it (out of
-        // here, into the `Arc`) was a copy.
+        let (reads, value_vars, cond_slots) =
+            self.resolve_reads(link.id, link.from, held.body(self.catalog.as_deref()))?;
         let m = Arc::new(Modifier {
             value_vars,
             cond_slots,
@@ -147,12 +154,36 @@ impl Shape {
             seq: self.next_seq,
             on: link.on,
             from: link.from,
-            reads: reads.into(),
+            reads,
         });
         if !bulk {
             self.check_cycles(&m)?;
         }
         Ok(m)
+    }
+
+    /// The nodes a modifier's formulas read, seen from instance `from`: every variable once,
+    /// the value formula's first and in its order (so its slots need no list of their own),
+    /// how many of them are the value's, and the condition's nodes by its slots.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn resolve_reads(
+        &self,
+        id: &str,
+        from: InstanceId,
+        body: &Body,
+    ) -> Result<(Box<[(VarId, NodeIndex)]>, u32, Box<[NodeIndex]>), SolveError> {
+        let value_formula = match &body.value {
+            ModValue::Formula(f) => Some(f),
+            ModValue::Const(_) => None,
+        };
+        let reads = self.reads(id, from, [value_formula, body.condition.as_ref()])?;
+        let value_vars = value_formula.map_or(0, |f| f.variables().len()) as u32;
+        // Every variable of both formulas is in `reads` (built just above).
+        let cond_slots: Box<[NodeIndex]> = body.condition.as_ref().map_or(Box::default(), |f| {
+            f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)).collect()
+        });
+        Ok((reads.into(), value_vars, cond_slots))
     }
 
     /// The variable a modifier changes as seen from instance `on`: its declaration and its
@@ -244,6 +275,7 @@ fn locked(id: &str, var: &str) -> SolveError {
 
 /// The modifier type `kind` as it applies to variable `def`: rejected on a locked variable,
 /// or when the variable's format does not take the type. `id` names the modifier in errors.
+#[inline(always)]
 pub(super) fn check_kind(
     rules: &Rules,
     id: &str,
@@ -261,6 +293,7 @@ pub(super) fn check_kind(
 
 /// A modifier's formula (its value's, or its condition's: `what`), compiled in `scope` when
 /// given as text, and checked to produce `expected`.
+#[inline(always)]
 pub(super) fn formula(
     rules: &Rules,
     id: &str,
@@ -292,6 +325,7 @@ pub(super) fn formula(
 }
 
 /// A modifier's value: a constant, or a formula (see [`formula`]) unless it is static.
+#[inline(always)]
 pub(super) fn instruction_value(
     rules: &Rules,
     id: &str,
