@@ -131,7 +131,8 @@ pub struct Ruleset {
     kinds: Vec<Kind>,
     kind_names: Map<String, KindId>,
     objects: Vec<Object>,
-    object_index: Map<(KindId, String), Vec<ObjectId>>,
+    /// Objects by kind (its index), then by key in lower case.
+    object_index: Vec<Map<Box<str>, Vec<ObjectId>>>,
     global_mods: Vec<ModTemplate>,
     channels: HashSet<VarDefId>,
     var_origins: Vec<Origin>,
@@ -202,7 +203,20 @@ impl Ruleset {
             Some((c, k)) => (Some(c), k),
             None => (None, key),
         };
-        let all = self.object_index.get(&(kind, key.to_lowercase())).map_or(&[][..], Vec::as_slice);
+        // Lower case on the stack for a short ASCII key (nearly every key): no allocation.
+        let mut buf = [0u8; 64];
+        let by_key = self.object_index.get(kind.0 as usize);
+        let all = match key.len() <= buf.len() && key.is_ascii() {
+            true => {
+                let lower = &mut buf[..key.len()];
+                lower.copy_from_slice(key.as_bytes());
+                lower.make_ascii_lowercase();
+                // ASCII stays ASCII: valid UTF-8.
+                std::str::from_utf8(lower).ok().and_then(|k| by_key?.get(k))
+            }
+            false => by_key.and_then(|m| m.get(key.to_lowercase().as_str())),
+        };
+        let all = all.map_or(&[][..], Vec::as_slice);
         all.iter()
             .copied()
             .filter(|o| match category {

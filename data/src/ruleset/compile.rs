@@ -40,7 +40,8 @@ struct Kinds {
 }
 
 /// Every object by (kind, lower-case key).
-type ObjectIndex = Map<(KindId, String), Vec<ObjectId>>;
+/// Objects by kind (its index), then by key in lower case.
+type ObjectIndex = Vec<Map<Box<str>, Vec<ObjectId>>>;
 
 /// What compiling an object needs: the rules, the kinds, and every object by (kind, key).
 struct Tables<'a> {
@@ -330,7 +331,7 @@ impl Compiler {
     /// each object's kind (`None`: unknown, reported). A second definition in the same category
     /// is a warning; the first is kept.
     fn index_objects(&mut self, draft: &Draft, kinds: &Kinds) -> (ObjectIndex, Vec<Option<KindId>>) {
-        let mut index: ObjectIndex = Map::default();
+        let mut index: ObjectIndex = vec![Map::default(); kinds.list.len()];
         let mut object_kinds = Vec::with_capacity(draft.objects.len());
         let category = |o: &ObjectDraft| o.category.as_ref().map(|c| c.text.to_lowercase());
         for (i, o) in draft.objects.iter().enumerate() {
@@ -341,7 +342,8 @@ impl Compiler {
                 self.errors.push(Diagnostic::at(codes::UNKNOWN_KIND, &o.kind, message));
                 continue;
             };
-            let ids = index.entry((k, o.key.text.to_lowercase())).or_default();
+            let Some(by_key) = index.get_mut(k.0 as usize) else { continue };
+            let ids = by_key.entry(o.key.text.to_lowercase().into_boxed_str()).or_default();
             match ids.iter().find(|x| category(&draft.objects[x.0 as usize]) == category(o)) {
                 None => ids.push(ObjectId(i as u32)),
                 Some(first) => {
@@ -424,7 +426,7 @@ impl Compiler {
                 continue;
             };
             let kind = &t.kinds.list[gk.0 as usize];
-            match t.index.get(&(gk, g.key.text.to_lowercase())) {
+            match t.index.get(gk.0 as usize).and_then(|m| m.get(g.key.text.to_lowercase().as_str())) {
                 Some(ids) if kind.presence == Presence::Granted => grants.push(ids[0]),
                 Some(_) => self.errors.push(Diagnostic::at(
                     codes::UNKNOWN_OBJECT,
