@@ -198,12 +198,12 @@ impl Sheet {
     /// it on a sheet that is to be copied many times (a ruleset's starting sheet); it costs at
     /// most one sort of the variables.
     ///
-    /// It also makes the sheet's modifiers the base its copies share (`ModTable::freeze`: a
-    /// copy's first structural change then copies none of them, only its own go in its
-    /// overlay), and gives the shape's other indexes (modifiers by source, instances by key)
-    /// room for as many entries again as they hold: a copy's first structural change copies
-    /// them with the shape, capacity included, and then adds to them without growing them
-    /// (growing a hash table moves every entry).
+    /// It also makes the sheet's modifiers and instances the bases its copies share
+    /// (`ModTable::freeze`, `Instances::freeze`: a copy's first structural change then copies
+    /// none of them, only its own go in its overlays), and gives the index of modifiers by
+    /// source, when built, room for as many entries again as it holds: a copy's first
+    /// structural change copies it with the shape, capacity included, and then adds to it
+    /// without growing it (growing a hash table moves every entry).
     pub fn prepare_to_share(&mut self) {
         self.refresh_plan(true);
         // (A shape shared already is left as it is: reserving would copy it.)
