@@ -48,7 +48,8 @@ impl BatchValues {
     /// name and format, with nothing allocated; any other value goes through its record.
     pub fn from_character(c: &Character) -> BatchValues {
         let sheet = c.sheet();
-        let mut encoded = Vec::with_capacity(sheet.variable_count() * 32);
+        // About 40 bytes a value (name, format, digits and their heads): one allocation.
+        let mut encoded = Vec::with_capacity(sheet.variable_count() * 48);
         let mut digits = itoa::Buffer::new();
         sheet.for_each_whole_or_value(|instance, name, format, value| {
             let whole = match &value {

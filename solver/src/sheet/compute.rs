@@ -189,7 +189,13 @@ impl Sheet {
         if buckets.len() <= level {
             buckets.resize_with(level + 1, Vec::new);
         }
-        buckets[level].push(i as u32);
+        let bucket = &mut buckets[level];
+        // A copy's buckets start empty (`Values::clone`): room for a level's worth at once,
+        // not grown 4, 8, 16 on the copy's first recomputation.
+        if bucket.capacity() == 0 {
+            bucket.reserve(16);
+        }
+        bucket.push(i as u32);
         Some(level)
     }
 
