@@ -118,7 +118,9 @@ pub(crate) fn put_variable(tag: u32, v: &Variable, buf: &mut Vec<u8>) {
 
 /// A variable named `instance.name` (or `name` alone) as field `tag` of its message, its value
 /// `value` bytes long and written by `put`: what [`put_variable`] writes, with the name in
-/// parts and the value written by the caller.
+/// parts and the value written by the caller. Room for all of it is reserved once, and each
+/// head written as the two bytes it nearly always is.
+#[inline]
 pub(crate) fn put_variable_with(
     tag: u32,
     instance: Option<&str>,
@@ -129,36 +131,6 @@ pub(crate) fn put_variable_with(
 ) {
     let var = instance.map_or(0, |i| i.len() + 1) + name.len();
     // A proto3 string: absent when empty.
-    let var_field = if var == 0 { 0 } else { nested_len(1, var) };
-    put_head(tag, var_field + nested_len(2, value), buf);
-    if var > 0 {
-        put_head(1, var, buf);
-        if let Some(i) = instance {
-            buf.extend_from_slice(i.as_bytes());
-            buf.push(b'.');
-        }
-        buf.extend_from_slice(name.as_bytes());
-    }
-    put_head(2, value, buf);
-    put(buf);
-}
-
-/// A variable named `instance.name` (or `name` alone) holding a whole number's `digits` in
-/// `format`, as field `tag` of its message: the bytes [`put_variable_with`] writes for a
-/// value of [`whole_number_len`] bytes (its format, then its digits), with room reserved
-/// once and each head written as the two bytes it nearly always is. Every value of a
-/// SolveBatch reply but a few goes through here.
-#[inline]
-pub(crate) fn put_whole_variable(
-    tag: u32,
-    instance: Option<&str>,
-    name: &str,
-    format: &str,
-    digits: &str,
-    buf: &mut Vec<u8>,
-) {
-    let value = whole_number_len(format, digits);
-    let var = instance.map_or(0, |i| i.len() + 1) + name.len();
     let var_field = if var == 0 { 0 } else { nested_len(1, var) };
     let body = var_field + nested_len(2, value);
     buf.reserve(nested_len(tag, body));
@@ -172,12 +144,30 @@ pub(crate) fn put_whole_variable(
         buf.extend_from_slice(name.as_bytes());
     }
     short_head(2, value, buf);
-    if !format.is_empty() {
-        short_head(1, format.len(), buf);
-        buf.extend_from_slice(format.as_bytes());
-    }
-    short_head(2, digits.len(), buf);
-    buf.extend_from_slice(digits.as_bytes());
+    put(buf);
+}
+
+/// A variable named `instance.name` (or `name` alone) holding a whole number's `digits` in
+/// `format`, as field `tag` of its message: [`put_variable_with`] for a value of
+/// [`whole_number_len`] bytes, its format then its digits. Every value of a SolveBatch reply
+/// but a few goes through here.
+#[inline]
+pub(crate) fn put_whole_variable(
+    tag: u32,
+    instance: Option<&str>,
+    name: &str,
+    format: &str,
+    digits: &str,
+    buf: &mut Vec<u8>,
+) {
+    put_variable_with(tag, instance, name, whole_number_len(format, digits), buf, |buf| {
+        if !format.is_empty() {
+            short_head(1, format.len(), buf);
+            buf.extend_from_slice(format.as_bytes());
+        }
+        short_head(2, digits.len(), buf);
+        buf.extend_from_slice(digits.as_bytes());
+    });
 }
 
 /// [`put_head`], as two bytes when the tag and the length fit one byte each.

@@ -215,7 +215,9 @@ impl Sheet {
                 OpRef::Op(Operation::AddInstance { key, scope, parent }) => {
                     self.op_add_named_instance(key, scope, parent.as_deref(), &mut pending)
                 }
-                OpRef::Instance(key, scope, parent) => self.op_add_instance(key, scope, parent, &mut pending),
+                OpRef::Instance(key, scope, parent) => self
+                    .check_new_instance(key)
+                    .and_then(|()| self.op_add_instance(key, scope, parent, &mut pending)),
                 OpRef::Op(Operation::RemoveInstance(key)) => self.op_remove_instance(key, &mut pending),
                 OpRef::Op(Operation::AddModifier(spec)) => self.op_add_modifier(spec, &mut pending),
                 OpRef::Op(Operation::RemoveModifier(id)) => self.op_remove_modifier(id, &mut pending),
@@ -323,14 +325,15 @@ impl Sheet {
         Ok(())
     }
 
-    pub(super) fn op_add_instance(
+    /// Adds instance `key` of `scope_id` under `parent` (`None`: the global instance); the
+    /// caller has checked that the key is free (`check_new_instance`).
+    fn op_add_instance(
         &mut self,
         key: &Arc<str>,
         scope_id: ScopeId,
         parent: Option<&str>,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        self.check_new_instance(key)?;
         if self.shape.rules.scopes().get(scope_id.0 as usize).is_none() {
             return Err(SolveError::new(
                 codes::UNKNOWN_SCOPE,

@@ -21,10 +21,9 @@
 //! - a modifier made from template `t` is linked only on a sheet whose catalog has `t`, and
 //!   every copy of that sheet keeps the same catalog.
 
-use super::{Formula, Held, Instruction, ModKind, ModValue, Num, Sheet, Value};
+use super::{Formula, Held, Instruction, ModKind, ModValue, Num, Sheet};
 use crate::error::{SolveError, codes};
 use crate::rules::{Rules, ScopeId, VarDefId};
-use formula::Format;
 use std::sync::Arc;
 
 /// A template's index in its [`Catalog`].
@@ -111,47 +110,23 @@ impl Catalog {
     /// the variable's format, or the value or condition is not of the format it must be (the
     /// errors `Sheet::add_modifier` gives; `label` names the template in them).
     pub fn add(&mut self, label: &str, spec: TemplateSpec) -> Result<TemplateId, SolveError> {
-        let rules = &*self.rules;
-        let var = rules.var(spec.var);
-        let kind = super::modify::check_kind(rules, label, spec.var, spec.kind)?;
-        let value_format = kind.value_format(&var.format);
-        let value = super::modify::instruction_value(
-            rules,
+        let (kind, body, const_num) = super::modify::check_body(
+            &self.rules,
             label,
+            spec.var,
+            spec.kind,
             &spec.value,
+            spec.condition.as_ref(),
             spec.scope,
-            &var.format,
-            &value_format,
+            spec.source,
         )?;
-        let condition = match &spec.condition {
-            None => None,
-            Some(c) => Some(super::modify::formula(
-                rules,
-                label,
-                "condition",
-                c,
-                spec.scope,
-                &var.format,
-                &Format::Boolean,
-            )?),
-        };
-        let const_num = match &value {
-            ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
-            _ => None,
-        };
         let id = TemplateId(u32::try_from(self.templates.len()).map_err(|_| {
             SolveError::new(
                 codes::BAD_STEP,
                 format!("template `{label}`: a catalog holds at most 2^32 templates"),
             )
         })?);
-        self.templates.push(Template {
-            def: spec.var,
-            kind,
-            priority: spec.priority,
-            const_num,
-            body: Body { value, condition, text: spec.value.text_arc(), source: spec.source },
-        });
+        self.templates.push(Template { def: spec.var, kind, priority: spec.priority, const_num, body });
         Ok(id)
     }
 

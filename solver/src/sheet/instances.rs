@@ -37,8 +37,8 @@ struct Base {
     keys: Map<Arc<str>, InstanceId>,
 }
 
-/// A shape's instances (see the module docs).
-#[derive(Clone, Debug, Default)]
+/// A shape's instances (see the module docs). Copied by [`Instances::copy_with_room`].
+#[derive(Debug, Default)]
 pub(super) struct Instances {
     base: Arc<Base>,
     /// `base.list.len()`.
@@ -255,11 +255,9 @@ impl Instances {
             self.free.push(id);
         }
     }
-}
 
-/// A table copied for a structural change (`Arc::make_mut` of the shape), which then adds to
-/// it: the overlay with room to grow (a copy of a prepared sheet has an empty one).
-impl Instances {
+    /// A copy for a structural change (`Arc::make_mut` of the shape), which then adds to it:
+    /// the overlay with room to grow (a copy of a prepared sheet has an empty one).
     pub(super) fn copy_with_room(&self) -> Instances {
         let mut own = Vec::with_capacity(self.own.len() + self.own.len() / 8 + 16);
         own.extend(self.own.iter().cloned());

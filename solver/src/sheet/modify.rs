@@ -45,22 +45,18 @@ impl Shape {
             None => on,
         };
         let (def, target) = self.target(spec, on)?;
-        let rules = &*self.rules;
-        let kind = check_kind(rules, &spec.id, def, spec.kind)?;
-        let format = &rules.var(def).format;
-        let value_format = kind.value_format(format);
         let from_scope = self.instance(from).scope;
-        let value = instruction_value(rules, &spec.id, &spec.value, from_scope, format, &value_format)?;
-        let condition = match &spec.condition {
-            None => None,
-            Some(c) => Some(formula(rules, &spec.id, "condition", c, from_scope, format, &Format::Boolean)?),
-        };
-        let const_num = match &value {
-            ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
-            _ => None,
-        };
-        let held =
-            Held::Own(Body { value, condition, text: spec.value.text_arc(), source: spec.source.clone() });
+        let (kind, body, const_num) = check_body(
+            &self.rules,
+            &spec.id,
+            def,
+            spec.kind,
+            &spec.value,
+            spec.condition.as_ref(),
+            from_scope,
+            spec.source.clone(),
+        )?;
+        let held = Held::Own(body);
         let (reads, value_vars, cond_slots) = self.resolve_reads(&spec.id, from, held.body(None))?;
         // Built in its `Arc` at once, here (not in a function it is handed to): the record is
         // about 150 bytes, and each move of it was a copy.
@@ -273,15 +269,43 @@ fn locked(id: &str, var: &str) -> SolveError {
     )
 }
 
-/// The modifier type `kind` as it applies to variable `def`: rejected on a locked variable,
-/// or when the variable's format does not take the type. `id` names the modifier in errors.
+/// What a modifier on variable `def` is apart from where it applies, checked: its type as it
+/// applies to the variable's format (see [`check_kind`]), its value and condition (formulas
+/// compiled in `scope` when given as text) with its text and `source`, and its value as a
+/// number when it is a constant one. What [`Shape::prepare`] checks of a modifier given whole
+/// and `Catalog::add` of a template, once. `id` names the modifier in errors.
 #[inline(always)]
-pub(super) fn check_kind(
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_body(
     rules: &Rules,
     id: &str,
     def: VarDefId,
     kind: ModKind,
-) -> Result<ModKind, SolveError> {
+    value: &Instruction,
+    condition: Option<&Instruction>,
+    scope: ScopeId,
+    source: Arc<str>,
+) -> Result<(ModKind, Body, Option<Num>), SolveError> {
+    let kind = check_kind(rules, id, def, kind)?;
+    let format = &rules.var(def).format;
+    let value_format = kind.value_format(format);
+    let text = value.text_arc();
+    let value = instruction_value(rules, id, value, scope, format, &value_format)?;
+    let condition = match condition {
+        None => None,
+        Some(c) => Some(formula(rules, id, "condition", c, scope, format, &Format::Boolean)?),
+    };
+    let const_num = match &value {
+        ModValue::Const(Value::Number(d)) => Some(Num::from_decimal(*d)),
+        _ => None,
+    };
+    Ok((kind, Body { value, condition, text, source }, const_num))
+}
+
+/// The modifier type `kind` as it applies to variable `def`: rejected on a locked variable,
+/// or when the variable's format does not take the type. `id` names the modifier in errors.
+#[inline(always)]
+fn check_kind(rules: &Rules, id: &str, def: VarDefId, kind: ModKind) -> Result<ModKind, SolveError> {
     let var = rules.var(def);
     if var.locked {
         return Err(locked(id, &var.name));
@@ -294,7 +318,7 @@ pub(super) fn check_kind(
 /// A modifier's formula (its value's, or its condition's: `what`), compiled in `scope` when
 /// given as text, and checked to produce `expected`.
 #[inline(always)]
-pub(super) fn formula(
+fn formula(
     rules: &Rules,
     id: &str,
     what: &str,
@@ -326,7 +350,7 @@ pub(super) fn formula(
 
 /// A modifier's value: a constant, or a formula (see [`formula`]) unless it is static.
 #[inline(always)]
-pub(super) fn instruction_value(
+fn instruction_value(
     rules: &Rules,
     id: &str,
     ins: &Instruction,
