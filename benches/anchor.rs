@@ -3,7 +3,8 @@
 //! solver's performance table (issue 13): re-solve with the plan cached, the first solve after a
 //! structural change and the hub and leaf changes (each interpreted, then with the plan compiled
 //! to native code: `*_interpreted` is the same-run baseline of the row without the suffix),
-//! building the sheet in one batch, a sheet from the compiled (built) sheet,
+//! building the sheet in one batch (its modifiers given whole, then linked from a catalog, with
+//! the hub and leaf changes on that sheet), a sheet from the compiled (built) sheet,
 //! the hub and leaf changes, and (at 2,000)
 //! the modifiers added one by one in file order, each recomputed at once or deferred to one
 //! `settle`. Each group has baselines measured in the same run: reading one value, and timing
@@ -125,6 +126,42 @@ fn bench_compiled(
     });
 }
 
+/// The workload compiled into a catalog, as a ruleset's modifiers are (`Workload::templates`):
+/// the sheet built by linking every template in one batch, and the hub and leaf changes on it,
+/// their `ADD 1` linked from a template too (interpreted; the `*_interpreted` rows above are
+/// the same changes given whole).
+fn bench_linked(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    w: &Workload,
+    rules: &std::sync::Arc<solver::Rules>,
+) {
+    let linked = w.templates(rules);
+    g.bench_function("build_sheet_linked", |b| {
+        b.iter_with_large_drop(|| {
+            let mut s = solver::Sheet::with_catalog(linked.catalog.clone());
+            s.apply_steps(black_box(&linked.steps)).expect("links");
+            s
+        })
+    });
+    let mut sheet = solver::Sheet::with_catalog(linked.catalog.clone());
+    sheet.apply_steps(&linked.steps).expect("links");
+    sheet.solve_all();
+    for (name, step) in [("hub_change_linked", &linked.hub_one), ("leaf_change_linked", &linked.leaf_one)] {
+        g.bench_function(name, |b| {
+            timed_change(
+                b,
+                &mut sheet,
+                |s| {
+                    black_box(s.apply_steps(std::slice::from_ref(step)).expect("adds"));
+                },
+                |s| {
+                    s.remove_modifier("add-one").expect("removes");
+                },
+            )
+        });
+    }
+}
+
 /// The modifiers added one by one in file order, recomputed at once or deferred to one settle.
 fn bench_one_by_one(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
@@ -203,6 +240,7 @@ fn bench_anchor(c: &mut Criterion) {
                 BatchSize::LargeInput,
             )
         });
+        bench_linked(&mut g, &w, &rules);
         bench_compiled(&mut g, &mut sheet, &touch);
         bench_changes(&mut g, &mut sheet, &w, "");
         if vars == 2_000 {

@@ -15,10 +15,24 @@
 //! (`V1`; the leaf is the last variable).
 
 use formula::Format;
-use solver::{Instruction, ModKind, ModifierSpec, Operation, Rules, RulesBuilder, Sheet, Target};
+use solver::{
+    Catalog, Instruction, ModKind, ModifierSpec, Operation, Rules, RulesBuilder, Sheet, Step, Target,
+    TemplateSpec,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+
+/// The workload compiled into a catalog: see [`Workload::templates`].
+pub struct Linked {
+    pub catalog: Arc<Catalog>,
+    /// Every modifier, linked from its template, in file order.
+    pub steps: Vec<Step>,
+    /// `ADD 1` on the hub, as modifier `add-one`.
+    pub hub_one: Step,
+    /// `ADD 1` on the leaf, as modifier `add-one`.
+    pub leaf_one: Step,
+}
 
 /// One modifier of the workload.
 #[derive(Clone, Debug)]
@@ -136,6 +150,43 @@ impl Workload {
                 Operation::AddModifier(spec)
             })
             .collect()
+    }
+
+    /// The modifiers compiled once into a catalog (as a ruleset's are), with the steps that
+    /// link each of them by index, under its id, on the global instance; and the `ADD 1` the
+    /// hub and leaf rows add, as two more templates.
+    pub fn templates(&self, rules: &Arc<Rules>) -> Linked {
+        let global = rules.global();
+        let mut catalog = Catalog::new(rules.clone());
+        let source: Arc<str> = Arc::from("anchor");
+        let mut template = |label: &str, target: usize, kind: ModKind, value: &str| {
+            let spec = TemplateSpec {
+                var: rules.resolve(global, &format!("V{target}")).expect("declared"),
+                kind,
+                value: rules
+                    .instruction(value, global, &Format::Number, &Format::Number)
+                    .expect("the workload's formulas compile"),
+                priority: 0,
+                source: source.clone(),
+                condition: None,
+                scope: global,
+            };
+            catalog.add(label, spec).expect("the workload's modifiers check")
+        };
+        let steps = self
+            .mods
+            .iter()
+            .enumerate()
+            .map(|(n, m)| {
+                let id = format!("m{n}");
+                let template = template(&id, m.target, m.kind, &m.value);
+                Step::Template { id: Arc::from(id), template, on: None }
+            })
+            .collect();
+        let one = |t| Step::Template { id: Arc::from("add-one"), template: t, on: None };
+        let hub_one = one(template("add-one", self.hub, ModKind::Add, "1"));
+        let leaf_one = one(template("add-one", self.leaf, ModKind::Add, "1"));
+        Linked { catalog: Arc::new(catalog), steps, hub_one, leaf_one }
     }
 
     /// A sheet with every modifier, added in one atomic batch.

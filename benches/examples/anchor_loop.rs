@@ -1,5 +1,5 @@
 //! One row of the anchor workload's table in a fixed loop, for profiling with perf or
-//! callgrind: `anchor_loop <resolve|first|copy|build|hub|leaf|onebyone|deferred> [rounds] [variables]`.
+//! callgrind: `anchor_loop <resolve|first|copy|build|linked|hub|leaf|linkedhub|linkedleaf|onebyone|deferred> [rounds] [variables]`.
 //! Example: `valgrind --tool=callgrind ./target/release/examples/anchor_loop hub 200`. With
 //! `SHEETD_NATIVE=1` the built sheet's plan is compiled to native code first.
 
@@ -37,6 +37,7 @@ fn main() {
     };
     let rules = w.rules();
     let ops = w.operations(&rules);
+    let linked = w.templates(&rules);
     let mut sheet = w.build();
     sheet.solve_all();
     if what == "copy" {
@@ -46,6 +47,9 @@ fn main() {
     if std::env::var_os("SHEETD_NATIVE").is_some() {
         compile_native(&mut sheet);
     }
+    let mut linked_sheet = solver::Sheet::with_catalog(linked.catalog.clone());
+    linked_sheet.apply_steps(&linked.steps).expect("the workload links");
+    linked_sheet.solve_all();
     let mut timed = Duration::ZERO;
     let mut evaluations = 0;
     for _ in 0..rounds {
@@ -73,6 +77,12 @@ fn main() {
                 s.apply(&ops).expect("applies");
                 black_box(s);
             }
+            "linked" => {
+                // The same build, the modifiers compiled once into a catalog and linked by index.
+                let mut s = solver::Sheet::with_catalog(linked.catalog.clone());
+                s.apply_steps(&linked.steps).expect("applies");
+                black_box(s);
+            }
             "deferred" => {
                 let mut s = solver::Sheet::new(rules.clone());
                 s.defer();
@@ -96,8 +106,21 @@ fn main() {
                 sheet.remove_modifier("add-one").expect("removes");
                 continue;
             }
+            "linkedhub" | "linkedleaf" => {
+                // The hub and leaf changes on the sheet built from the catalog, their `ADD 1`
+                // linked from a template.
+                let step = if what == "linkedhub" { &linked.hub_one } else { &linked.leaf_one };
+                let t = Instant::now();
+                let report = linked_sheet.apply_steps(std::slice::from_ref(step)).expect("adds");
+                timed += t.elapsed();
+                evaluations = black_box(report).recomputed;
+                linked_sheet.remove_modifier("add-one").expect("removes");
+                continue;
+            }
             other => {
-                eprintln!("unknown row `{other}`: resolve, first, build, hub, leaf, onebyone or deferred");
+                eprintln!(
+                    "unknown row `{other}`: resolve, first, build, linked, hub, leaf, linkedhub, linkedleaf, onebyone or deferred"
+                );
                 std::process::exit(2);
             }
         }
