@@ -250,6 +250,8 @@ pub enum DiagCode {
     MissingFile,
     /// A `PART:n` is not a whole number from 1 up, or the kind has no parts.
     BadPart,
+    /// An `order` that is not `inherent` or `applied`.
+    BadOrder,
 }
 
 impl DiagCode {
@@ -274,6 +276,7 @@ impl DiagCode {
             DiagCode::DuplicateObject => "data.duplicate_object",
             DiagCode::MissingFile => "data.missing_file",
             DiagCode::BadPart => "data.bad_part",
+            DiagCode::BadOrder => "data.bad_order",
         }
     }
 }
@@ -311,4 +314,5 @@ pub mod codes {
     pub const DUPLICATE_OBJECT: DiagCode = DiagCode::DuplicateObject;
     pub const MISSING_FILE: DiagCode = DiagCode::MissingFile;
     pub const BAD_PART: DiagCode = DiagCode::BadPart;
+    pub const BAD_ORDER: DiagCode = DiagCode::BadOrder;
 }

@@ -49,6 +49,8 @@ pub struct VarDecl {
     pub format: Text,
     /// A channel: a value the user enters on the sheet, read by `input("NAME")`.
     pub channel: bool,
+    /// The order its modifiers apply in (`inherent` or `applied`), when it says.
+    pub order: Option<Text>,
 }
 
 /// An object kind: which scope its objects live in and how they become active.
@@ -148,6 +150,9 @@ impl ObjectDraft {
 pub struct Draft {
     /// The global scope's name (`PC`).
     pub global: Option<Text>,
+    /// The order every variable's modifiers apply in unless it says otherwise (`[ruleset]
+    /// order`).
+    pub order: Option<Text>,
     pub scopes: Vec<ScopeDecl>,
     pub formats: Vec<FormatDecl>,
     /// Values added to enumerations by data files (PCGen ALIGNMENT and DEITY files).

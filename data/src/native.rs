@@ -212,10 +212,11 @@ impl Reader<'_, '_> {
                     let what = if channel { "[channels]" } else { "[variables]" };
                     self.pairs(v, what, |r, scope, vars| {
                         let t = r.table(vars, "a scope's variables")?;
-                        for (name, format) in t.iter() {
+                        for (name, decl) in t.iter() {
                             let name = r.cx.key_text(name);
-                            if let Some(format) = r.string(format, "a variable's format") {
-                                r.draft.variables.push(VarDecl { name, scope: scope.clone(), format, channel });
+                            if let Some((format, order)) = r.variable(decl, channel) {
+                                let scope = scope.clone();
+                                r.draft.variables.push(VarDecl { name, scope, format, channel, order });
                             }
                         }
                         Some(())
@@ -265,6 +266,34 @@ impl Reader<'_, '_> {
         }
     }
 
+    /// A variable's declaration: its format, `"NUMBER"`, or a table with the format and the
+    /// order its modifiers apply in, `{ format = "NUMBER", order = "applied" }` (not for a
+    /// channel, which takes no modifiers).
+    fn variable(&mut self, v: &Spanned<DeValue<'_>>, channel: bool) -> Option<(Text, Option<Text>)> {
+        if !matches!(v.get_ref(), DeValue::Table(_)) {
+            return Some((self.string(v, "a variable's format")?, None));
+        }
+        let t = self.table(v, "a variable's declaration")?;
+        let (mut format, mut order) = (None, None);
+        for (k, v) in t.iter() {
+            match &**k.get_ref() {
+                "format" => format = self.string(v, "a variable's format"),
+                "order" if !channel => order = self.string(v, "a variable's order"),
+                other => {
+                    let expected = if channel { "format" } else { "format, order" };
+                    self.error(
+                        k.span(),
+                        format!("unknown key `{other}` in a variable's declaration (expected {expected})"),
+                    );
+                }
+            }
+        }
+        if format.is_none() && !t.iter().any(|(k, _)| &**k.get_ref() == "format") {
+            self.error(v.span(), "a variable's declaration needs a `format`".to_owned());
+        }
+        Some((format?, order))
+    }
+
     fn ruleset(&mut self, v: &Spanned<DeValue<'_>>) {
         let Some(t) = self.table(v, "[ruleset]") else { return };
         for (k, v) in t.iter() {
@@ -289,9 +318,23 @@ impl Reader<'_, '_> {
                         }
                     }
                 }
+                "order" => {
+                    if let Some(o) = self.string(v, "the ruleset's order") {
+                        match &self.draft.order {
+                            Some(prev) if !prev.text.eq_ignore_ascii_case(&o.text) => {
+                                self.draft.errors.push(Diagnostic::at(
+                                    codes::BAD_ORDER,
+                                    &o,
+                                    format!("the ruleset's order is already `{}` ({})", prev.text, prev.at),
+                                ));
+                            }
+                            _ => self.draft.order = Some(o),
+                        }
+                    }
+                }
                 other => self.error(
                     k.span(),
-                    format!("unknown key `{other}` in [ruleset] (expected name, description, global)"),
+                    format!("unknown key `{other}` in [ruleset] (expected name, description, global, order)"),
                 ),
             }
         }
@@ -561,8 +604,13 @@ scope = "PC.ITEM"
 
     /// Loads BASE plus `extra`; returns the errors as `line:col code text`.
     fn errors(extra: &str) -> Vec<String> {
+        errors_in(&format!("{BASE}{extra}"))
+    }
+
+    /// Loads `text`; returns the errors as `line:col code text`.
+    fn errors_in(text: &str) -> Vec<String> {
         let mut d = Draft::default();
-        super::read_str(&format!("{BASE}{extra}"), "t.toml", &mut d);
+        super::read_str(text, "t.toml", &mut d);
         match Ruleset::compile(d) {
             Ok(_) => Vec::new(),
             Err(es) => es
@@ -614,10 +662,39 @@ modify = [{ var = "Bonus", set = "2" }, { var = "AC", add = "Bonus", when = "Arm
             ("[variables.\"PC.NOPE\"]\nX = \"NUMBER\"\n", "11:13 data.unknown_scope PC.NOPE"),
             ("[defaults]\nNUMBER = \"abc\"\n", "12:11 data.bad_format abc"),
             ("key = = 1\n", "11:7 data.syntax ="),
+            ("[ruleset]\norder = \"sideways\"\n", "12:10 data.bad_order sideways"),
+            (
+                "[channels.PC]\nGold = { format = \"NUMBER\", order = \"applied\" }\n",
+                "12:29 data.syntax order",
+            ),
         ];
         for (extra, want) in table {
             let got = errors(extra);
             assert_eq!(got, [want], "{extra}");
+        }
+    }
+
+    #[test]
+    fn a_variable_declares_its_order() {
+        let ok = "[variables.PC]\nBP = { format = \"NUMBER\", order = \"Applied\" }\nHP = \"NUMBER\"\n";
+        assert_eq!(errors_in(ok), Vec::<String>::new());
+        let table = [
+            ("[variables.PC]\nBP = { format = \"NUMBER\", order = \"odd\" }\n", "2:36 data.bad_order odd"),
+            ("[variables.PC]\nBP = { order = \"applied\" }\n", "2:6 data.syntax { order = \"applied\" }"),
+            ("[variables.PC]\nBP = { format = \"NUMBER\", by = 1 }\n", "2:27 data.syntax by"),
+            // The ruleset says one order, the variable another: the variable's wins.
+            (
+                "[ruleset]\norder = \"applied\"\n[variables.PC]\nBP = { format = \"NUMBER\", order = \"inherent\" }\n",
+                "",
+            ),
+        ];
+        for (text, want) in table {
+            let got = errors_in(text);
+            if want.is_empty() {
+                assert_eq!(got, Vec::<String>::new(), "{text}");
+            } else {
+                assert_eq!(got, [want], "{text}");
+            }
         }
     }
 

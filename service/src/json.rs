@@ -82,7 +82,7 @@ pub fn slot(slot: &Slot) -> Json {
     }
 }
 
-/// Encodes a trace: `{"trace": {"ref", "format", "default", "steps": [...], "value"}}`.
+/// Encodes a trace: `{"trace": {"ref", "format", "order", "default", "steps": [...], "value"}}`.
 pub fn trace(t: &Trace) -> Json {
     let step = |s: &solver::TraceStep| {
         json!({
@@ -100,6 +100,7 @@ pub fn trace(t: &Trace) -> Json {
     json!({"trace": {
         "ref": t.var.to_string(),
         "format": t.format.to_string(),
+        "order": t.order.name(),
         "default": encode(&t.default),
         "steps": t.steps.iter().map(step).collect::<Vec<_>>(),
         "value": slot(&t.value),

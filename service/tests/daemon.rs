@@ -133,6 +133,7 @@ async fn create_apply_values_explain_and_why_changed() {
         .into_inner();
     let trace = x.trace.expect("trace");
     assert_eq!((trace.r#ref.as_str(), shown(&trace.value)), ("AC", "19".to_owned()));
+    assert_eq!(trace.order, "inherent", "the starter ruleset keeps PCGen's order");
     assert!(trace.steps.iter().any(|s| s.source.contains("00-core.toml")), "{:?}", trace.steps);
     assert_eq!(x.nodes[0].r#ref, "AC");
     let node = |r: &str| x.nodes.iter().find(|n| n.r#ref == r).unwrap_or_else(|| panic!("node {r}"));

@@ -310,6 +310,43 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     assert_eq!(total(&mut c, "sheet-1", None).await, "22");
 }
 
+/// A ruleset that applies modifiers as added (`docs/examples/cards`), loaded inline: the
+/// card played first applies first, and Explain says which order its steps follow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ruleset_in_applied_order_over_grpc() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let cards = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/cards/cards.toml");
+    let inline_text = std::fs::read_to_string(cards).expect("the example");
+    let load = pb::LoadRulesetRequest { id: "cards".into(), paths: vec![], inline_text };
+    assert!(c.load_ruleset(load).await.expect("loads").into_inner().ok);
+    let created = c
+        .create_sheet(pb::CreateSheetRequest { ruleset_id: "cards".into(), ..Default::default() })
+        .await
+        .expect("creates")
+        .into_inner();
+    let id = created.sheet.expect("info").id;
+    let boost = r#"{"add_object": {"kind": "CARD", "key": "Boost"}}"#;
+    let double = r#"{"add_object": {"kind": "CARD", "key": "Double"}}"#;
+    let r = c.apply(apply(&id, Some(0), ops(&[boost, double]))).await.expect("applies").into_inner();
+    let new = |r: &str| r.to_owned();
+    let changed: Vec<(String, String)> =
+        r.changes.iter().map(|ch| (ch.r#ref.clone(), shown(&ch.new))).collect();
+    assert_eq!(changed, [(new("BP"), new("1000")), (new("PcgenBP"), new("800"))]);
+    let explain = |variable: &str| pb::ExplainRequest { sheet_id: id.clone(), variable: variable.into() };
+    let trace = c.explain(explain("BP")).await.expect("explains").into_inner().trace.expect("trace");
+    assert_eq!(trace.order, "applied");
+    let kinds: Vec<&str> = trace.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(kinds, ["SET", "ADD", "MULTIPLY"]);
+    let trace = c.explain(explain("PcgenBP")).await.expect("explains").into_inner().trace.expect("trace");
+    assert_eq!(trace.order, "inherent");
+    let kinds: Vec<&str> = trace.steps.iter().map(|s| s.kind.as_str()).collect();
+    assert_eq!(kinds, ["SET", "MULTIPLY", "ADD"]);
+    drop(c);
+    server.stop();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_web_with_cors_and_malformed_requests() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -87,6 +87,41 @@ fn readable_output_without_json() {
     assert!(s.contains("SET 10 (priority 1000/0, Template2)"), "{s}");
 }
 
+/// `docs/examples/cards`: a ruleset whose modifiers apply as added, beside one variable in
+/// PCGen's order, run as the example's comment says.
+#[test]
+fn the_cards_example_applies_modifiers_as_added() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let (rules, game) =
+        (docs.join("cards").display().to_string(), docs.join("cards-game.json").display().to_string());
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--json", "--trace", "BP"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines[2], json!({"values": {"BP": "1000", "PcgenBP": "800"}}));
+    assert_eq!(lines[3]["trace"]["order"], "applied");
+    let after: Vec<&Json> =
+        lines[3]["trace"]["steps"].as_array().expect("steps").iter().map(|s| &s["after"]).collect();
+    assert_eq!(after, [&json!("300"), &json!("500"), &json!("1000")]);
+    let text = String::from_utf8_lossy(
+        &sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--trace", "BP"]).stdout,
+    )
+    .to_string();
+    assert!(text.contains("trace of BP (NUMBER, modifiers in applied order):"), "{text}");
+    // The scenario format declares the order per variable too.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = dir.path().join("order.json");
+    std::fs::write(
+        &p,
+        r#"{"variables": [{"name": "BP", "format": "NUMBER", "order": "applied"}, {"name": "X", "format": "NUMBER", "order": "sideways"}],
+        "steps": []}"#,
+    )
+    .unwrap();
+    let out = sheetd(&["solve", "--scenario", &p.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("variable `X`: unknown order `sideways` (expected inherent or applied)"), "{err}");
+}
+
 #[test]
 fn bad_scenarios_are_errors_with_locations() {
     let dir = std::env::temp_dir().join(format!("sheetd-solve-test-{}", std::process::id()));

@@ -38,6 +38,47 @@ pub struct ScopeDef {
     pub vars: Vec<VarDefId>,
 }
 
+/// The order a variable's modifiers apply in, at one user priority.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// PCGen's: by inherent priority (SET, MULTIPLY, DIVIDE, ADD, MAX, MIN), ties in the order
+    /// they were added.
+    #[default]
+    Inherent,
+    /// In the order they were added, whatever their type: `+200` then `x2` on 300 gives 1000.
+    Applied,
+}
+
+impl Order {
+    /// The order named `name` (`inherent` or `applied`, any case).
+    pub fn named(name: &str) -> Option<Order> {
+        if name.eq_ignore_ascii_case("inherent") {
+            Some(Order::Inherent)
+        } else if name.eq_ignore_ascii_case("applied") {
+            Some(Order::Applied)
+        } else {
+            None
+        }
+    }
+
+    /// Its name, as [`Order::named`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Inherent => "inherent",
+            Order::Applied => "applied",
+        }
+    }
+
+    /// Where a modifier of type `kind` ranks at one user priority, before its insertion order:
+    /// its inherent priority, or 0 for every type when modifiers apply as added.
+    pub fn rank(self, kind: crate::ModKind) -> u8 {
+        match self {
+            Order::Inherent => kind.inherent_priority(),
+            Order::Applied => 0,
+        }
+    }
+}
+
 /// A variable declaration.
 #[derive(Debug)]
 pub struct VarDef {
@@ -49,6 +90,8 @@ pub struct VarDef {
     pub locked: bool,
     /// Position in its scope's `vars`.
     pub index: u32,
+    /// The order its modifiers apply in (see [`RulesBuilder::set_order`]).
+    pub order: Order,
 }
 
 /// Builds [`Rules`]: scopes, variables, defaults, functions.
@@ -60,6 +103,8 @@ pub struct RulesBuilder {
     defaults: HashMap<Format, Value>,
     library: Library,
     formats: FormatRegistry,
+    /// The variables whose order was set (see [`RulesBuilder::set_order`]).
+    ordered: std::collections::HashSet<VarDefId>,
 }
 
 impl RulesBuilder {
@@ -73,6 +118,7 @@ impl RulesBuilder {
             defaults: HashMap::new(),
             library: Library::new(),
             formats: FormatRegistry::new(),
+            ordered: Default::default(),
         };
         b.scope_names.insert(global.to_ascii_uppercase(), ScopeId(0));
         b.scopes.push(ScopeDef { name: Arc::from(global), parent: None, vars: Vec::new() });
@@ -159,9 +205,37 @@ impl RulesBuilder {
         let id = VarDefId(self.vars.len() as u32);
         let index = self.scopes[scope_id.0 as usize].vars.len() as u32;
         self.scopes[scope_id.0 as usize].vars.push(id);
-        self.vars.push(VarDef { name: Arc::from(name), scope: scope_id, format, locked, index });
+        self.vars.push(VarDef {
+            name: Arc::from(name),
+            scope: scope_id,
+            format,
+            locked,
+            index,
+            order: Order::Inherent,
+        });
         self.var_names.entry(key).or_default().push(id);
         Ok(id)
+    }
+
+    /// Sets the order variable `def`'s modifiers apply in. A variable's order is set once:
+    /// setting another one later is a `solver.variable_conflict` (the same again is harmless).
+    pub fn set_order(&mut self, def: VarDefId, order: Order) -> Result<(), SolveError> {
+        let Some(var) = self.vars.get_mut(def.0 as usize) else {
+            return Err(SolveError::new(codes::UNKNOWN_VARIABLE, format!("no variable #{}", def.0)));
+        };
+        if self.ordered.insert(def) || var.order == order {
+            var.order = order;
+            return Ok(());
+        }
+        Err(SolveError::new(
+            codes::VARIABLE_CONFLICT,
+            format!(
+                "variable `{}` applies its modifiers in {} order, so it cannot also be declared with {} order",
+                var.name,
+                var.order.name(),
+                order.name()
+            ),
+        ))
     }
 
     /// Sets the default value of `format` (a variable starts there).

@@ -284,6 +284,9 @@ struct Modifier {
     target: NodeIndex,
     /// The type as it applies to the target's format.
     kind: ModKind,
+    /// Where it ranks at one user priority before its insertion order: the type's inherent
+    /// priority, or 0 on a variable whose modifiers apply as added ([`crate::Order`]).
+    rank: u8,
     /// Its value, condition, text and source: its own, or its template's (see `catalog.rs`).
     held: Held,
     priority: u32,
@@ -313,7 +316,7 @@ enum Held {
 
 impl Modifier {
     fn order(&self) -> (u32, u8, u64) {
-        (self.priority, self.kind.inherent_priority(), self.seq)
+        (self.priority, self.rank, self.seq)
     }
 
     /// The value formula's reads, by slot (see `value_vars`).
@@ -345,6 +348,8 @@ pub struct TraceStep {
 pub struct Trace {
     pub var: VarRef,
     pub format: Format,
+    /// The order the variable's modifiers apply in: the steps are in it.
+    pub order: crate::Order,
     pub default: Value,
     pub steps: Vec<TraceStep>,
     pub value: Slot,

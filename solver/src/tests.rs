@@ -305,6 +305,72 @@ fn inherent_priorities_at_one_user_priority() {
     assert_eq!(val(&sheet, "X"), "7", "MAX 12 then MIN 7");
 }
 
+/// The two orders side by side: on 300, `+200` then `x2` gives 800 in PCGen's (MULTIPLY
+/// before ADD) and 1000 where modifiers apply as added; user priority still comes first in
+/// both, and a template linked from a catalog ranks as a modifier given whole.
+#[test]
+fn applied_order_ignores_inherent_priority() {
+    let mut b = RulesBuilder::new("PC");
+    let pcgen = b.declare("PcgenBP", "PC", Format::Number, false).unwrap();
+    let applied = b.declare("BP", "PC", Format::Number, false).unwrap();
+    b.set_order(applied, crate::Order::Applied).unwrap();
+    b.set_order(applied, crate::Order::Applied).expect("the same order again is harmless");
+    let e = b.set_order(applied, crate::Order::Inherent).unwrap_err();
+    assert_eq!(e.code, codes::VARIABLE_CONFLICT);
+    assert!(e.message.contains("`BP` applies its modifiers in applied order"), "{}", e.message);
+    assert_eq!(b.set_order(pcgen, crate::Order::Inherent), Ok(()));
+    let rules = Arc::new(b.build());
+    assert_eq!(rules.var(applied).order, crate::Order::Applied);
+    let mut catalog = Catalog::new(rules.clone());
+    let mut template = |var, kind, value: &str| {
+        let spec = TemplateSpec {
+            var,
+            kind,
+            value: rules.instruction(value, rules.global(), &Format::Number, &Format::Number).unwrap(),
+            priority: 0,
+            source: Arc::from("card"),
+            condition: None,
+            scope: rules.global(),
+        };
+        catalog.add("t", spec).unwrap()
+    };
+    let double = [template(pcgen, ModKind::Multiply, "2"), template(applied, ModKind::Multiply, "2")];
+    let mut sheet = Sheet::with_catalog(Arc::new(catalog));
+    for var in ["PcgenBP", "BP"] {
+        let base = ModifierSpec::new(&format!("{var}-base"), var, ModKind::Set, "300", "card");
+        let plus = ModifierSpec::new(&format!("{var}-plus"), var, ModKind::Add, "200", "card");
+        sheet.apply(&[Operation::AddModifier(base), Operation::AddModifier(plus)]).unwrap();
+    }
+    let steps: Vec<crate::Step> = ["PcgenBP", "BP"]
+        .iter()
+        .zip(double)
+        .map(|(var, t)| crate::Step::Template {
+            id: Arc::from(format!("{var}-double")),
+            template: t,
+            on: None,
+        })
+        .collect();
+    sheet.apply_steps(&steps).unwrap();
+    assert_eq!((val(&sheet, "PcgenBP"), val(&sheet, "BP")), ("800".to_owned(), "1000".to_owned()));
+    // The trace follows the order the value was computed in.
+    let after = |sheet: &Sheet, var| -> Vec<String> {
+        sheet.trace(var).unwrap().steps.iter().map(|s| num(s.after.as_ref().unwrap())).collect()
+    };
+    assert_eq!(after(&sheet, "PcgenBP"), ["300", "600", "800"]);
+    assert_eq!(after(&sheet, "BP"), ["300", "500", "1000"]);
+    // A user priority still orders first: a SET at priority 1 comes after everything at 0,
+    // and an ADD at priority 0 added now goes before it.
+    let mut late = ModifierSpec::new("late-set", "BP", ModKind::Set, "7", "card");
+    late.priority = 1;
+    sheet.add_modifier(&late).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("early-add", "BP", ModKind::Add, "1", "card")).unwrap();
+    assert_eq!(after(&sheet, "BP"), ["300", "500", "1000", "1001", "7"]);
+    // Incremental and from scratch agree.
+    let mut fresh = sheet.clone();
+    fresh.solve_all();
+    assert_eq!(fresh.values(), sheet.values());
+}
+
 fn equipment_rules() -> Arc<Rules> {
     let mut b = RulesBuilder::new("PC");
     b.add_scope("PC.EQUIPMENT", "PC").unwrap();
@@ -600,7 +666,11 @@ fn prop_rules() -> Arc<Rules> {
     let mut b = RulesBuilder::new("PC");
     b.add_scope("PC.ITEM", "PC").unwrap();
     for i in 0..8 {
-        b.declare(&format!("G{i}"), "PC", Format::Number, false).unwrap();
+        let g = b.declare(&format!("G{i}"), "PC", Format::Number, false).unwrap();
+        // G6 and G7 apply their modifiers as added (every other property holds for both orders).
+        if i >= 6 {
+            b.set_order(g, crate::Order::Applied).unwrap();
+        }
     }
     b.declare("Weight", "PC.ITEM", Format::Number, false).unwrap();
     Arc::new(b.build())

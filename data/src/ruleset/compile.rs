@@ -8,11 +8,12 @@ use super::{
 };
 use crate::Map;
 use crate::diag::{Diagnostic, Origin, Text, codes};
-use crate::draft::{Draft, FormatKind, ModDraft, ObjectDraft, Presence, Selector};
+use crate::draft::{Draft, FormatKind, ModDraft, ObjectDraft, Presence, Selector, VarDecl};
 use crate::formats::{Dice, Enumeration, OrderedPair};
 use formula::{ErrorCode, Format, Value};
 use solver::{
-    Catalog, Instruction, InstructionError, ModKind, Rules, RulesBuilder, ScopeId, TemplateSpec, VarDefId,
+    Catalog, Instruction, InstructionError, ModKind, Order, Rules, RulesBuilder, ScopeId, TemplateSpec,
+    VarDefId,
 };
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -224,6 +225,7 @@ impl Compiler {
     /// Variables and channels.
     fn variables(&mut self, draft: &Draft, b: &mut RulesBuilder) -> Declared {
         let mut declared = Declared { origins: Vec::new(), channels: HashSet::new() };
+        let ruleset_order = draft.order.as_ref().and_then(|text| Some((self.order_named(text)?, text)));
         for v in &draft.variables {
             let format = match b.formats().parse(&v.format.text) {
                 Ok(f) => f,
@@ -242,6 +244,7 @@ impl Compiler {
             }
             match b.declare(&v.name.text, &v.scope.text, format, false) {
                 Ok(id) => {
+                    self.order(v, ruleset_order, id, b);
                     let origins = &mut declared.origins;
                     if origins.len() <= id.0 as usize {
                         origins.resize(id.0 as usize + 1, None);
@@ -255,6 +258,37 @@ impl Compiler {
             }
         }
         declared
+    }
+
+    /// The order named by `text`, or `None` with an error at it.
+    fn order_named(&mut self, text: &Text) -> Option<Order> {
+        let order = Order::named(&text.text);
+        if order.is_none() {
+            self.errors.push(Diagnostic::at(
+                codes::BAD_ORDER,
+                text,
+                format!("unknown order `{}` (expected inherent or applied)", text.text),
+            ));
+        }
+        order
+    }
+
+    /// Sets the order variable `id` (declared by `v`) applies its modifiers in: its own, else
+    /// the ruleset's (`ruleset`, read once); PCGen's (inherent) when neither says.
+    fn order(&mut self, v: &VarDecl, ruleset: Option<(Order, &Text)>, id: VarDefId, b: &mut RulesBuilder) {
+        let (order, text) = match &v.order {
+            Some(text) => match self.order_named(text) {
+                Some(order) => (order, text),
+                None => return,
+            },
+            None => match ruleset {
+                Some(o) => o,
+                None => return,
+            },
+        };
+        if let Err(e) = b.set_order(id, order) {
+            self.errors.push(Diagnostic::at(codes::VARIABLE_CONFLICT, text, e.message));
+        }
     }
 
     /// `input("CHANNEL")`, which reads the channels declared.

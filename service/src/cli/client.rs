@@ -229,7 +229,8 @@ fn change_line(c: &pb::Change) -> String {
 
 fn print_trace(t: &pb::Trace) {
     let v = |x: &Option<pb::Value>| x.as_ref().map_or("(none)".to_owned(), show);
-    println!("{} = {}   ({}, default {})", t.r#ref, v(&t.value), t.format, v(&t.default));
+    let order = if t.order == "applied" { ", modifiers in applied order" } else { "" };
+    println!("{} = {}   ({}{order}, default {})", t.r#ref, v(&t.value), t.format, v(&t.default));
     for s in &t.steps {
         let cond = match s.condition {
             Some(true) => " [condition true]",

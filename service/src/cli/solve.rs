@@ -7,7 +7,7 @@
 //! {"global_scope": "PC",
 //!  "scopes": [{"name": "PC.EQUIPMENT", "parent": "PC"}],
 //!  "defaults": {"NUMBER": 0, "BOOLEAN": false, "STRING": ""},
-//!  "variables": [{"name": "Hands", "scope": "PC", "format": "NUMBER", "locked": false}],
+//!  "variables": [{"name": "Hands", "scope": "PC", "format": "NUMBER", "locked": false, "order": "inherent"}],
 //!  "functions": {"d20Mod": "floor((arg(0)-10)/2)"},
 //!  "steps": [{"add_instance": {"id": "sword1", "scope": "PC.EQUIPMENT", "parent": null}},
 //!            {"add_modifier": {"id": "m1", "var": "Hands", "type": "SET", "value": "4"}}]}
@@ -96,6 +96,9 @@ pub struct VariableSpec {
     pub format: String,
     #[serde(default)]
     pub locked: bool,
+    /// The order its modifiers apply in: `inherent` (PCGen's, the default) or `applied`.
+    #[serde(default)]
+    pub order: Option<String>,
 }
 
 /// A problem with the scenario file itself (not one of its steps).
@@ -140,8 +143,18 @@ pub fn build_rules(s: &Scenario) -> Result<Rules, LoadError> {
     for v in &s.variables {
         let format =
             b.formats().parse(&v.format).map_err(|m| LoadError(format!("variable `{}`: {m}", v.name)))?;
-        b.declare(&v.name, &v.scope, format, v.locked)
+        let id = b
+            .declare(&v.name, &v.scope, format, v.locked)
             .map_err(|e| fail(format!("variable `{}`", v.name), e))?;
+        if let Some(name) = &v.order {
+            let order = solver::Order::named(name).ok_or_else(|| {
+                LoadError(format!(
+                    "variable `{}`: unknown order `{name}` (expected inherent or applied)",
+                    v.name
+                ))
+            })?;
+            b.set_order(id, order).map_err(|e| fail(format!("variable `{}`", v.name), e))?;
+        }
     }
     Ok(b.build())
 }
@@ -255,7 +268,13 @@ fn print_json(sheet: &Sheet, outcomes: &[(String, Result<Stepped, Rejection>)], 
 }
 
 fn print_trace(tr: &Trace) {
-    println!("\ntrace of {} ({}):", tr.var, tr.format);
+    match tr.order {
+        solver::Order::Inherent => println!("\ntrace of {} ({}):", tr.var, tr.format),
+        // The steps' inherent priorities do not order them: say so.
+        solver::Order::Applied => {
+            println!("\ntrace of {} ({}, modifiers in applied order):", tr.var, tr.format)
+        }
+    }
     println!("    {:<44} {}", format!("default value for {}", tr.format), show_value(&tr.default));
     for s in &tr.steps {
         let cond = match s.condition {

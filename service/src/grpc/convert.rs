@@ -194,6 +194,7 @@ pub fn trace(t: &Trace) -> pb::Trace {
     pb::Trace {
         r#ref: t.var.to_string(),
         format: t.format.to_string(),
+        order: t.order.name().to_owned(),
         default: Some(into_value(record::Value::of(&t.format, &Ok(t.default.clone())))),
         steps: t.steps.iter().map(|s| trace_step(&t.format, s)).collect(),
         value: Some(into_value(record::Value::of(&t.format, &t.value))),

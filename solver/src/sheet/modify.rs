@@ -67,6 +67,7 @@ impl Shape {
             id: spec.id.clone(),
             target,
             kind,
+            rank: self.rules.var(def).order.rank(kind),
             held,
             priority: spec.priority,
             seq: self.next_seq,
@@ -115,6 +116,7 @@ impl Shape {
             from: on_id,
             target,
             kind: template.kind,
+            rank: self.rules.var(template.def).order.rank(template.kind),
             priority: template.priority,
             const_num: template.const_num,
         };
@@ -145,6 +147,7 @@ impl Shape {
             id: link.id.clone(),
             target: link.target,
             kind: link.kind,
+            rank: link.rank,
             held,
             priority: link.priority,
             seq: self.next_seq,
@@ -258,6 +261,7 @@ struct Link<'a> {
     from: InstanceId,
     target: NodeIndex,
     kind: ModKind,
+    rank: u8,
     priority: u32,
     const_num: Option<Num>,
 }
@@ -421,7 +425,8 @@ impl Shape {
     }
 
     /// Where modifier `m` goes in its target's list, which is kept sorted by (priority, inherent
-    /// priority, insertion): the search reads only the modifiers before it.
+    /// priority, insertion) — (priority, insertion) on a variable whose modifiers apply as
+    /// added: the search reads only the modifiers before it.
     pub(super) fn place_in_order(&self, m: &Modifier) -> usize {
         let order = m.order();
         let mods = &self.mods;

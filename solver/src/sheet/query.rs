@@ -230,6 +230,7 @@ impl Sheet {
         Trace {
             var: self.shape.var_ref(node),
             format: def.format.clone(),
+            order: def.order,
             default: self.shape.defaults[self.shape.graph[node].def.0 as usize].clone(),
             steps,
             value,
