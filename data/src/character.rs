@@ -69,6 +69,9 @@ impl fmt::Display for SheetOp {
                 write!(f, "add instance {key} of {scope}")
             }
             SheetOp::Solver(Operation::RemoveInstance(k)) => write!(f, "remove instance {k}"),
+            SheetOp::Solver(Operation::Require(g)) => {
+                write!(f, "require {}{} ({})", on(&g.on), g.formula.text(), g.message)
+            }
         }
     }
 }

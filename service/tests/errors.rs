@@ -234,3 +234,55 @@ impl tonic::codec::Encoder for RawEncoder {
         Ok(())
     }
 }
+
+/// A guard that does not hold: FAILED_PRECONDITION, a GUARD violation naming the operation, the
+/// code as ErrorInfo's reason; the sheet is unchanged. A batch whose guard holds is logged
+/// with it and replays after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_that_does_not_hold_is_a_failed_precondition() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    let shop = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/shop/shop.toml");
+    let inline_text = std::fs::read_to_string(shop).expect("the example");
+    let load = pb::LoadRulesetRequest { id: "shop".into(), paths: vec![], inline_text };
+    assert!(c.load_ruleset(load).await.expect("loads").into_inner().ok);
+    let create = pb::CreateSheetRequest { ruleset_id: "shop".into(), ..Default::default() };
+    let id = c.create_sheet(create).await.expect("creates").into_inner().sheet.expect("info").id;
+    let purse = r#"{"set_input": {"channel": "Purse", "value": 4}}"#;
+    let sword = |id: &str| format!(r#"{{"add_object": {{"kind": "ITEM", "key": "Sword", "id": "{id}"}}}}"#);
+    let can_pay = r#"{"require": {"formula": "Gold >= 0", "message": "can pay"}}"#;
+    c.apply(apply(&id, Some(0), ops(&[purse]))).await.expect("purse");
+    let r = c.apply(apply(&id, Some(1), ops(&[&sword("s1"), can_pay]))).await.expect("paid").into_inner();
+    assert_eq!(r.revision, 2);
+    let e = c.apply(apply(&id, Some(2), ops(&[&sword("s2"), can_pay]))).await.expect_err("cannot pay");
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    let failure = e.get_details_precondition_failure().expect("PreconditionFailure");
+    assert_eq!(
+        (failure.violations[0].r#type.as_str(), failure.violations[0].subject.as_str()),
+        ("GUARD", "operations[1]")
+    );
+    assert!(failure.violations[0].description.contains("(read Gold = -2)"), "{failure:?}");
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("solver.guard_failed".to_owned()));
+    // A guard's bad formula is a bad request, its field the guard's formula.
+    let bad = r#"{"require": {"formula": "Gold >=", "message": "broken"}}"#;
+    let e = c.apply(apply(&id, Some(2), ops(&[bad]))).await.expect_err("bad formula");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let bad = e.get_details_bad_request().expect("BadRequest");
+    assert_eq!(bad.field_violations[0].field, "operations[0].require.formula");
+    let gold =
+        |v: pb::ValuesResponse| v.values.iter().find(|v| v.r#ref == "Gold").and_then(|v| v.value.clone());
+    let values = pb::ValuesRequest { sheet_id: id.clone(), ..Default::default() };
+    let before = gold(c.values(values.clone()).await.expect("values").into_inner());
+    drop(c);
+    server.stop();
+    // The log holds the guard; the sheet replays to the same values.
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    let after = c.values(values).await.expect("values after a restart").into_inner();
+    assert_eq!(after.revision, 2);
+    assert_eq!(gold(after), before);
+    drop(c);
+    server.stop();
+}

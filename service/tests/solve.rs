@@ -122,6 +122,56 @@ fn the_cards_example_applies_modifiers_as_added() {
     assert!(err.contains("variable `X`: unknown order `sideways` (expected inherent or applied)"), "{err}");
 }
 
+/// `docs/examples/shop`: purchases as batches with a guard; the one that cannot be paid for is
+/// rejected whole, naming the guard, the operation and what it read. A scenario takes `batch`
+/// and `require` too.
+#[test]
+fn the_shop_example_rejects_what_cannot_be_paid_for() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let (rules, game) =
+        (docs.join("shop").display().to_string(), docs.join("shop-game.json").display().to_string());
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(
+        lines[1]["changed"],
+        json!([{"var": "Load", "old": "0", "new": "2"}, {"var": "Gold", "old": "4", "new": "1"}])
+    );
+    assert_eq!(
+        lines[2],
+        json!({"step": 2, "error": {"code": "solver.guard_failed", "operation": 1,
+            "message": "guard `can pay for the sword` failed: `Gold >= 0` is false (read Gold = -2)"}})
+    );
+    assert_eq!(lines[4], json!({"values": {"Gold": "1", "Load": "7", "Purse": "4"}}));
+    let text = String::from_utf8_lossy(&sheetd(&["solve", "--ruleset", &rules, "--sheet", &game]).stdout)
+        .to_string();
+    assert!(text.contains("step 2: batch [add_object sword2, require can pay for the sword]"), "{text}");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = dir.path().join("guards.json");
+    std::fs::write(
+        &p,
+        r#"{"variables": [{"name": "Uses", "format": "NUMBER"}],
+        "steps": [
+          {"batch": [{"add_modifier": {"id": "u1", "var": "Uses", "type": "ADD", "value": "1"}},
+                     {"require": {"formula": "Uses <= 1", "message": "once per day"}}]},
+          {"batch": [{"add_modifier": {"id": "u2", "var": "Uses", "type": "ADD", "value": "1"}},
+                     {"require": {"formula": "Uses <= 1", "message": "once per day"}}]},
+          {"batch": [{"batch": []}]},
+          {"require": {"formula": "Uses == 1", "message": "used once", "colour": "red"}}
+        ]}"#,
+    )
+    .unwrap();
+    let lines = json_lines(&sheetd(&["solve", "--scenario", &p.display().to_string(), "--json"]));
+    assert_eq!(lines[0]["changed"], json!([{"var": "Uses", "old": "0", "new": "1"}]));
+    assert_eq!(lines[1]["error"]["code"], "solver.guard_failed");
+    assert_eq!(lines[1]["error"]["operation"], 1);
+    assert_eq!(lines[2]["error"]["code"], "solver.bad_step");
+    assert_eq!(lines[2]["error"]["operation"], 0);
+    assert_eq!(lines[3]["error"]["code"], "solver.bad_step");
+    assert_eq!(lines[4], json!({"values": {"Uses": "1"}}));
+}
+
 #[test]
 fn bad_scenarios_are_errors_with_locations() {
     let dir = std::env::temp_dir().join(format!("sheetd-solve-test-{}", std::process::id()));

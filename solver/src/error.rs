@@ -74,6 +74,8 @@ pub enum Code {
     BadFunction,
     /// A template index that the sheet's catalog does not have (or a sheet made without one).
     UnknownTemplate,
+    /// A guard (`require`) whose formula is not true at its point of the batch.
+    GuardFailed,
 }
 
 impl Code {
@@ -99,6 +101,7 @@ impl Code {
             Code::BadDefault => "solver.bad_default",
             Code::BadFunction => "solver.bad_function",
             Code::UnknownTemplate => "solver.unknown_template",
+            Code::GuardFailed => "solver.guard_failed",
         }
     }
 }
@@ -131,4 +134,5 @@ pub mod codes {
     pub const BAD_DEFAULT: Code = Code::BadDefault;
     pub const BAD_FUNCTION: Code = Code::BadFunction;
     pub const UNKNOWN_TEMPLATE: Code = Code::UnknownTemplate;
+    pub const GUARD_FAILED: Code = Code::GuardFailed;
 }

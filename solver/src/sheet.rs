@@ -22,6 +22,7 @@ mod bulk;
 mod catalog;
 mod compute;
 mod graph;
+mod guard;
 mod instances;
 mod modify;
 mod mods;
@@ -34,6 +35,7 @@ pub use batch::{BatchError, Operation, Step};
 pub(crate) use bulk::bulk_batches;
 use catalog::Body;
 pub use catalog::{Catalog, TemplateId, TemplateSpec};
+pub use guard::Guard;
 pub use query::Var;
 
 /// A scope instance in a sheet.

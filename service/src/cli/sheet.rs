@@ -80,11 +80,14 @@ pub fn run(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let r = steps::sheet_op(s).and_then(|op| {
-                let report = character.apply(std::slice::from_ref(&op)).map_err(Rejection::Sheet)?;
+            let r = steps::sheet_ops(s).and_then(|ops| {
+                let report = character.apply(&ops).map_err(|e| match steps::is_batch(s) {
+                    true => Rejection::InBatch(e.index, Box::new(Rejection::Sheet(e))),
+                    false => Rejection::Sheet(e),
+                })?;
                 let report = Stepped::of(&report, character.sheet());
                 let number = history.len() as u64;
-                history.push(Revision { number, ruleset_version: 1, operations: vec![op], moved_from: None });
+                history.push(Revision { number, ruleset_version: 1, operations: ops, moved_from: None });
                 step_of_revision.push(Some(i));
                 Ok(report)
             });

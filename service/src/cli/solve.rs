@@ -175,8 +175,11 @@ impl Stepped {
 
 /// Applies one step (as JSON) to a sheet.
 pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Stepped, Rejection> {
-    let op = steps::solver_op(step).map_err(Rejection::Solve)?;
-    let report = sheet.apply(std::slice::from_ref(&op)).map_err(|e| Rejection::Solve(e.error))?;
+    let ops = steps::solver_ops(step)?;
+    let report = sheet.apply(&ops).map_err(|e| match steps::is_batch(step) {
+        true => Rejection::InBatch(e.index, Box::new(Rejection::Solve(e.error))),
+        false => Rejection::Solve(e.error),
+    })?;
     Ok(Stepped::of(&report, sheet))
 }
 

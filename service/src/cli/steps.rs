@@ -12,7 +12,14 @@
 //! {"add_modifier": {"id": "m1", "var": "AC", "kind": "ADD", "value": "2", "priority": 10,
 //!                   "source": "spell", "condition": "Armored", "on": null, "from": null}}
 //! {"remove_modifier": "m1"}   {"remove_source": "spell"}   {"remove_instance": "sword1"}
+//! {"require": {"formula": "input(\"Gold\") >= 3", "message": "can pay 3 gold", "on": null}}
+//! {"batch": [{"require": {...}}, {"set_input": {...}}, {"add_object": {...}}]}
 //! ```
+//!
+//! `require` is a guard: its batch fails, with nothing changed, unless the formula is true at
+//! that point of the batch. `batch` makes several steps one atomic batch (a sheet file's or a
+//! scenario's steps are otherwise each their own); an Apply request, a `sheetd client` call and
+//! a `sheetd batch` line are one batch already, and take no `batch` step.
 //!
 //! A `set_input` value is a JSON number (read exactly), boolean or string, or the API's `Value`
 //! (`{"number": "15"}`, `{"boolean": true}`, `{"text": "Left"}`). Earlier names are accepted
@@ -46,6 +53,18 @@ pub enum Step {
     RemoveSource(String),
     #[serde(alias = "removeInstance")]
     RemoveInstance(String),
+    Require(RequireStep),
+    /// Several steps as one atomic batch (sheet files and scenarios only).
+    Batch(Vec<Json>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequireStep {
+    pub formula: String,
+    pub message: String,
+    #[serde(default)]
+    pub on: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,6 +122,8 @@ pub struct ModifierStep {
 pub enum Rejection {
     Solve(SolveError),
     Sheet(SheetError),
+    /// Operation `.0` of a `batch` step was rejected, and with it the whole batch.
+    InBatch(usize, Box<Rejection>),
 }
 
 impl Rejection {
@@ -111,6 +132,7 @@ impl Rejection {
         match self {
             Rejection::Solve(e) => e.code.as_str(),
             Rejection::Sheet(e) => e.code.as_str(),
+            Rejection::InBatch(_, r) => r.code(),
         }
     }
 
@@ -118,18 +140,22 @@ impl Rejection {
         match self {
             Rejection::Solve(e) => &e.message,
             Rejection::Sheet(e) => &e.message,
+            Rejection::InBatch(_, r) => r.message(),
         }
     }
 
-    /// The rejection as a diagnosed problem (a step applies alone: no operation index).
+    /// The rejection as a diagnosed problem: a step applies alone (no operation index); an
+    /// operation of a `batch` step is named by its index in the batch.
     pub fn problem(&self) -> Problem {
-        let mut p = match self {
-            Rejection::Solve(e) => Problem::of_solve_error(e),
-            Rejection::Sheet(e) => Problem::of_sheet_error(e),
-        };
-        p.operation = None;
-        p.field = None;
-        p
+        match self {
+            Rejection::InBatch(i, r) => {
+                let mut p = r.problem();
+                p.operation = Some(*i);
+                p
+            }
+            Rejection::Solve(e) => Problem { field: None, ..Problem::of_solve_error(e) },
+            Rejection::Sheet(e) => Problem { operation: None, field: None, ..Problem::of_sheet_error(e) },
+        }
     }
 }
 
@@ -170,6 +196,42 @@ pub fn sheet_op(json: &Json) -> Result<SheetOp, Rejection> {
     })
 }
 
+/// The steps a `batch` step holds (`None`: `json` is not a batch step).
+fn batch_steps(json: &Json) -> Option<&Vec<Json>> {
+    let o = json.as_object().filter(|o| o.len() == 1)?;
+    o.get("batch")?.as_array()
+}
+
+/// A step of a sheet file as the sheet operations of one batch: a `batch` step's steps, or
+/// the step alone.
+pub fn sheet_ops(json: &Json) -> Result<Vec<SheetOp>, Rejection> {
+    match batch_steps(json) {
+        Some(steps) => steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| sheet_op(s).map_err(|r| Rejection::InBatch(i, Box::new(r))))
+            .collect(),
+        None => Ok(vec![sheet_op(json)?]),
+    }
+}
+
+/// A scenario step as the solver operations of one batch (see [`sheet_ops`]).
+pub fn solver_ops(json: &Json) -> Result<Vec<Operation>, Rejection> {
+    match batch_steps(json) {
+        Some(steps) => steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| solver_op(s).map_err(|e| Rejection::InBatch(i, Box::new(Rejection::Solve(e)))))
+            .collect(),
+        None => Ok(vec![solver_op(json).map_err(Rejection::Solve)?]),
+    }
+}
+
+/// Whether `json` is a `batch` step (its errors then name the operation within it).
+pub fn is_batch(json: &Json) -> bool {
+    batch_steps(json).is_some()
+}
+
 /// A scenario step (no game objects: instances and modifiers only) as a solver operation.
 pub fn solver_op(json: &Json) -> Result<Operation, SolveError> {
     let step: Step =
@@ -184,10 +246,19 @@ fn solver_step(step: Step) -> Result<Operation, SolveError> {
         Step::RemoveModifier(id) => Operation::RemoveModifier(id),
         Step::RemoveSource(s) => Operation::RemoveSource(s),
         Step::RemoveInstance(id) => Operation::RemoveInstance(id),
+        Step::Require(r) => {
+            Operation::Require(solver::Guard { on: r.on, ..solver::Guard::new(&r.formula, &r.message) })
+        }
         Step::AddObject(_) | Step::RemoveObject(_) | Step::SetInput(_) => {
             return Err(bad_step(
                 "objects and inputs need a ruleset (`sheetd solve --ruleset … --sheet …`); a scenario takes \
-                 add_instance, add_modifier, remove_modifier, remove_source and remove_instance"
+                 add_instance, add_modifier, remove_modifier, remove_source, remove_instance, require and batch"
+                    .to_owned(),
+            ));
+        }
+        Step::Batch(_) => {
+            return Err(bad_step(
+                "a `batch` step is a sheet file's or a scenario's, and holds the other steps (not another batch)"
                     .to_owned(),
             ));
         }
@@ -249,7 +320,13 @@ fn input_value(v: &Json) -> Result<Value, String> {
 
 /// A step for people: its kind and what it names (`add_object armor`, `set_input STR.Rolled`).
 pub fn describe(step: &Json) -> String {
+    if let Some(steps) = batch_steps(step) {
+        return format!("batch [{}]", steps.iter().map(describe).collect::<Vec<_>>().join(", "));
+    }
     match step.as_object().and_then(|o| o.iter().next()) {
+        Some((kind, Json::Object(o))) if kind == "require" => {
+            format!("require {}", o.get("message").and_then(Json::as_str).unwrap_or(""))
+        }
         Some((kind, Json::String(id))) => format!("{kind} {id}"),
         Some((kind, Json::Object(o))) => {
             let id = ["id", "key"].iter().find_map(|k| o.get(*k).and_then(Json::as_str)).unwrap_or("");

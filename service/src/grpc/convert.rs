@@ -70,6 +70,10 @@ pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
             SheetOp::Solver(Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent })
         }
         Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
+        Op::Require(r) => SheetOp::Solver(Operation::Require(solver::Guard {
+            on: r.on,
+            ..solver::Guard::new(&r.formula, &r.message)
+        })),
     })
 }
 
@@ -119,6 +123,11 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
             parent: parent.clone(),
         }),
         SheetOp::Solver(Operation::RemoveInstance(k)) => Op::RemoveInstance(k.clone()),
+        SheetOp::Solver(Operation::Require(g)) => Op::Require(pb::Require {
+            formula: g.formula.text().to_owned(),
+            message: g.message.clone(),
+            on: g.on.clone(),
+        }),
     };
     pb::Operation { op: Some(op) }
 }

@@ -25,6 +25,9 @@ use std::collections::HashMap;
 use tonic::{Code, Status};
 use tonic_types::pb as rpc;
 
+/// The code of a guard that did not hold (`solver.guard_failed`).
+const GUARD_FAILED: &str = "solver.guard_failed";
+
 /// The `ErrorInfo.domain` of every sheetd error.
 pub const DOMAIN: &str = "sheetd";
 
@@ -132,14 +135,25 @@ fn kind_detail(e: &EngineError) -> Option<Any> {
             };
             Some(any("google.rpc.PreconditionFailure", &rpc::PreconditionFailure { violations: vec![v] }))
         }
-        EngineError::Precondition { problems, .. } if problems.iter().any(|p| !p.cycle.is_empty()) => {
+        EngineError::Precondition { problems, .. }
+            if problems.iter().any(|p| !p.cycle.is_empty() || p.code == GUARD_FAILED) =>
+        {
+            // A cycle (its path), or a guard that did not hold (the operation that is the guard).
             let violations = problems
                 .iter()
-                .filter(|p| !p.cycle.is_empty())
-                .map(|p| rpc::precondition_failure::Violation {
-                    r#type: "CYCLE".to_owned(),
-                    subject: clip(&p.cycle.join(" → "), 512),
-                    description: clip(&p.message, 256),
+                .filter_map(|p| {
+                    let (kind, subject) = if !p.cycle.is_empty() {
+                        ("CYCLE", p.cycle.join(" → "))
+                    } else if p.code == GUARD_FAILED {
+                        ("GUARD", p.operation.map_or_else(String::new, |i| format!("operations[{i}]")))
+                    } else {
+                        return None;
+                    };
+                    Some(rpc::precondition_failure::Violation {
+                        r#type: kind.to_owned(),
+                        subject: clip(&subject, 512),
+                        description: clip(&p.message, 256),
+                    })
                 })
                 .collect();
             Some(any("google.rpc.PreconditionFailure", &rpc::PreconditionFailure { violations }))

@@ -99,7 +99,7 @@ pub struct SnapshotRecord {
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct OperationRecord {
-    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8")]
+    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9")]
     pub op: Option<Op>,
 }
 
@@ -121,6 +121,19 @@ pub enum Op {
     AddInstance(AddInstanceRecord),
     #[prost(string, tag = "8")]
     RemoveInstance(String),
+    #[prost(message, tag = "9")]
+    Require(RequireRecord),
+}
+
+/// A guard (`solver::Guard`), as logged: its formula as written.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RequireRecord {
+    #[prost(string, tag = "1")]
+    pub formula: String,
+    #[prost(string, tag = "2")]
+    pub message: String,
+    #[prost(string, optional, tag = "3")]
+    pub on: Option<String>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -304,6 +317,11 @@ fn operation_record(op: &SheetOp) -> OperationRecord {
             })
         }
         SheetOp::Solver(Operation::RemoveInstance(k)) => Op::RemoveInstance(k.clone()),
+        SheetOp::Solver(Operation::Require(g)) => Op::Require(RequireRecord {
+            formula: g.formula.text().to_owned(),
+            message: g.message.clone(),
+            on: g.on.clone(),
+        }),
     };
     OperationRecord { op: Some(op) }
 }
@@ -393,6 +411,10 @@ fn operation(op: OperationRecord) -> Result<SheetOp, String> {
             SheetOp::Solver(Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent })
         }
         Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
+        Op::Require(r) => SheetOp::Solver(Operation::Require(solver::Guard {
+            on: r.on,
+            ..solver::Guard::new(&r.formula, &r.message)
+        })),
     })
 }
 

@@ -13,7 +13,7 @@
 //! renumbering anything.
 
 use super::bulk::{BULK_MIN, BULK_SHARE};
-use super::{Change, Instance, InstanceId, ModKey, Modifier, Report, Sheet, TemplateId};
+use super::{Change, Delta, Guard, Instance, InstanceId, ModKey, Modifier, Report, Sheet, TemplateId};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
 use crate::rules::ScopeId;
@@ -36,6 +36,9 @@ pub enum Operation {
     RemoveModifier(String),
     /// Removes every modifier with this source.
     RemoveSource(String),
+    /// Fails the batch, with nothing changed, unless the guard's formula is true at this point
+    /// of the batch (see `guard.rs`).
+    Require(Guard),
 }
 
 /// One step of a batch for [`Sheet::apply_steps`]: an [`Operation`], or a modifier made from a
@@ -111,11 +114,14 @@ pub struct BatchError {
 #[derive(Default, Clone)]
 pub(super) struct Pending {
     /// Variables whose modifiers changed.
-    dirty: Vec<NodeIndex>,
+    pub(super) dirty: Vec<NodeIndex>,
     /// Variables of added instances.
-    created: Vec<NodeIndex>,
+    pub(super) created: Vec<NodeIndex>,
+    /// What the batch's interim recomputations, at its guards, changed and evaluated (see
+    /// `guard.rs`).
+    pub(super) interim: Report,
     /// Variables of removed instances, with their names and values before the batch.
-    removed: Vec<(NodeIndex, Change)>,
+    pub(super) removed: Vec<(NodeIndex, Change)>,
     undo: Vec<Undo>,
     /// Modifiers and instances the batch adds, to reserve room for at its first change (then
     /// zero).
@@ -223,6 +229,7 @@ impl Sheet {
                 OpRef::Op(Operation::RemoveModifier(id)) => self.op_remove_modifier(id, &mut pending),
                 OpRef::Op(Operation::RemoveSource(source)) => self.op_remove_source(source, &mut pending),
                 OpRef::Template(id, t, on) => self.op_add_template(id, t, on, &mut pending),
+                OpRef::Op(Operation::Require(guard)) => self.op_require(guard, &mut pending),
             };
             if let Err(error) = result {
                 let bulk = pending.bulk;
@@ -480,6 +487,10 @@ impl Sheet {
     /// [`Sheet::settle`] recomputes, and reports nothing. Leaves `pending` empty.
     fn commit(&mut self, pending: &mut Pending) -> Report {
         pending.undo.clear();
+        let mut interim = std::mem::take(&mut pending.interim);
+        if !interim.changed.is_empty() {
+            self.removed_after_interim(&mut interim.changed, pending);
+        }
         let mut removed = Vec::new();
         if !pending.removed.is_empty() {
             let Sheet { shape, vals, .. } = self;
@@ -510,10 +521,35 @@ impl Sheet {
         }
         // By full name, each made once (the key of a plain sort is made at every comparison).
         removed.sort_by_cached_key(|c| c.var.full_name());
-        let report = self.recompute(&pending.dirty, &pending.created, removed);
+        let mut report = self.recompute(&pending.dirty, &pending.created, removed);
         pending.dirty.clear();
         pending.created.clear();
+        if interim.recomputed > 0 {
+            super::guard::merge(&mut interim.changed, std::mem::take(&mut report.changed));
+            report.changed = interim.changed;
+            report.recomputed += interim.recomputed;
+            interim.evaluated.append(&mut report.evaluated);
+            report.evaluated = interim.evaluated;
+        }
         report
+    }
+
+    /// The variables a batch removed after an interim recomputation (see `guard.rs`): one it
+    /// created is reported by neither list; another is reported removed with its value before
+    /// the batch. Either leaves `interim`.
+    fn removed_after_interim(&self, interim: &mut Vec<Delta>, pending: &mut Pending) {
+        let mut drop_removed = Vec::new();
+        for (i, (n, change)) in pending.removed.iter_mut().enumerate() {
+            let Some(at) = interim.iter().position(|d| d.var.0 == *n) else { continue };
+            let d = interim.remove(at);
+            match d.old_value() {
+                None => drop_removed.push(i),
+                Some(old) => change.old = Some(old),
+            }
+        }
+        for i in drop_removed.into_iter().rev() {
+            pending.removed.remove(i);
+        }
     }
 
     /// Recomputes what deferred batches touched: their dirty and created variables (those
@@ -553,6 +589,7 @@ impl Sheet {
 
     /// Ends a failed batch: undoes everything it did, last first.
     fn rollback(&mut self, pending: &mut Pending) {
+        self.restore_interim(pending);
         pending.dirty.clear();
         pending.created.clear();
         pending.removed.clear();

@@ -16,7 +16,7 @@ use petgraph::stable_graph::NodeIndex;
 /// slot is reused by an instance added later, describe that instance's variable: find the
 /// variable again after removing instances.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Var(NodeIndex);
+pub struct Var(pub(super) NodeIndex);
 
 impl Var {
     pub(super) fn new(node: NodeIndex) -> Var {
