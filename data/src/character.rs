@@ -30,8 +30,13 @@ pub enum SheetOp {
     AddObject { kind: String, key: String, id: Option<String>, parent: Option<String> },
     /// Removes an object by id, with what is attached to it and what only it granted.
     RemoveObject(String),
-    /// Sets a channel: `on` is the instance (`STR`), `None` for a global channel.
+    /// Sets a channel: `on` is the instance (`STR`), `None` for a global channel. A stock's
+    /// bounds apply.
     SetInput { channel: String, on: Option<String>, value: Value },
+    /// Adds to a stock (a channel declared in `[stocks]`) what the NUMBER formula `by`, read in
+    /// `on`'s scope, is worth at this point of the batch; within the stock's bounds. The stock
+    /// does not follow the formula afterwards.
+    Adjust { channel: String, on: Option<String>, by: String },
     /// A solver operation (ad-hoc modifiers and instances).
     Solver(Operation),
 }
@@ -69,6 +74,8 @@ impl fmt::Display for SheetOp {
                 write!(f, "add instance {key} of {scope}")
             }
             SheetOp::Solver(Operation::RemoveInstance(k)) => write!(f, "remove instance {k}"),
+            SheetOp::Adjust { channel, on: o, by } => write!(f, "adjust {}{channel} by {by}", on(o)),
+            SheetOp::Solver(Operation::Adjust(a)) => write!(f, "adjust modifier {} by {}", a.id, a.by.text()),
             SheetOp::Solver(Operation::Require(g)) => {
                 write!(f, "require {}{} ({})", on(&g.on), g.formula.text(), g.message)
             }
@@ -110,6 +117,8 @@ pub enum SheetCode {
     UnknownChannel,
     BadValue,
     Managed,
+    /// `adjust` of a channel that is not a stock.
+    NotAStock,
     /// A step of a sheet file that is not one of the step kinds.
     BadStep,
     Solver(solver::Code),
@@ -129,6 +138,7 @@ impl SheetCode {
             SheetCode::UnknownChannel => "sheet.unknown_channel",
             SheetCode::BadValue => "sheet.bad_value",
             SheetCode::Managed => "sheet.managed",
+            SheetCode::NotAStock => "sheet.not_a_stock",
             SheetCode::BadStep => "sheet.bad_step",
             SheetCode::Solver(c) => c.as_str(),
         }
@@ -154,6 +164,7 @@ pub mod codes {
     pub const UNKNOWN_CHANNEL: SheetCode = SheetCode::UnknownChannel;
     pub const BAD_VALUE: SheetCode = SheetCode::BadValue;
     pub const MANAGED: SheetCode = SheetCode::Managed;
+    pub const NOT_A_STOCK: SheetCode = SheetCode::NotAStock;
     pub const BAD_STEP: SheetCode = SheetCode::BadStep;
 }
 
@@ -425,7 +436,14 @@ impl Edit<'_> {
                 self.deactivate(&id, ops);
                 Ok(())
             }
-            SheetOp::SetInput { channel, on, value } => self.set_input(channel, on.as_deref(), value, ops),
+            SheetOp::SetInput { channel, on, value } => {
+                self.set_input(channel, on.as_deref(), Input::To(value), ops)
+            }
+            SheetOp::Adjust { channel, on, by } => self.set_input(channel, on.as_deref(), Input::By(by), ops),
+            SheetOp::Solver(Operation::Adjust(a)) => Err(err(
+                codes::MANAGED,
+                format!("modifier `{}`: stocks are adjusted with `adjust {{channel, on, by}}`", a.id),
+            )),
             SheetOp::Solver(op) => {
                 match op {
                     Operation::RemoveInstance(key) if self.state.instances.iter().any(|i| *i.id == **key) => {
@@ -801,11 +819,47 @@ impl Edit<'_> {
         }
     }
 
+    /// A stock's `set_input` or `adjust`: checked against its bounds where the batch is — the
+    /// solver's adjustment reads them there (and, for `adjust`, the amount).
+    fn adjust_stock(
+        &mut self,
+        stock: &crate::Stock,
+        def: VarDefId,
+        on: Option<Arc<str>>,
+        mid: Arc<str>,
+        input: Input<'_>,
+        ops: &mut Vec<Step>,
+    ) -> Result<(), SheetError> {
+        let format = &self.r.rules().var(def).format;
+        let (by, to) = match input {
+            Input::By(by) => (solver::Instruction::Text(Arc::from(by.as_str())), false),
+            Input::To(value) => {
+                let v = convert(value, format).map_err(|m| {
+                    err(codes::BAD_VALUE, format!("channel `{}`: {m}", self.r.rules().var(def).name))
+                })?;
+                (solver::Instruction::Literal(v.clone(), literal_text(&v)), true)
+            }
+        };
+        self.state.inputs_mut().insert((on.clone(), def), mid.clone());
+        ops.push(Step::Op(Box::new(Operation::Adjust(solver::Adjust {
+            id: mid,
+            var: Target::Def(def),
+            on,
+            by,
+            to,
+            min: stock.min.clone(),
+            max: stock.max.clone(),
+            clamp: stock.clamp,
+            source: self.input_source().clone(),
+        }))));
+        Ok(())
+    }
+
     fn set_input(
         &mut self,
         channel: &str,
         on: Option<&str>,
-        value: &Value,
+        input: Input<'_>,
         ops: &mut Vec<Step>,
     ) -> Result<(), SheetError> {
         let r = self.r;
@@ -833,10 +887,23 @@ impl Edit<'_> {
             )
         })?;
         let var = rules.var(def);
-        let v = convert(value, &var.format)
-            .map_err(|m| err(codes::BAD_VALUE, format!("channel `{}`: {m}", var.name)))?;
+        let stock = r.stock(def);
         let on: Option<Arc<str>> = on.map(Arc::from);
         let mid: Arc<str> = id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]);
+        if let Some(stock) = stock {
+            return self.adjust_stock(stock, def, on, mid, input, ops);
+        }
+        let Input::To(value) = input else {
+            return Err(err(
+                codes::NOT_A_STOCK,
+                format!(
+                    "channel `{}` is not a stock (declared in [stocks]): set it with set_input",
+                    var.name
+                ),
+            ));
+        };
+        let v = convert(value, &var.format)
+            .map_err(|m| err(codes::BAD_VALUE, format!("channel `{}`: {m}", var.name)))?;
         if self.state.inputs_mut().insert((on.clone(), def), mid.clone()).is_some() {
             ops.push(Step::Op(Box::new(Operation::RemoveModifier(mid.to_string()))));
         }
@@ -854,6 +921,12 @@ impl Edit<'_> {
         }))));
         Ok(())
     }
+}
+
+/// What a step does to a channel: sets it to a value, or adjusts a stock by a formula.
+enum Input<'a> {
+    To(&'a Value),
+    By(&'a String),
 }
 
 /// A value as a channel of `format` takes it: numbers for NUMBER, text parsed for data formats.

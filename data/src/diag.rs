@@ -252,6 +252,8 @@ pub enum DiagCode {
     BadPart,
     /// An `order` that is not `inherent` or `applied`.
     BadOrder,
+    /// A stock's `bounds` that is not `clamp` or `reject`.
+    BadBounds,
 }
 
 impl DiagCode {
@@ -277,6 +279,7 @@ impl DiagCode {
             DiagCode::MissingFile => "data.missing_file",
             DiagCode::BadPart => "data.bad_part",
             DiagCode::BadOrder => "data.bad_order",
+            DiagCode::BadBounds => "data.bad_bounds",
         }
     }
 }
@@ -315,4 +318,5 @@ pub mod codes {
     pub const MISSING_FILE: DiagCode = DiagCode::MissingFile;
     pub const BAD_PART: DiagCode = DiagCode::BadPart;
     pub const BAD_ORDER: DiagCode = DiagCode::BadOrder;
+    pub const BAD_BOUNDS: DiagCode = DiagCode::BadBounds;
 }

@@ -51,6 +51,17 @@ pub struct VarDecl {
     pub channel: bool,
     /// The order its modifiers apply in (`inherent` or `applied`), when it says.
     pub order: Option<Text>,
+    /// A stock (`[stocks.SCOPE]`): a NUMBER channel that `adjust` steps change, with bounds.
+    pub stock: Option<StockDecl>,
+}
+
+/// A stock's bounds, as written: `{ min = "0", max = "MaxHP", bounds = "clamp" }`.
+#[derive(Clone, Debug, Default)]
+pub struct StockDecl {
+    pub min: Option<Text>,
+    pub max: Option<Text>,
+    /// `clamp` or `reject` (the default).
+    pub bounds: Option<Text>,
 }
 
 /// An object kind: which scope its objects live in and how they become active.

@@ -37,7 +37,7 @@ pub mod source;
 pub use character::{Character, SheetCode, SheetError, SheetOp, codes as sheet_codes};
 pub use diag::{DiagCode, Diagnostic, Origin, SourceFile, Text};
 pub use draft::{Draft, Presence};
-pub use ruleset::{Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Summary};
+pub use ruleset::{Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Stock, Summary};
 pub use source::{Bundle, Files, ReadLimits};
 
 use std::path::Path;

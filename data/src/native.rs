@@ -24,7 +24,7 @@
 use crate::diag::{Diagnostic, Origin, SourceFile, Text, codes};
 use crate::draft::{
     Draft, FormatDecl, FormatKind, GrantDraft, KindDecl, ModDraft, ObjectDraft, OtherDraft, Presence,
-    ScopeDecl, Selector, VarDecl,
+    ScopeDecl, Selector, StockDecl, VarDecl,
 };
 use crate::source::Files;
 use std::path::Path;
@@ -216,12 +216,25 @@ impl Reader<'_, '_> {
                             let name = r.cx.key_text(name);
                             if let Some((format, order)) = r.variable(decl, channel) {
                                 let scope = scope.clone();
-                                r.draft.variables.push(VarDecl { name, scope, format, channel, order });
+                                let stock = None;
+                                r.draft.variables.push(VarDecl { name, scope, format, channel, order, stock });
                             }
                         }
                         Some(())
                     })
                 }
+                "stocks" => self.pairs(v, "[stocks]", |r, scope, stocks| {
+                    let t = r.table(stocks, "a scope's stocks")?;
+                    for (name, decl) in t.iter() {
+                        let name = r.cx.key_text(name);
+                        if let Some(stock) = r.stock(decl) {
+                            let format = Text::new("NUMBER", name.at.clone());
+                            let (scope, stock) = (scope.clone(), Some(stock));
+                            r.draft.variables.push(VarDecl { name, scope, format, channel: true, order: None, stock });
+                        }
+                    }
+                    Some(())
+                }),
                 "kinds" => self.pairs(v, "[kinds]", |r, name, def| r.kind(name, def)),
                 "global" => {
                     let Some(t) = self.table(v, "[global]") else { continue };
@@ -245,7 +258,7 @@ impl Reader<'_, '_> {
                 other => self.error(
                     k.span(),
                     format!(
-                        "unknown section `{other}` (expected ruleset, scopes, formats, defaults, functions, variables, channels, kinds, global, object)"
+                        "unknown section `{other}` (expected ruleset, scopes, formats, defaults, functions, variables, channels, stocks, kinds, global, object)"
                     ),
                 ),
             }
@@ -292,6 +305,25 @@ impl Reader<'_, '_> {
             self.error(v.span(), "a variable's declaration needs a `format`".to_owned());
         }
         Some((format?, order))
+    }
+
+    /// A stock's declaration: a table of its bounds, `{ min = "0", max = "MaxHP", bounds =
+    /// "clamp" }`, each optional (`{}`: an unbounded stock).
+    fn stock(&mut self, v: &Spanned<DeValue<'_>>) -> Option<StockDecl> {
+        let t = self.table(v, "a stock's declaration (a table: `{ min = \"0\" }`, or `{}`)")?;
+        let mut stock = StockDecl::default();
+        for (k, v) in t.iter() {
+            match &**k.get_ref() {
+                "min" => stock.min = self.text(v, "a stock's minimum"),
+                "max" => stock.max = self.text(v, "a stock's maximum"),
+                "bounds" => stock.bounds = self.string(v, "what a stock does out of bounds"),
+                other => self.error(
+                    k.span(),
+                    format!("unknown key `{other}` in a stock's declaration (expected min, max, bounds)"),
+                ),
+            }
+        }
+        Some(stock)
     }
 
     fn ruleset(&mut self, v: &Spanned<DeValue<'_>>) {
@@ -695,6 +727,23 @@ modify = [{ var = "Bonus", set = "2" }, { var = "AC", add = "Bonus", when = "Arm
             } else {
                 assert_eq!(got, [want], "{text}");
             }
+        }
+    }
+
+    #[test]
+    fn stocks_declare_their_bounds() {
+        let ok = "[variables.PC]\nMaxHP = \"NUMBER\"\n[stocks.PC]\nHP = { min = 0, max = \"MaxHP\", bounds = \"Clamp\" }\nGold = {}\n";
+        assert_eq!(errors_in(ok), Vec::<String>::new());
+        let table = [
+            ("[stocks.PC]\nHP = { bounds = \"bounce\" }\n", "2:18 data.bad_bounds bounce"),
+            ("[stocks.PC]\nHP = { min = \"1 +\" }\n", "2:18 data.formula "),
+            ("[stocks.PC]\nHP = { max = \"Nope\" }\n", "2:15 data.formula Nope"),
+            ("[stocks.PC]\nHP = { colour = 1 }\n", "2:8 data.syntax colour"),
+            ("[stocks.PC]\nHP = \"NUMBER\"\n", "2:6 data.syntax \"NUMBER\""),
+            ("[stocks.PC]\nHP = {}\n[variables.PC]\nHP = \"BOOLEAN\"\n", "4:1 data.variable_conflict HP"),
+        ];
+        for (text, want) in table {
+            assert_eq!(errors_in(text), [want], "{text}");
         }
     }
 

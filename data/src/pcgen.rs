@@ -399,7 +399,7 @@ impl<'d> PcgenReader<'d> {
             self.draft.errors.push(Diagnostic::at(codes::SYNTAX, &spec, "the variable has no name"));
             return;
         }
-        self.draft.variables.push(VarDecl { name, scope, format, channel, order: None });
+        self.draft.variables.push(VarDecl { name, scope, format, channel, order: None, stock: None });
     }
 
     fn object_line(&mut self, kind: &'static str, tokens: &[Text], pending: &mut Vec<Pending>) {

@@ -103,6 +103,16 @@ pub struct Object {
     pub label: Arc<str>,
 }
 
+/// A stock's bounds: NUMBER formulas compiled at load in the stock's scope, and what going past
+/// them does.
+#[derive(Clone, Debug)]
+pub struct Stock {
+    pub min: Option<solver::Instruction>,
+    pub max: Option<solver::Instruction>,
+    /// Out of bounds: clamp to the bound, or reject the step.
+    pub clamp: bool,
+}
+
 /// Counts for `sheetd check`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -135,6 +145,8 @@ pub struct Ruleset {
     object_index: Vec<Map<Box<str>, Vec<ObjectId>>>,
     global_mods: Vec<ModTemplate>,
     channels: HashSet<VarDefId>,
+    /// The channels that are stocks, with their bounds.
+    stocks: crate::Map<VarDefId, Stock>,
     var_origins: Vec<Origin>,
     skipped: BTreeMap<String, Vec<Origin>>,
     files: Vec<String>,
@@ -234,6 +246,11 @@ impl Ruleset {
     /// Whether a variable is a channel (entered by the user).
     pub fn is_channel(&self, var: VarDefId) -> bool {
         self.channels.contains(&var)
+    }
+
+    /// The stock a channel is, if it is one (`[stocks]`): its bounds, compiled.
+    pub fn stock(&self, var: VarDefId) -> Option<&Stock> {
+        self.stocks.get(&var)
     }
 
     /// Where a variable was (first) declared.

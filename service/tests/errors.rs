@@ -235,6 +235,18 @@ impl tonic::codec::Encoder for RawEncoder {
     }
 }
 
+/// Loads the example ruleset `docs/examples/NAME/NAME.toml` inline as `NAME`, and creates a
+/// sheet of it; returns the sheet's id.
+async fn sheet_of_example(c: &mut sheetd::cli::client::Client, name: &str) -> String {
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../docs/examples/{name}/{name}.toml"));
+    let inline_text = std::fs::read_to_string(file).expect("the example");
+    let load = pb::LoadRulesetRequest { id: name.into(), paths: vec![], inline_text };
+    assert!(c.load_ruleset(load).await.expect("loads").into_inner().ok);
+    let create = pb::CreateSheetRequest { ruleset_id: name.into(), ..Default::default() };
+    c.create_sheet(create).await.expect("creates").into_inner().sheet.expect("info").id
+}
+
 /// A guard that does not hold: FAILED_PRECONDITION, a GUARD violation naming the operation, the
 /// code as ErrorInfo's reason; the sheet is unchanged. A batch whose guard holds is logged
 /// with it and replays after a restart.
@@ -244,12 +256,7 @@ async fn a_guard_that_does_not_hold_is_a_failed_precondition() {
     let data = dir.path().join("data");
     let server = Server::start(&data, &[]);
     let mut c = server.client().await;
-    let shop = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/shop/shop.toml");
-    let inline_text = std::fs::read_to_string(shop).expect("the example");
-    let load = pb::LoadRulesetRequest { id: "shop".into(), paths: vec![], inline_text };
-    assert!(c.load_ruleset(load).await.expect("loads").into_inner().ok);
-    let create = pb::CreateSheetRequest { ruleset_id: "shop".into(), ..Default::default() };
-    let id = c.create_sheet(create).await.expect("creates").into_inner().sheet.expect("info").id;
+    let id = sheet_of_example(&mut c, "shop").await;
     let purse = r#"{"set_input": {"channel": "Purse", "value": 4}}"#;
     let sword = |id: &str| format!(r#"{{"add_object": {{"kind": "ITEM", "key": "Sword", "id": "{id}"}}}}"#);
     let can_pay = r#"{"require": {"formula": "Gold >= 0", "message": "can pay"}}"#;
@@ -283,6 +290,47 @@ async fn a_guard_that_does_not_hold_is_a_failed_precondition() {
     let after = c.values(values).await.expect("values after a restart").into_inner();
     assert_eq!(after.revision, 2);
     assert_eq!(gold(after), before);
+    drop(c);
+    server.stop();
+}
+
+/// Stocks through the API (`docs/examples/village`): a payout adjusted at the time stays paid,
+/// an adjustment past a bound that rejects is FAILED_PRECONDITION with a BOUNDS violation, and
+/// the log replays the adjustments to the same values after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stocks_are_adjusted_at_the_time_and_replay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    let id = sheet_of_example(&mut c, "village").await;
+    let set = |ch: &str, v: i64| format!(r#"{{"set_input": {{"channel": "{ch}", "value": {v}}}}}"#);
+    let adjust = |ch: &str, by: &str| format!(r#"{{"adjust": {{"channel": "{ch}", "by": "{by}"}}}}"#);
+    c.apply(apply(&id, Some(0), ops(&[&set("Hired", 3), &set("Gold", 10)]))).await.expect("start");
+    let r = c.apply(apply(&id, Some(1), ops(&[&adjust("Gold", "2 * Workers")]))).await.expect("payout");
+    assert_eq!(r.into_inner().changes.len(), 1);
+    c.apply(apply(&id, Some(2), ops(&[&set("Hired", 5)]))).await.expect("hire");
+    let e =
+        c.apply(apply(&id, Some(3), ops(&[&adjust("Gold", "-Workers * 4")]))).await.expect_err("too dear");
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    let failure = e.get_details_precondition_failure().expect("PreconditionFailure");
+    assert_eq!(
+        (failure.violations[0].r#type.as_str(), failure.violations[0].subject.as_str()),
+        ("BOUNDS", "operations[0]")
+    );
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("solver.out_of_bounds".to_owned()));
+    let values = pb::ValuesRequest { sheet_id: id.clone(), ..Default::default() };
+    let gold =
+        |v: pb::ValuesResponse| v.values.iter().find(|v| v.r#ref == "Gold").and_then(|v| v.value.clone());
+    let before = c.values(values.clone()).await.expect("values").into_inner();
+    assert_eq!(before.revision, 3);
+    let before = gold(before);
+    assert_eq!(before.as_ref().map(sheetd::grpc::convert::show), Some("16".to_owned()));
+    drop(c);
+    server.stop();
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    assert_eq!(gold(c.values(values).await.expect("values after a restart").into_inner()), before);
     drop(c);
     server.stop();
 }

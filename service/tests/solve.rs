@@ -172,6 +172,43 @@ fn the_shop_example_rejects_what_cannot_be_paid_for() {
     assert_eq!(lines[4], json!({"values": {"Uses": "1"}}));
 }
 
+/// `docs/examples/village`: stocks adjusted by formulas evaluated at the time, within bounds;
+/// `--why` names the adjustment and the formula's value then.
+#[test]
+fn the_village_example_adjusts_stocks() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let (rules, game) =
+        (docs.join("village").display().to_string(), docs.join("village-game.json").display().to_string());
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--json", "--why", "Gold"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines[1]["changed"], json!([{"var": "Gold", "old": "10", "new": "16"}]));
+    assert_eq!(
+        lines[2]["changed"],
+        json!([{"var": "Hired", "old": "3", "new": "5"}, {"var": "Workers", "old": "3", "new": "5"}])
+    );
+    assert_eq!(lines[3]["changed"], json!([{"var": "HP", "old": "12", "new": "0"}]));
+    assert_eq!(lines[4]["error"]["code"], "solver.out_of_bounds");
+    assert_eq!(
+        lines[4]["error"]["message"],
+        "adjustment of `Gold` by `-20` = -20 would make it -4, past its minimum `0` = 0"
+    );
+    assert_eq!(
+        lines[6],
+        json!({"values": {"Workers": "5", "MaxHP": "12", "Hired": "5", "Gold": "11", "HP": "5"}})
+    );
+    assert_eq!(lines[7]["why"]["step"], 5);
+    assert_eq!(lines[7]["why"]["causes"][0]["description"], "adjust Gold by -Workers");
+    let text = String::from_utf8_lossy(
+        &sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--why", "Gold"]).stdout,
+    )
+    .to_string();
+    assert!(
+        text.contains("modifier input:PC:Gold changed: SET 11 (input: adjust by `-Workers` = -5)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn bad_scenarios_are_errors_with_locations() {
     let dir = std::env::temp_dir().join(format!("sheetd-solve-test-{}", std::process::id()));

@@ -76,6 +76,8 @@ pub enum Code {
     UnknownTemplate,
     /// A guard (`require`) whose formula is not true at its point of the batch.
     GuardFailed,
+    /// An adjustment of a stock past a bound it rejects (or whose amount or bound has no value).
+    OutOfBounds,
 }
 
 impl Code {
@@ -102,6 +104,7 @@ impl Code {
             Code::BadFunction => "solver.bad_function",
             Code::UnknownTemplate => "solver.unknown_template",
             Code::GuardFailed => "solver.guard_failed",
+            Code::OutOfBounds => "solver.out_of_bounds",
         }
     }
 }
@@ -135,4 +138,5 @@ pub mod codes {
     pub const BAD_FUNCTION: Code = Code::BadFunction;
     pub const UNKNOWN_TEMPLATE: Code = Code::UnknownTemplate;
     pub const GUARD_FAILED: Code = Code::GuardFailed;
+    pub const OUT_OF_BOUNDS: Code = Code::OutOfBounds;
 }

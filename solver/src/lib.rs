@@ -45,7 +45,7 @@ pub use error::{Code, SolveError, codes};
 pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec, Target, is_literal};
 pub use rules::{InstructionError, Order, Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId};
 pub use sheet::{
-    BatchError, Catalog, Change, Guard, InstanceId, Operation, Report, Sheet, Slot, Step, TemplateId,
+    Adjust, BatchError, Catalog, Change, Guard, InstanceId, Operation, Report, Sheet, Slot, Step, TemplateId,
     TemplateSpec, Trace, TraceStep, ValueError, Var, VarRef, full_name,
 };
 

@@ -17,6 +17,7 @@ use rust_decimal::Decimal;
 use std::fmt;
 use std::sync::Arc;
 
+mod adjust;
 mod batch;
 mod bulk;
 mod catalog;
@@ -30,6 +31,7 @@ mod plan;
 mod query;
 mod values;
 
+pub use adjust::Adjust;
 pub use batch::{BatchError, Operation, Step};
 #[cfg(test)]
 pub(crate) use bulk::bulk_batches;

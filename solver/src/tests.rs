@@ -656,6 +656,13 @@ enum Step {
         bound: i64,
         local: Option<usize>,
     },
+    /// An adjustment of stock `G{var}` by `G{read} + k`, within -20..=20 (clamped or not).
+    Adjust {
+        var: usize,
+        read: usize,
+        k: i64,
+        clamp: bool,
+    },
 }
 
 fn arb_step() -> impl Strategy<Value = Step> {
@@ -667,6 +674,8 @@ fn arb_step() -> impl Strategy<Value = Step> {
         1 => (0usize..3).prop_map(Step::RemoveItem),
         1 => (0usize..8, -8i64..12, prop::option::of(0usize..3))
             .prop_map(|(var, bound, local)| Step::Guard { var, bound, local }),
+        1 => (0usize..8, 0usize..8, -9i64..10, any::<bool>())
+            .prop_map(|(var, read, k, clamp)| Step::Adjust { var, read, k, clamp }),
     ]
 }
 
@@ -740,6 +749,17 @@ fn step_operation(n: usize, step: Step, ids: &[String]) -> Option<Operation> {
         Step::Guard { bound, local: Some(item), .. } => Operation::Require(
             crate::Guard::new(&format!("Weight >= {bound}"), &format!("g{n}")).on(&format!("item{item}")),
         ),
+        Step::Adjust { var, read, k, clamp } => Operation::Adjust(crate::Adjust {
+            id: Arc::from(format!("stock{var}")),
+            var: Target::Name(Arc::from(format!("G{var}"))),
+            on: None,
+            by: Instruction::Text(Arc::from(format!("G{read} + {k}"))),
+            to: false,
+            min: Some(Instruction::Text(Arc::from("-20"))),
+            max: Some(Instruction::Text(Arc::from("20"))),
+            clamp,
+            source: Arc::from("s"),
+        }),
     })
 }
 
@@ -821,7 +841,9 @@ proptest! {
                     Operation::RemoveModifier(id) => one_by_one.remove_modifier(id),
                     Operation::RemoveSource(s) => one_by_one.remove_source(s),
                     // A guard alone reads the values the operations before it left.
-                    Operation::Require(_) => one_by_one.apply(std::slice::from_ref(op)).map_err(|e| e.error),
+                    Operation::Require(_) | Operation::Adjust(_) => {
+                        one_by_one.apply(std::slice::from_ref(op)).map_err(|e| e.error)
+                    }
                 };
                 match r {
                     Ok(report) => check_report(&report)?,
@@ -834,7 +856,7 @@ proptest! {
             let before = sheet.values();
             let snapshot = sheet.clone();
             let before_ids: std::collections::BTreeSet<String> = sheet.modifier_ids().map(str::to_owned).collect();
-            let guarded = ops.iter().any(|op| matches!(op, Operation::Require(_)));
+            let guarded = ops.iter().any(|op| matches!(op, Operation::Require(_) | Operation::Adjust(_)));
             match (sheet.apply(&ops), first_failure) {
                 (Ok(report), None) => {
                     // At a guard a variable may be evaluated again (see `guard.rs`).
@@ -1124,8 +1146,8 @@ proptest! {
                 steps
                     .by_ref()
                     .take(size)
-                    // A deferring sheet refuses guards (they read values): none here.
-                    .filter(|(_, step)| !matches!(step, Step::Guard { .. }))
+                    // A deferring sheet refuses guards and adjustments (they read values).
+                    .filter(|(_, step)| !matches!(step, Step::Guard { .. } | Step::Adjust { .. }))
                     .filter_map(|(n, step)| step_operation(n + 100, step, &ids))
                     .collect();
             let immediate = now.apply(&ops);

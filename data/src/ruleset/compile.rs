@@ -4,7 +4,8 @@
 //! [`Compiler`] and going on, so one load reports everything.
 
 use super::{
-    Input, Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Summary, formula_diag,
+    Input, Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Stock, Summary,
+    formula_diag,
 };
 use crate::Map;
 use crate::diag::{Diagnostic, Origin, Text, codes};
@@ -65,6 +66,7 @@ impl Compiler {
         self.input_function(&draft, &mut b, declared.channels.clone());
         let kinds = self.kinds(&draft, &b);
         let rules = Arc::new(b.build());
+        let stocks = self.stocks(&draft, &rules);
         self.catalog = Some(Catalog::new(rules.clone()));
         self.part_scopes(&draft, &kinds, &rules);
         let (index, object_kinds) = self.index_objects(&draft, &kinds);
@@ -108,6 +110,7 @@ impl Compiler {
             object_index: index,
             global_mods,
             channels,
+            stocks,
             var_origins,
             skipped: draft.skipped,
             files: draft.files,
@@ -258,6 +261,46 @@ impl Compiler {
             }
         }
         declared
+    }
+
+    /// The stocks (`[stocks]`): each one's bounds compiled in its scope as NUMBER formulas.
+    fn stocks(&mut self, draft: &Draft, rules: &Rules) -> Map<VarDefId, Stock> {
+        let mut stocks = Map::default();
+        for v in &draft.variables {
+            let Some(decl) = &v.stock else { continue };
+            // Declared above (an error there was reported there).
+            let Some(def) = rules.scope(&v.scope.text).ok().and_then(|s| rules.resolve(s, &v.name.text))
+            else {
+                continue;
+            };
+            let scope = rules.var(def).scope;
+            let mut bound = |text: &Option<Text>, what: &str| match text {
+                None => Some(None),
+                Some(t) => match rules.compile(&t.text, scope, None, Some(&Format::Number)) {
+                    Ok(f) => Some(Some(Instruction::Compiled(f))),
+                    Err(e) => {
+                        self.errors.push(formula_diag(codes::FORMULA, t, &e, what));
+                        None
+                    }
+                },
+            };
+            let (min, max) = (bound(&decl.min, "a stock's minimum"), bound(&decl.max, "a stock's maximum"));
+            let clamp = match decl.bounds.as_ref().map(|b| b.text.to_ascii_lowercase()) {
+                None => Some(false),
+                Some(b) if b == "reject" => Some(false),
+                Some(b) if b == "clamp" => Some(true),
+                Some(_) => {
+                    let b = decl.bounds.as_ref().map_or_else(|| v.name.clone(), Clone::clone);
+                    let msg = format!("stock `{}`: bounds `{}` (expected clamp or reject)", v.name, b.text);
+                    self.errors.push(Diagnostic::at(codes::BAD_BOUNDS, &b, msg));
+                    None
+                }
+            };
+            if let (Some(min), Some(max), Some(clamp)) = (min, max, clamp) {
+                stocks.insert(def, Stock { min, max, clamp });
+            }
+        }
+        stocks
     }
 
     /// The order named by `text`, or `None` with an error at it.

@@ -11,6 +11,7 @@ pub fn value(c: &Character, r: &str) -> String {
 }
 
 /// An `add_object` operation.
+#[allow(dead_code, reason = "not every test file uses it")]
 pub fn add(kind: &str, key: &str, id: Option<&str>, parent: Option<&str>) -> SheetOp {
     SheetOp::AddObject {
         kind: kind.into(),

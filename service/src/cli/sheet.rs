@@ -177,6 +177,10 @@ fn print_why(var: &str, step: usize, w: &WhyChanged, as_json: bool) {
             DiffKind::Removed => "removed",
             _ => "changed",
         };
-        println!("    modifier {} {kind}", d.modifier);
+        // What it is now, with its source: an adjusted stock's says by what and how much
+        // (`input: adjust by `-Workers` = -5`).
+        let now =
+            d.to.as_ref().map_or(String::new(), |t| format!(": {} {} ({})", t.kind, t.instruction, t.source));
+        println!("    modifier {} {kind}{now}", d.modifier);
     }
 }

@@ -13,6 +13,7 @@
 //!                   "source": "spell", "condition": "Armored", "on": null, "from": null}}
 //! {"remove_modifier": "m1"}   {"remove_source": "spell"}   {"remove_instance": "sword1"}
 //! {"require": {"formula": "input(\"Gold\") >= 3", "message": "can pay 3 gold", "on": null}}
+//! {"adjust": {"channel": "Gold", "on": null, "by": "2 * Workers"}}
 //! {"batch": [{"require": {...}}, {"set_input": {...}}, {"add_object": {...}}]}
 //! ```
 //!
@@ -54,8 +55,19 @@ pub enum Step {
     #[serde(alias = "removeInstance")]
     RemoveInstance(String),
     Require(RequireStep),
+    Adjust(AdjustStep),
     /// Several steps as one atomic batch (sheet files and scenarios only).
     Batch(Vec<Json>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdjustStep {
+    pub channel: String,
+    #[serde(default)]
+    pub on: Option<String>,
+    /// A formula, or a number (taken as its text).
+    pub by: Json,
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,7 +176,13 @@ fn is_object_step(step: &Json) -> bool {
     step.as_object().and_then(|o| o.keys().next()).is_some_and(|k| {
         matches!(
             k.as_str(),
-            "add_object" | "remove_object" | "set_input" | "addObject" | "removeObject" | "setInput"
+            "add_object"
+                | "remove_object"
+                | "set_input"
+                | "adjust"
+                | "addObject"
+                | "removeObject"
+                | "setInput"
         )
     })
 }
@@ -187,6 +205,11 @@ pub fn sheet_op(json: &Json) -> Result<SheetOp, Rejection> {
     Ok(match step {
         Step::AddObject(o) => SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent },
         Step::RemoveObject(id) => SheetOp::RemoveObject(id),
+        Step::Adjust(a) => SheetOp::Adjust {
+            by: text(&a.by).map_err(|m| bad_object_step(format!("adjust `{}`: {m}", a.channel)))?,
+            channel: a.channel,
+            on: a.on,
+        },
         Step::SetInput(i) => SheetOp::SetInput {
             value: input_value(&i.value).map_err(|m| bad_object_step(format!("set_input: {m}")))?,
             channel: i.channel,
@@ -249,7 +272,7 @@ fn solver_step(step: Step) -> Result<Operation, SolveError> {
         Step::Require(r) => {
             Operation::Require(solver::Guard { on: r.on, ..solver::Guard::new(&r.formula, &r.message) })
         }
-        Step::AddObject(_) | Step::RemoveObject(_) | Step::SetInput(_) => {
+        Step::AddObject(_) | Step::RemoveObject(_) | Step::SetInput(_) | Step::Adjust(_) => {
             return Err(bad_step(
                 "objects and inputs need a ruleset (`sheetd solve --ruleset … --sheet …`); a scenario takes \
                  add_instance, add_modifier, remove_modifier, remove_source, remove_instance, require and batch"

@@ -70,6 +70,7 @@ pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
             SheetOp::Solver(Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent })
         }
         Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
+        Op::Adjust(a) => SheetOp::Adjust { channel: a.channel, on: a.on, by: a.by },
         Op::Require(r) => SheetOp::Solver(Operation::Require(solver::Guard {
             on: r.on,
             ..solver::Guard::new(&r.formula, &r.message)
@@ -123,6 +124,15 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
             parent: parent.clone(),
         }),
         SheetOp::Solver(Operation::RemoveInstance(k)) => Op::RemoveInstance(k.clone()),
+        SheetOp::Adjust { channel, on, by } => {
+            Op::Adjust(pb::Adjust { channel: channel.clone(), on: on.clone(), by: by.clone() })
+        }
+        // (Not a request's operation — the sheet refuses it — but the nearest one is a stock's.)
+        SheetOp::Solver(Operation::Adjust(a)) => Op::Adjust(pb::Adjust {
+            channel: a.var.to_string(),
+            on: a.on.as_deref().map(str::to_owned),
+            by: a.by.text().to_owned(),
+        }),
         SheetOp::Solver(Operation::Require(g)) => Op::Require(pb::Require {
             formula: g.formula.text().to_owned(),
             message: g.message.clone(),

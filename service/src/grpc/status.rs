@@ -27,6 +27,8 @@ use tonic_types::pb as rpc;
 
 /// The code of a guard that did not hold (`solver.guard_failed`).
 const GUARD_FAILED: &str = "solver.guard_failed";
+/// The code of a stock adjusted past a bound it rejects (`solver.out_of_bounds`).
+const OUT_OF_BOUNDS: &str = "solver.out_of_bounds";
 
 /// The `ErrorInfo.domain` of every sheetd error.
 pub const DOMAIN: &str = "sheetd";
@@ -136,16 +138,20 @@ fn kind_detail(e: &EngineError) -> Option<Any> {
             Some(any("google.rpc.PreconditionFailure", &rpc::PreconditionFailure { violations: vec![v] }))
         }
         EngineError::Precondition { problems, .. }
-            if problems.iter().any(|p| !p.cycle.is_empty() || p.code == GUARD_FAILED) =>
+            if problems
+                .iter()
+                .any(|p| !p.cycle.is_empty() || p.code == GUARD_FAILED || p.code == OUT_OF_BOUNDS) =>
         {
-            // A cycle (its path), or a guard that did not hold (the operation that is the guard).
+            // A cycle (its path), a guard that did not hold or a stock past a bound (the
+            // operation).
             let violations = problems
                 .iter()
                 .filter_map(|p| {
                     let (kind, subject) = if !p.cycle.is_empty() {
                         ("CYCLE", p.cycle.join(" → "))
-                    } else if p.code == GUARD_FAILED {
-                        ("GUARD", p.operation.map_or_else(String::new, |i| format!("operations[{i}]")))
+                    } else if p.code == GUARD_FAILED || p.code == OUT_OF_BOUNDS {
+                        let kind = if p.code == GUARD_FAILED { "GUARD" } else { "BOUNDS" };
+                        (kind, p.operation.map_or_else(String::new, |i| format!("operations[{i}]")))
                     } else {
                         return None;
                     };

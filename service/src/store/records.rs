@@ -99,7 +99,7 @@ pub struct SnapshotRecord {
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct OperationRecord {
-    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9")]
+    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
     pub op: Option<Op>,
 }
 
@@ -123,6 +123,20 @@ pub enum Op {
     RemoveInstance(String),
     #[prost(message, tag = "9")]
     Require(RequireRecord),
+    #[prost(message, tag = "10")]
+    Adjust(AdjustRecord),
+}
+
+/// An adjustment of a stock (`SheetOp::Adjust`), as logged: its formula as written (a replay
+/// evaluates it again, at the same point of the same history).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AdjustRecord {
+    #[prost(string, tag = "1")]
+    pub channel: String,
+    #[prost(string, optional, tag = "2")]
+    pub on: Option<String>,
+    #[prost(string, tag = "3")]
+    pub by: String,
 }
 
 /// A guard (`solver::Guard`), as logged: its formula as written.
@@ -317,6 +331,15 @@ fn operation_record(op: &SheetOp) -> OperationRecord {
             })
         }
         SheetOp::Solver(Operation::RemoveInstance(k)) => Op::RemoveInstance(k.clone()),
+        SheetOp::Adjust { channel, on, by } => {
+            Op::Adjust(AdjustRecord { channel: channel.clone(), on: on.clone(), by: by.clone() })
+        }
+        // (Never logged — the sheet refuses it — but the nearest record is a stock's.)
+        SheetOp::Solver(Operation::Adjust(a)) => Op::Adjust(AdjustRecord {
+            channel: a.var.to_string(),
+            on: a.on.as_deref().map(str::to_owned),
+            by: a.by.text().to_owned(),
+        }),
         SheetOp::Solver(Operation::Require(g)) => Op::Require(RequireRecord {
             formula: g.formula.text().to_owned(),
             message: g.message.clone(),
@@ -411,6 +434,7 @@ fn operation(op: OperationRecord) -> Result<SheetOp, String> {
             SheetOp::Solver(Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent })
         }
         Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
+        Op::Adjust(a) => SheetOp::Adjust { channel: a.channel, on: a.on, by: a.by },
         Op::Require(r) => SheetOp::Solver(Operation::Require(solver::Guard {
             on: r.on,
             ..solver::Guard::new(&r.formula, &r.message)

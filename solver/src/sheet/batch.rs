@@ -13,7 +13,9 @@
 //! renumbering anything.
 
 use super::bulk::{BULK_MIN, BULK_SHARE};
-use super::{Change, Delta, Guard, Instance, InstanceId, ModKey, Modifier, Report, Sheet, TemplateId};
+use super::{
+    Adjust, Change, Delta, Guard, Instance, InstanceId, ModKey, Modifier, Report, Sheet, TemplateId,
+};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
 use crate::rules::ScopeId;
@@ -39,6 +41,9 @@ pub enum Operation {
     /// Fails the batch, with nothing changed, unless the guard's formula is true at this point
     /// of the batch (see `guard.rs`).
     Require(Guard),
+    /// Adjusts a stock by a formula evaluated at this point of the batch, within its bounds
+    /// (see `adjust.rs`).
+    Adjust(Adjust),
 }
 
 /// One step of a batch for [`Sheet::apply_steps`]: an [`Operation`], or a modifier made from a
@@ -230,6 +235,7 @@ impl Sheet {
                 OpRef::Op(Operation::RemoveSource(source)) => self.op_remove_source(source, &mut pending),
                 OpRef::Template(id, t, on) => self.op_add_template(id, t, on, &mut pending),
                 OpRef::Op(Operation::Require(guard)) => self.op_require(guard, &mut pending),
+                OpRef::Op(Operation::Adjust(a)) => self.op_adjust(a, &mut pending),
             };
             if let Err(error) = result {
                 let bulk = pending.bulk;

@@ -50,6 +50,13 @@ impl Guard {
     }
 }
 
+/// A formula an operation evaluates at its point of the batch, compiled, with the nodes it reads
+/// (see [`Sheet::formula_now`]).
+pub(super) struct NowFormula {
+    pub(super) formula: Arc<Formula>,
+    reads: Vec<(VarId, NodeIndex)>,
+}
+
 impl Sheet {
     /// Checks guard `g` at this point of the batch (see the module docs).
     pub(super) fn op_require(&mut self, g: &Guard, pending: &mut Pending) -> Result<(), SolveError> {
@@ -63,57 +70,77 @@ impl Sheet {
             ));
         }
         let on = self.shape.lookup_instance_hinted(g.on.as_deref(), &mut None)?;
-        let scope = self.shape.instance(on).scope;
         let label = format!("guard `{}`", g.message);
-        let formula = match &g.formula {
-            Instruction::Text(t) | Instruction::Literal(_, t) => self
-                .shape
-                .rules
-                .compile(t, scope, None, Some(&Format::Boolean))
-                .map_err(|e| SolveError::formula(&label, t, e))?,
-            Instruction::Compiled(f) if *f.format() == Format::Boolean => f.clone(),
-            Instruction::Compiled(f) => {
-                return Err(SolveError::new(
-                    codes::BAD_VALUE,
-                    format!("{label}: `{}` produces {}, but a guard must be BOOLEAN", f.text(), f.format()),
-                ));
-            }
-        };
-        let reads = self.shape.reads(&label, on, [Some(&formula), None])?;
+        let f = self.formula_now(&label, &g.formula, on, &Format::Boolean)?;
         self.settle_pending(pending);
-        let cx = ModContext { vals: &self.vals, reads: &reads, slots: Slots::Reads(&reads) };
-        let result = formula.evaluate(&cx, None);
-        // What it read, for the error: `Gold = 2, Cost = 3`.
-        let read = || {
-            let shown: Vec<String> = reads
-                .iter()
-                .map(|&(_, n)| {
-                    let v = match self.value_of(n) {
-                        Ok(v) => v.to_string(),
-                        Err(e) => format!("error ({})", e.code),
-                    };
-                    format!("{} = {v}", self.shape.var_ref(n))
-                })
-                .collect();
-            if shown.is_empty() { String::new() } else { format!(" (read {})", shown.join(", ")) }
-        };
-        match result {
+        match self.evaluate_now(&f) {
             Ok(Value::Boolean(true)) => Ok(()),
             Ok(_) => Err(SolveError::new(
                 codes::GUARD_FAILED,
-                format!("{label} failed: `{}` is false{}", formula.text(), read()),
+                format!("{label} failed: `{}` is false{}", f.formula.text(), self.read_values(&f)),
             )),
             Err(e) => Err(SolveError::new(
                 codes::GUARD_FAILED,
                 format!(
                     "{label} failed: `{}` has no value: {} [{}]{}",
-                    formula.text(),
+                    f.formula.text(),
                     e.message,
                     e.code,
-                    read()
+                    self.read_values(&f)
                 ),
             )),
         }
+    }
+
+    /// A formula an operation evaluates at its point of the batch (a guard's, an adjustment's):
+    /// `ins` compiled in instance `on`'s scope when given as text, checked to produce
+    /// `expected`, with the nodes it reads from there. `label` names the operation in errors.
+    pub(super) fn formula_now(
+        &self,
+        label: &str,
+        ins: &Instruction,
+        on: InstanceId,
+        expected: &Format,
+    ) -> Result<NowFormula, SolveError> {
+        let scope = self.shape.instance(on).scope;
+        let formula = match ins {
+            Instruction::Text(t) | Instruction::Literal(_, t) => self
+                .shape
+                .rules
+                .compile(t, scope, None, Some(expected))
+                .map_err(|e| SolveError::formula(label, t, e))?,
+            Instruction::Compiled(f) if f.format() == expected => f.clone(),
+            Instruction::Compiled(f) => {
+                return Err(SolveError::new(
+                    codes::BAD_VALUE,
+                    format!("{label}: `{}` produces {}, but {expected} is required", f.text(), f.format()),
+                ));
+            }
+        };
+        let reads = self.shape.reads(label, on, [Some(&formula), None])?;
+        Ok(NowFormula { formula, reads })
+    }
+
+    /// `f`'s value now (after [`Sheet::settle_pending`]).
+    pub(super) fn evaluate_now(&self, f: &NowFormula) -> Result<Value, FormulaError> {
+        let cx = ModContext { vals: &self.vals, reads: &f.reads, slots: Slots::Reads(&f.reads) };
+        f.formula.evaluate(&cx, None)
+    }
+
+    /// What `f` reads, with the values now, for an error: ` (read Gold = 2, Cost = 3)`.
+    pub(super) fn read_values(&self, f: &NowFormula) -> String {
+        let shown: Vec<String> = f
+            .reads
+            .iter()
+            .map(|&(_, n)| {
+                let v = match self.value_of(n) {
+                    Ok(v) => v.to_string(),
+                    Err(e) => format!("error ({})", e.code),
+                };
+                format!("{} = {v}", self.shape.var_ref(n))
+            })
+            .collect();
+        if shown.is_empty() { String::new() } else { format!(" (read {})", shown.join(", ")) }
     }
 
     /// Recomputes what the batch touched so far, keeping the changes in `pending` for the
