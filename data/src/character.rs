@@ -22,6 +22,9 @@ use solver::{ModKind, ModifierSpec, Operation, Report, ScopeId, Sheet, SolveErro
 use std::fmt;
 use std::sync::Arc;
 
+mod clocks;
+pub use clocks::{Expired, Until};
+
 /// One change to a character.
 #[derive(Clone, Debug)]
 pub enum SheetOp {
@@ -37,6 +40,13 @@ pub enum SheetOp {
     /// `on`'s scope, is worth at this point of the batch; within the stock's bounds. The stock
     /// does not follow the formula afterwards.
     Adjust { channel: String, on: Option<String>, by: String },
+    /// Moves a clock (`[clocks]`) forward by `by` (≥ 0); the effects that last until it passes
+    /// a value it now passes expire in the same batch.
+    Tick { clock: String, on: Option<String>, by: rust_decimal::Decimal },
+    /// Moves a clock forward to `to` (an error if that is backwards), as [`SheetOp::Tick`].
+    SetClock { clock: String, on: Option<String>, to: rust_decimal::Decimal },
+    /// An `add_object` or an ad-hoc `add_modifier` that lasts `until` a clock passes a value.
+    Lasting { op: Box<SheetOp>, until: Until },
     /// A solver operation (ad-hoc modifiers and instances).
     Solver(Operation),
 }
@@ -75,6 +85,9 @@ impl fmt::Display for SheetOp {
             }
             SheetOp::Solver(Operation::RemoveInstance(k)) => write!(f, "remove instance {k}"),
             SheetOp::Adjust { channel, on: o, by } => write!(f, "adjust {}{channel} by {by}", on(o)),
+            SheetOp::Tick { clock, on: o, by } => write!(f, "tick {}{clock} by {by}", on(o)),
+            SheetOp::SetClock { clock, on: o, to } => write!(f, "set clock {}{clock} to {to}", on(o)),
+            SheetOp::Lasting { op, until } => write!(f, "{op} {until}"),
             SheetOp::Solver(Operation::Adjust(a)) => write!(f, "adjust modifier {} by {}", a.id, a.by.text()),
             SheetOp::Solver(Operation::Require(g)) => {
                 write!(f, "require {}{} ({})", on(&g.on), g.formula.text(), g.message)
@@ -119,6 +132,8 @@ pub enum SheetCode {
     Managed,
     /// `adjust` of a channel that is not a stock.
     NotAStock,
+    /// A clock moved backwards (or set with `set_input`).
+    ClockBackwards,
     /// A step of a sheet file that is not one of the step kinds.
     BadStep,
     Solver(solver::Code),
@@ -139,6 +154,7 @@ impl SheetCode {
             SheetCode::BadValue => "sheet.bad_value",
             SheetCode::Managed => "sheet.managed",
             SheetCode::NotAStock => "sheet.not_a_stock",
+            SheetCode::ClockBackwards => "sheet.clock_backwards",
             SheetCode::BadStep => "sheet.bad_step",
             SheetCode::Solver(c) => c.as_str(),
         }
@@ -165,6 +181,7 @@ pub mod codes {
     pub const BAD_VALUE: SheetCode = SheetCode::BadValue;
     pub const MANAGED: SheetCode = SheetCode::Managed;
     pub const NOT_A_STOCK: SheetCode = SheetCode::NotAStock;
+    pub const CLOCK_BACKWARDS: SheetCode = SheetCode::ClockBackwards;
     pub const BAD_STEP: SheetCode = SheetCode::BadStep;
 }
 
@@ -217,6 +234,9 @@ struct State {
     instances: Arc<Vec<Inst>>,
     inputs: Arc<Inputs>,
     next_seq: u64,
+    /// The clocks and the effects waiting on them (`clocks.rs`); `None` until a clock is used,
+    /// so a character that has none copies nothing for them.
+    timing: Option<Arc<clocks::Timing>>,
 }
 
 impl State {
@@ -278,6 +298,8 @@ pub struct Character {
     ruleset: Arc<Ruleset>,
     sheet: Sheet,
     state: State,
+    /// What the last batch's clock moves expired.
+    expired: Vec<Expired>,
 }
 
 fn err(code: SheetCode, message: String) -> SheetError {
@@ -294,9 +316,12 @@ impl Character {
             Character::build(ruleset.clone()).map(|c| Blank { sheet: c.sheet, state: c.state })
         });
         match blank {
-            Ok(b) => {
-                Ok(Character { ruleset: ruleset.clone(), sheet: b.sheet.clone(), state: b.state.clone() })
-            }
+            Ok(b) => Ok(Character {
+                ruleset: ruleset.clone(),
+                sheet: b.sheet.clone(),
+                state: b.state.clone(),
+                expired: Vec::new(),
+            }),
             Err(e) => Err(e.clone()),
         }
     }
@@ -305,7 +330,7 @@ impl Character {
     /// present, in one batch.
     fn build(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {
         let sheet = Sheet::with_catalog(ruleset.catalog().clone());
-        let mut c = Character { ruleset, sheet, state: State::default() };
+        let mut c = Character { ruleset, sheet, state: State::default(), expired: Vec::new() };
         let mut ops = Vec::new();
         for (k, m) in c.ruleset.global_modifiers().iter().enumerate() {
             ops.push(template(m, &id_of(&["global:", itoa::Buffer::new().format(k + 1)]), None));
@@ -314,7 +339,7 @@ impl Character {
             .map(ObjectId)
             .filter(|&o| c.ruleset.kind_def(c.ruleset.object(o).kind).presence == Presence::Always)
             .collect();
-        let mut edit = Edit { r: &c.ruleset, state: &mut c.state, input_source: None };
+        let mut edit = Edit { r: &c.ruleset, state: &mut c.state, input_source: None, expired: Vec::new() };
         for o in always {
             let key = edit.r.object(o).key.clone();
             edit.activate(o, key, None, true, &mut ops)?;
@@ -364,7 +389,8 @@ impl Character {
         let saved = self.state.clone();
         let mut solver_ops = Vec::new();
         let mut owner = Vec::new();
-        let mut edit = Edit { r: &self.ruleset, state: &mut self.state, input_source: None };
+        let mut edit =
+            Edit { r: &self.ruleset, state: &mut self.state, input_source: None, expired: Vec::new() };
         for (i, op) in ops.iter().enumerate() {
             if let Err(mut e) = edit.translate(op, &mut solver_ops) {
                 self.state = saved;
@@ -373,7 +399,8 @@ impl Character {
             }
             owner.resize(solver_ops.len(), i);
         }
-        self.sheet.apply_steps(&solver_ops).map_err(|e| {
+        let expired = std::mem::take(&mut edit.expired);
+        let report = self.sheet.apply_steps(&solver_ops).map_err(|e| {
             self.state = saved;
             SheetError {
                 index: owner.get(e.index).copied().unwrap_or(0),
@@ -381,7 +408,15 @@ impl Character {
                 message: e.error.message.clone(),
                 solve: Some(Box::new(e.error)),
             }
-        })
+        })?;
+        self.expired = expired;
+        Ok(report)
+    }
+
+    /// What the last successful [`Character::apply`] expired: the effects whose clock moved
+    /// past their `until`, removed in that batch.
+    pub fn expired(&self) -> &[Expired] {
+        &self.expired
     }
 }
 
@@ -396,6 +431,8 @@ struct Edit<'a> {
     state: &'a mut State,
     /// The source of the inputs' modifiers, made once per batch (see `Edit::input_source`).
     input_source: Option<Arc<str>>,
+    /// What the batch's clock moves expired (see `clocks.rs`).
+    expired: Vec<Expired>,
 }
 
 impl Edit<'_> {
@@ -409,7 +446,7 @@ impl Edit<'_> {
     fn translate(&mut self, op: &SheetOp, ops: &mut Vec<Step>) -> Result<(), SheetError> {
         match op {
             SheetOp::AddObject { kind, key, id, parent } => {
-                self.add_object(kind, key, id.as_deref(), parent.as_deref(), ops)
+                self.add_object(kind, key, id.as_deref(), parent.as_deref(), ops).map(drop)
             }
             SheetOp::RemoveObject(id) => {
                 let Some(a) = self.state.active.get(id.as_str()) else {
@@ -440,6 +477,13 @@ impl Edit<'_> {
                 self.set_input(channel, on.as_deref(), Input::To(value), ops)
             }
             SheetOp::Adjust { channel, on, by } => self.set_input(channel, on.as_deref(), Input::By(by), ops),
+            SheetOp::Tick { clock, on, by } => {
+                self.move_clock(clock, on.as_deref(), clocks::Move::By(*by), ops)
+            }
+            SheetOp::SetClock { clock, on, to } => {
+                self.move_clock(clock, on.as_deref(), clocks::Move::To(*to), ops)
+            }
+            SheetOp::Lasting { op, until } => self.lasting(op, until, ops),
             SheetOp::Solver(Operation::Adjust(a)) => Err(err(
                 codes::MANAGED,
                 format!("modifier `{}`: stocks are adjusted with `adjust {{channel, on, by}}`", a.id),
@@ -466,6 +510,7 @@ impl Edit<'_> {
                     }
                     _ => {}
                 }
+                self.forget_removed(op);
                 ops.push(Step::Op(Box::new(op.clone())));
                 Ok(())
             }
@@ -479,7 +524,7 @@ impl Edit<'_> {
         id: Option<&str>,
         parent: Option<&str>,
         ops: &mut Vec<Step>,
-    ) -> Result<(), SheetError> {
+    ) -> Result<Arc<str>, SheetError> {
         let r = self.r;
         let Some(k) = r.kind(kind) else {
             let known: Vec<&str> = r.kinds().iter().map(|k| &*k.name).collect();
@@ -526,7 +571,8 @@ impl Edit<'_> {
             return Err(err(codes::DUPLICATE_ID, format!("the sheet already has an object `{id}`")));
         }
         let parent = self.parent_instance(kdef, key, parent)?;
-        self.activate(object, id, parent, true, ops)
+        self.activate(object, id.clone(), parent, true, ops)?;
+        Ok(id)
     }
 
     /// The instance an object of kind `kdef` goes on (attaching kinds) or under (kinds whose
@@ -771,6 +817,7 @@ impl Edit<'_> {
     /// Takes object `id` off the sheet, with its attached objects and the grants only it held.
     fn deactivate(&mut self, id: &Arc<str>, ops: &mut Vec<Step>) {
         let Some(a) = self.state.active_mut().remove(id) else { return };
+        self.forget_object(id);
         for c in &a.children {
             self.deactivate(c, ops);
         }
@@ -855,6 +902,17 @@ impl Edit<'_> {
         Ok(())
     }
 
+    /// The scope of object `on`'s instance (`None`: the global scope).
+    fn scope_of(&self, on: Option<&str>) -> Result<ScopeId, SheetError> {
+        match on {
+            None => Ok(self.r.rules().global()),
+            Some(o) => match self.state.instances.iter().find(|i| *i.id == *o) {
+                Some(i) => Ok(i.scope),
+                None => Err(err(codes::UNKNOWN_ID, format!("there is no object `{o}` on this sheet"))),
+            },
+        }
+    }
+
     fn set_input(
         &mut self,
         channel: &str,
@@ -864,15 +922,7 @@ impl Edit<'_> {
     ) -> Result<(), SheetError> {
         let r = self.r;
         let rules = r.rules();
-        let scope = match on {
-            None => rules.global(),
-            Some(o) => match self.state.instances.iter().find(|i| *i.id == *o) {
-                Some(i) => i.scope,
-                None => {
-                    return Err(err(codes::UNKNOWN_ID, format!("there is no object `{o}` on this sheet")));
-                }
-            },
-        };
+        let scope = self.scope_of(on)?;
         let def = rules
             .resolve(scope, channel)
             .filter(|&d| r.is_channel(d) && rules.var(d).scope == scope)
@@ -886,7 +936,25 @@ impl Edit<'_> {
                 ),
             )
         })?;
-        let var = rules.var(def);
+        if r.is_clock(def) {
+            return Err(err(
+                codes::CLOCK_BACKWARDS,
+                format!("clock `{channel}` moves only with tick and set_clock (forward), not set_input"),
+            ));
+        }
+        self.set_input_of(def, on, input, ops)
+    }
+
+    /// Sets (or, for a stock, adjusts) channel `def` of instance `on`.
+    fn set_input_of(
+        &mut self,
+        def: VarDefId,
+        on: Option<&str>,
+        input: Input<'_>,
+        ops: &mut Vec<Step>,
+    ) -> Result<(), SheetError> {
+        let r = self.r;
+        let var = r.rules().var(def);
         let stock = r.stock(def);
         let on: Option<Arc<str>> = on.map(Arc::from);
         let mid: Arc<str> = id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]);

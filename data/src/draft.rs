@@ -53,6 +53,9 @@ pub struct VarDecl {
     pub order: Option<Text>,
     /// A stock (`[stocks.SCOPE]`): a NUMBER channel that `adjust` steps change, with bounds.
     pub stock: Option<StockDecl>,
+    /// A clock (`[clocks.SCOPE]`): a NUMBER channel that only moves forward, by `tick` and
+    /// `set_clock` steps; effects may last until it passes a value.
+    pub clock: bool,
 }
 
 /// A stock's bounds, as written: `{ min = "0", max = "MaxHP", bounds = "clamp" }`.

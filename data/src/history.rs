@@ -300,6 +300,12 @@ fn attribute(
             let deps = dependencies(character, var);
             let via = changed.into_iter().filter(|r| deps.contains(r)).collect();
             let mut description = ops[i].to_string();
+            // A clock's move names what it expired: `tick Turn by 1 (object `Shield` expired
+            // when Turn passed 1)`.
+            if !character.expired().is_empty() {
+                let expired: Vec<String> = character.expired().iter().map(ToString::to_string).collect();
+                description = format!("{description} ({})", expired.join("; "));
+            }
             if upto > i + 1 {
                 description = format!("{description} (with operations {}–{} of its batch)", i + 1, upto - 1);
             }

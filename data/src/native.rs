@@ -207,34 +207,7 @@ impl Reader<'_, '_> {
                     r.draft.functions.push((name, body));
                     Some(())
                 }),
-                "variables" | "channels" => {
-                    let channel = &**k.get_ref() == "channels";
-                    let what = if channel { "[channels]" } else { "[variables]" };
-                    self.pairs(v, what, |r, scope, vars| {
-                        let t = r.table(vars, "a scope's variables")?;
-                        for (name, decl) in t.iter() {
-                            let name = r.cx.key_text(name);
-                            if let Some((format, order)) = r.variable(decl, channel) {
-                                let scope = scope.clone();
-                                let stock = None;
-                                r.draft.variables.push(VarDecl { name, scope, format, channel, order, stock });
-                            }
-                        }
-                        Some(())
-                    })
-                }
-                "stocks" => self.pairs(v, "[stocks]", |r, scope, stocks| {
-                    let t = r.table(stocks, "a scope's stocks")?;
-                    for (name, decl) in t.iter() {
-                        let name = r.cx.key_text(name);
-                        if let Some(stock) = r.stock(decl) {
-                            let format = Text::new("NUMBER", name.at.clone());
-                            let (scope, stock) = (scope.clone(), Some(stock));
-                            r.draft.variables.push(VarDecl { name, scope, format, channel: true, order: None, stock });
-                        }
-                    }
-                    Some(())
-                }),
+                "variables" | "channels" | "stocks" | "clocks" => self.declarations(k.get_ref(), v),
                 "kinds" => self.pairs(v, "[kinds]", |r, name, def| r.kind(name, def)),
                 "global" => {
                     let Some(t) = self.table(v, "[global]") else { continue };
@@ -258,10 +231,78 @@ impl Reader<'_, '_> {
                 other => self.error(
                     k.span(),
                     format!(
-                        "unknown section `{other}` (expected ruleset, scopes, formats, defaults, functions, variables, channels, stocks, kinds, global, object)"
+                        "unknown section `{other}` (expected ruleset, scopes, formats, defaults, functions, variables, channels, stocks, clocks, kinds, global, object)"
                     ),
                 ),
             }
+        }
+    }
+
+    /// A section of variables: `[variables.SCOPE]` and `[channels.SCOPE]` (`Name = "FORMAT"`,
+    /// or with an order), `[stocks.SCOPE]` (`Name = { min, max, bounds }`), `[clocks.SCOPE]`
+    /// (`Name = {}`).
+    fn declarations(&mut self, section: &str, v: &Spanned<DeValue<'_>>) {
+        match section {
+            "variables" | "channels" => {
+                let channel = section == "channels";
+                let what = if channel { "[channels]" } else { "[variables]" };
+                self.pairs(v, what, |r, scope, vars| {
+                    let t = r.table(vars, "a scope's variables")?;
+                    for (name, decl) in t.iter() {
+                        let name = r.cx.key_text(name);
+                        if let Some((format, order)) = r.variable(decl, channel) {
+                            let scope = scope.clone();
+                            let (stock, clock) = (None, false);
+                            r.draft.variables.push(VarDecl {
+                                name,
+                                scope,
+                                format,
+                                channel,
+                                order,
+                                stock,
+                                clock,
+                            });
+                        }
+                    }
+                    Some(())
+                })
+            }
+            "stocks" => self.pairs(v, "[stocks]", |r, scope, stocks| {
+                let t = r.table(stocks, "a scope's stocks")?;
+                for (name, decl) in t.iter() {
+                    let name = r.cx.key_text(name);
+                    if let Some(stock) = r.stock(decl) {
+                        let format = Text::new("NUMBER", name.at.clone());
+                        let (scope, stock) = (scope.clone(), Some(stock));
+                        let decl =
+                            VarDecl { name, scope, format, channel: true, order: None, stock, clock: false };
+                        r.draft.variables.push(decl);
+                    }
+                }
+                Some(())
+            }),
+            "clocks" => self.pairs(v, "[clocks]", |r, scope, clocks| {
+                let t = r.table(clocks, "a scope's clocks")?;
+                for (name, decl) in t.iter() {
+                    let name = r.cx.key_text(name);
+                    // `Name = {}`: a clock has nothing to declare but its name and scope.
+                    match r.table(decl, "a clock's declaration (`{}`)") {
+                        Some(t) if t.is_empty() => {}
+                        Some(_) => {
+                            r.error(decl.span(), "a clock's declaration is empty: `Turn = {}`".to_owned());
+                            continue;
+                        }
+                        None => continue,
+                    }
+                    let format = Text::new("NUMBER", name.at.clone());
+                    let scope = scope.clone();
+                    let decl =
+                        VarDecl { name, scope, format, channel: true, order: None, stock: None, clock: true };
+                    r.draft.variables.push(decl);
+                }
+                Some(())
+            }),
+            _ => {}
         }
     }
 

@@ -399,7 +399,15 @@ impl<'d> PcgenReader<'d> {
             self.draft.errors.push(Diagnostic::at(codes::SYNTAX, &spec, "the variable has no name"));
             return;
         }
-        self.draft.variables.push(VarDecl { name, scope, format, channel, order: None, stock: None });
+        self.draft.variables.push(VarDecl {
+            name,
+            scope,
+            format,
+            channel,
+            order: None,
+            stock: None,
+            clock: false,
+        });
     }
 
     fn object_line(&mut self, kind: &'static str, tokens: &[Text], pending: &mut Vec<Pending>) {

@@ -147,6 +147,8 @@ pub struct Ruleset {
     channels: HashSet<VarDefId>,
     /// The channels that are stocks, with their bounds.
     stocks: crate::Map<VarDefId, Stock>,
+    /// The channels that are clocks.
+    clocks: HashSet<VarDefId>,
     var_origins: Vec<Origin>,
     skipped: BTreeMap<String, Vec<Origin>>,
     files: Vec<String>,
@@ -246,6 +248,12 @@ impl Ruleset {
     /// Whether a variable is a channel (entered by the user).
     pub fn is_channel(&self, var: VarDefId) -> bool {
         self.channels.contains(&var)
+    }
+
+    /// Whether a channel is a clock (`[clocks]`): it moves only forward, by `tick` and
+    /// `set_clock`.
+    pub fn is_clock(&self, var: VarDefId) -> bool {
+        self.clocks.contains(&var)
     }
 
     /// The stock a channel is, if it is one (`[stocks]`): its bounds, compiled.

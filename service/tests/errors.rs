@@ -334,3 +334,64 @@ async fn stocks_are_adjusted_at_the_time_and_replay() {
     drop(c);
     server.stop();
 }
+
+/// Clocks through the API (`docs/examples/battle`): an object added to last until Turn passes
+/// 1 expires in the Apply whose tick passes it, and the reply says so; a clock moved back is
+/// FAILED_PRECONDITION; the log replays the expiry after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn effects_expire_when_a_clock_passes_and_replay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    let id = sheet_of_example(&mut c, "battle").await;
+    let until = pb::Until { clock: "Turn".into(), on: None, after: "+1".into() };
+    let shield = pb::AddObject {
+        kind: "SPELL".into(),
+        key: "Shield".into(),
+        until: Some(until),
+        ..Default::default()
+    };
+    let op = |op| pb::Operation { op: Some(op) };
+    use pb::operation::Op;
+    c.apply(apply(&id, Some(0), vec![op(Op::AddObject(shield))])).await.expect("shield");
+    let tick = || op(Op::Tick(pb::Tick { clock: "Turn".into(), on: None, by: String::new() }));
+    let r = c.apply(apply(&id, Some(1), vec![tick()])).await.expect("tick").into_inner();
+    assert!(r.expired.is_empty());
+    let r = c.apply(apply(&id, Some(2), vec![tick()])).await.expect("tick").into_inner();
+    assert_eq!(
+        r.expired,
+        [pb::Expired {
+            what: "object `Shield`".into(),
+            clock: "Turn".into(),
+            after: "1".into(),
+            now: "2".into()
+        }]
+    );
+    let back = op(Op::SetClock(pb::SetClock { clock: "Turn".into(), on: None, to: "1".into() }));
+    let e = c.apply(apply(&id, Some(3), vec![back])).await.expect_err("backwards");
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("sheet.clock_backwards".to_owned()));
+    let failure = e.get_details_precondition_failure().expect("PreconditionFailure");
+    assert_eq!(failure.violations[0].r#type, "CLOCK");
+    let ac = |v: pb::ValuesResponse| v.values.iter().find(|v| v.r#ref == "AC").and_then(|v| v.value.clone());
+    let values = pb::ValuesRequest { sheet_id: id.clone(), ..Default::default() };
+    let at1 = pb::ValuesRequest { revision: Some(1), ..values.clone() };
+    assert_eq!(
+        ac(c.values(at1.clone()).await.expect("at 1").into_inner()).as_ref().map(sheetd::grpc::convert::show),
+        Some("14".to_owned())
+    );
+    let now = ac(c.values(values.clone()).await.expect("values").into_inner());
+    assert_eq!(now.as_ref().map(sheetd::grpc::convert::show), Some("10".to_owned()));
+    drop(c);
+    server.stop();
+    let server = Server::start(&data, &[]);
+    let mut c = server.client().await;
+    assert_eq!(ac(c.values(values).await.expect("after a restart").into_inner()), now);
+    assert_eq!(
+        ac(c.values(at1).await.expect("at 1").into_inner()).as_ref().map(sheetd::grpc::convert::show),
+        Some("14".to_owned())
+    );
+    drop(c);
+    server.stop();
+}

@@ -209,6 +209,39 @@ fn the_village_example_adjusts_stocks() {
     );
 }
 
+/// `docs/examples/battle`: effects that last until a clock passes a value expire in the step
+/// that moves it, and the step's report and `--why` say so; a clock cannot go back.
+#[test]
+fn the_battle_example_expires_effects() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let (rules, game) =
+        (docs.join("battle").display().to_string(), docs.join("battle-game.json").display().to_string());
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--json", "--why", "AC"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(
+        lines[4],
+        json!({"step": 4, "changed": [{"var": "Turn", "old": "0", "new": "1"}], "recomputed": 1})
+    );
+    assert_eq!(
+        lines[5]["expired"],
+        json!([{"what": "object `Shield`", "clock": "Turn", "after": "1", "now": "2"}])
+    );
+    assert_eq!(lines[6]["expired"][0]["what"], "modifier `slowed`");
+    assert_eq!(lines[6]["expired"][0]["clock"], "Goblin.TurnEnds");
+    assert_eq!(lines[7]["expired"][0]["what"], "object `Bless`");
+    assert_eq!(lines[8]["error"]["code"], "sheet.clock_backwards");
+    assert_eq!(lines[9]["values"]["Turn"], "5");
+    assert_eq!(
+        lines[10]["why"]["causes"][0]["description"],
+        "tick Turn by 1 (object `Shield` expired when Turn passed 1)"
+    );
+    let text = String::from_utf8_lossy(&sheetd(&["solve", "--ruleset", &rules, "--sheet", &game]).stdout)
+        .to_string();
+    assert!(text.contains("step 5: tick Turn (2 recomputed)"), "{text}");
+    assert!(text.contains("    expired: object `Shield` expired when Turn passed 1"), "{text}");
+}
+
 #[test]
 fn bad_scenarios_are_errors_with_locations() {
     let dir = std::env::temp_dir().join(format!("sheetd-solve-test-{}", std::process::id()));

@@ -67,6 +67,12 @@ impl Compiler {
         let kinds = self.kinds(&draft, &b);
         let rules = Arc::new(b.build());
         let stocks = self.stocks(&draft, &rules);
+        let clocks: HashSet<VarDefId> = draft
+            .variables
+            .iter()
+            .filter(|v| v.clock)
+            .filter_map(|v| rules.scope(&v.scope.text).ok().and_then(|s| rules.resolve(s, &v.name.text)))
+            .collect();
         self.catalog = Some(Catalog::new(rules.clone()));
         self.part_scopes(&draft, &kinds, &rules);
         let (index, object_kinds) = self.index_objects(&draft, &kinds);
@@ -111,6 +117,7 @@ impl Compiler {
             global_mods,
             channels,
             stocks,
+            clocks,
             var_origins,
             skipped: draft.skipped,
             files: draft.files,

@@ -85,7 +85,10 @@ pub fn run(
                     true => Rejection::InBatch(e.index, Box::new(Rejection::Sheet(e))),
                     false => Rejection::Sheet(e),
                 })?;
-                let report = Stepped::of(&report, character.sheet());
+                let report = Stepped {
+                    expired: character.expired().to_vec(),
+                    ..Stepped::of(&report, character.sheet())
+                };
                 let number = history.len() as u64;
                 history.push(Revision { number, ruleset_version: 1, operations: ops, moved_from: None });
                 step_of_revision.push(Some(i));

@@ -164,12 +164,14 @@ pub fn build_rules(s: &Scenario) -> Result<Rules, LoadError> {
 pub struct Stepped {
     pub changed: Vec<Change>,
     pub recomputed: usize,
+    /// What the step's clock moves expired (sheets only).
+    pub expired: Vec<data::Expired>,
 }
 
 impl Stepped {
     /// `report`, named against `sheet` right after the step.
     pub fn of(report: &Report, sheet: &Sheet) -> Stepped {
-        Stepped { changed: report.named(sheet), recomputed: report.recomputed }
+        Stepped { changed: report.named(sheet), recomputed: report.recomputed, expired: Vec::new() }
     }
 }
 
@@ -186,6 +188,16 @@ pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Stepped, Rejection> 
 /// The JSON line for a step's outcome.
 pub fn step_json(index: usize, result: &Result<Stepped, Rejection>) -> Json {
     match result {
+        Ok(r) if !r.expired.is_empty() => {
+            let mut j =
+                step_json(index, &Ok(Stepped { expired: Vec::new(), changed: r.changed.clone(), ..*r }));
+            j["expired"] = r
+                .expired
+                .iter()
+                .map(|e| json!({"what": e.what, "clock": e.clock, "after": e.after.to_string(), "now": e.now.to_string()}))
+                .collect();
+            j
+        }
         Ok(r) => json!({
             "step": index,
             "changed": r.changed.iter().map(|c| json!({
@@ -225,6 +237,9 @@ pub fn print_results(
                 println!("step {i}: {what} ({} recomputed)", rep.recomputed);
                 for c in &rep.changed {
                     println!("    {:<30} {} → {}", c.var.to_string(), show(&c.old), show(&c.new));
+                }
+                for e in &rep.expired {
+                    println!("    expired: {e}");
                 }
             }
             Err(e) => println!("step {i}: {what}\n    rejected [{}]: {}", e.code(), e.message()),

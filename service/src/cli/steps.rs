@@ -14,6 +14,8 @@
 //! {"remove_modifier": "m1"}   {"remove_source": "spell"}   {"remove_instance": "sword1"}
 //! {"require": {"formula": "input(\"Gold\") >= 3", "message": "can pay 3 gold", "on": null}}
 //! {"adjust": {"channel": "Gold", "on": null, "by": "2 * Workers"}}
+//! {"tick": {"clock": "Turn", "on": null, "by": 1}}   {"set_clock": {"clock": "Turn", "to": 5}}
+//! {"add_object": {"kind": "SPELL", "key": "Shield", "until": {"clock": "Turn", "after": "+1"}}}
 //! {"batch": [{"require": {...}}, {"set_input": {...}}, {"add_object": {...}}]}
 //! ```
 //!
@@ -56,8 +58,41 @@ pub enum Step {
     RemoveInstance(String),
     Require(RequireStep),
     Adjust(AdjustStep),
+    Tick(ClockStep),
+    #[serde(alias = "setClock")]
+    SetClock(ClockStep),
     /// Several steps as one atomic batch (sheet files and scenarios only).
     Batch(Vec<Json>),
+}
+
+/// A clock's move: `tick` by `by` (default 1), `set_clock` to `to`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockStep {
+    pub clock: String,
+    #[serde(default)]
+    pub on: Option<String>,
+    #[serde(default)]
+    pub by: Option<Json>,
+    #[serde(default)]
+    pub to: Option<Json>,
+}
+
+/// How long an added object or modifier lasts: `{"clock": "Turn", "on": null, "after": "+1"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UntilStep {
+    pub clock: String,
+    #[serde(default)]
+    pub on: Option<String>,
+    /// A number, or a string: `"3"`, `"+1"` (after the clock's value now).
+    pub after: Json,
+}
+
+impl UntilStep {
+    fn until(&self) -> Result<data::Until, String> {
+        data::Until::parse(&self.clock, self.on.as_deref(), &text(&self.after)?)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -88,6 +123,8 @@ pub struct ObjectStep {
     pub id: Option<String>,
     #[serde(default)]
     pub parent: Option<String>,
+    #[serde(default)]
+    pub until: Option<UntilStep>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,6 +164,8 @@ pub struct ModifierStep {
     pub source: Option<String>,
     #[serde(default)]
     pub condition: Option<String>,
+    #[serde(default)]
+    pub until: Option<UntilStep>,
 }
 
 /// A rejected step: the solver's error (scenario steps), or the sheet's (object steps).
@@ -180,9 +219,12 @@ fn is_object_step(step: &Json) -> bool {
                 | "remove_object"
                 | "set_input"
                 | "adjust"
+                | "tick"
+                | "set_clock"
                 | "addObject"
                 | "removeObject"
                 | "setInput"
+                | "setClock"
         )
     })
 }
@@ -202,8 +244,46 @@ pub fn sheet_op(json: &Json) -> Result<SheetOp, Rejection> {
         let message = format!("invalid step: {e}");
         if object { bad_object_step(message) } else { Rejection::Solve(bad_step(message)) }
     })?;
+    let lasting = |op: SheetOp, until: Option<&UntilStep>| -> Result<SheetOp, Rejection> {
+        let Some(u) = until else { return Ok(op) };
+        let until = u.until().map_err(bad_object_step)?;
+        Ok(SheetOp::Lasting { op: Box::new(op), until })
+    };
     Ok(match step {
-        Step::AddObject(o) => SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent },
+        Step::AddObject(o) => {
+            let until = o.until.as_ref();
+            let add = SheetOp::AddObject {
+                kind: o.kind.clone(),
+                key: o.key.clone(),
+                id: o.id.clone(),
+                parent: o.parent.clone(),
+            };
+            lasting(add, until)?
+        }
+        Step::AddModifier(m) if m.until.is_some() => {
+            let op = SheetOp::Solver(Operation::AddModifier(modifier_spec(&m).map_err(Rejection::Solve)?));
+            lasting(op, m.until.as_ref())?
+        }
+        Step::Tick(c) => SheetOp::Tick {
+            by: match &c.by {
+                None | Some(Json::Null) => rust_decimal::Decimal::ONE,
+                Some(by) => {
+                    clock_value(by).map_err(|m| bad_object_step(format!("tick `{}`: {m}", c.clock)))?
+                }
+            },
+            clock: c.clock,
+            on: c.on,
+        },
+        Step::SetClock(c) => SheetOp::SetClock {
+            to: match &c.to {
+                Some(to) => {
+                    clock_value(to).map_err(|m| bad_object_step(format!("set_clock `{}`: {m}", c.clock)))?
+                }
+                None => return Err(bad_object_step(format!("set_clock `{}`: `to` is missing", c.clock))),
+            },
+            clock: c.clock,
+            on: c.on,
+        },
         Step::RemoveObject(id) => SheetOp::RemoveObject(id),
         Step::Adjust(a) => SheetOp::Adjust {
             by: text(&a.by).map_err(|m| bad_object_step(format!("adjust `{}`: {m}", a.channel)))?,
@@ -265,6 +345,12 @@ pub fn solver_op(json: &Json) -> Result<Operation, SolveError> {
 fn solver_step(step: Step) -> Result<Operation, SolveError> {
     Ok(match step {
         Step::AddInstance(i) => Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent },
+        Step::AddModifier(m) if m.until.is_some() => {
+            return Err(bad_step(format!(
+                "modifier `{}`: `until` needs a ruleset's clock (`sheetd solve --ruleset … --sheet …`)",
+                m.id
+            )));
+        }
         Step::AddModifier(m) => Operation::AddModifier(modifier_spec(&m)?),
         Step::RemoveModifier(id) => Operation::RemoveModifier(id),
         Step::RemoveSource(s) => Operation::RemoveSource(s),
@@ -272,7 +358,12 @@ fn solver_step(step: Step) -> Result<Operation, SolveError> {
         Step::Require(r) => {
             Operation::Require(solver::Guard { on: r.on, ..solver::Guard::new(&r.formula, &r.message) })
         }
-        Step::AddObject(_) | Step::RemoveObject(_) | Step::SetInput(_) | Step::Adjust(_) => {
+        Step::AddObject(_)
+        | Step::RemoveObject(_)
+        | Step::SetInput(_)
+        | Step::Adjust(_)
+        | Step::Tick(_)
+        | Step::SetClock(_) => {
             return Err(bad_step(
                 "objects and inputs need a ruleset (`sheetd solve --ruleset … --sheet …`); a scenario takes \
                  add_instance, add_modifier, remove_modifier, remove_source, remove_instance, require and batch"
@@ -313,6 +404,11 @@ fn modifier_spec(m: &ModifierStep) -> Result<ModifierSpec, SolveError> {
         .placed(m.on.as_deref(), m.from.as_deref(), m.condition.as_deref()))
 }
 
+/// A clock's value: a number (read exactly), or its text.
+fn clock_value(v: &Json) -> Result<rust_decimal::Decimal, String> {
+    formula::parse_decimal(&text(v)?)
+}
+
 /// A modifier's value as text: a formula or a literal, given as a string, number or boolean.
 fn text(value: &Json) -> Result<String, String> {
     match value {
@@ -349,6 +445,10 @@ pub fn describe(step: &Json) -> String {
     match step.as_object().and_then(|o| o.iter().next()) {
         Some((kind, Json::Object(o))) if kind == "require" => {
             format!("require {}", o.get("message").and_then(Json::as_str).unwrap_or(""))
+        }
+        Some((kind, Json::Object(o))) if o.contains_key("clock") => {
+            let on = o.get("on").and_then(Json::as_str).map(|o| format!("{o}.")).unwrap_or_default();
+            format!("{kind} {on}{}", o.get("clock").and_then(Json::as_str).unwrap_or(""))
         }
         Some((kind, Json::String(id))) => format!("{kind} {id}"),
         Some((kind, Json::Object(o))) => {

@@ -66,13 +66,18 @@ impl EngineError {
         EngineError::Invalid { message: message.into(), problems: Vec::new() }
     }
 
-    /// INVALID_ARGUMENT (FAILED_PRECONDITION for a cycle, a failed guard or a stock past a bound) for problems, with a message that
+    /// INVALID_ARGUMENT (FAILED_PRECONDITION for a cycle, a failed guard, a stock past a bound or
+    /// a clock moved back) for problems, with a message that
     /// sums them up.
     pub fn problems(problems: Vec<Problem>) -> EngineError {
         let message = summary(&problems);
-        // A cycle, a guard that does not hold, a stock past a bound: the request is well formed,
-        // the sheet's state refuses it.
-        let refused = [solver::codes::GUARD_FAILED.as_str(), solver::codes::OUT_OF_BOUNDS.as_str()];
+        // A cycle, a guard that does not hold, a stock past a bound, a clock moved back: the
+        // request is well formed, the sheet's state refuses it.
+        let refused = [
+            solver::codes::GUARD_FAILED.as_str(),
+            solver::codes::OUT_OF_BOUNDS.as_str(),
+            data::sheet_codes::CLOCK_BACKWARDS.as_str(),
+        ];
         if problems.iter().any(|p| !p.cycle.is_empty() || refused.contains(&p.code.as_str())) {
             EngineError::Precondition { message, problems }
         } else {

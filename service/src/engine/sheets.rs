@@ -64,6 +64,8 @@ pub struct Applied {
     /// How many variables were recomputed.
     pub recomputed: usize,
     pub moved: Option<Moved>,
+    /// The effects its clock moves expired.
+    pub expired: Vec<data::Expired>,
 }
 
 /// An id reserved by a create in progress; released when dropped (created or failed).
@@ -299,6 +301,7 @@ impl Engine {
         let character = moved_to.as_mut().unwrap_or(&mut st.character);
         let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e))?;
         let changes: Vec<Change> = record::changes(&report, character.sheet());
+        let expired = character.expired().to_vec();
         let revision = st.revision + 1;
         // The revision's changes are the move's, then the operations'. Without a move they are
         // the reply's too: the entry holds them and gives them back (copied only for
@@ -350,7 +353,7 @@ impl Engine {
         } else {
             own_reply.unwrap_or(entry.changes)
         };
-        Ok(Applied { revision, changes, recomputed: report.recomputed, moved })
+        Ok(Applied { revision, changes, recomputed: report.recomputed, moved, expired })
     }
 
     /// After a failed write: the sheet as its log has it.

@@ -595,6 +595,7 @@ mod tests {
                 key: key.into(),
                 id: Some(id.into()),
                 parent: None,
+                until: None,
             })),
         }
     }

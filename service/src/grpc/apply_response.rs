@@ -23,6 +23,7 @@
 //! what decodes and what is rejected is exactly as before; a property test holds both on valid
 //! replies and on arbitrary bytes.
 
+use crate::grpc::proto::Expired;
 use crate::grpc::proto::{Change, RulesetMove};
 use crate::wire::put_change;
 use data::record;
@@ -40,6 +41,8 @@ pub struct ApplyResponse {
     pub changes: Vec<Change>,
     pub recomputed: u64,
     pub moved: Option<RulesetMove>,
+    /// The effects the Apply's clock moves expired.
+    pub expired: Vec<Expired>,
     /// Field-2 entries already encoded (see [`ApplyResponse::encoded`]), written after
     /// [`changes`](Self::changes).
     encoded: Vec<u8>,
@@ -58,7 +61,7 @@ impl ApplyResponse {
         for c in changes {
             put_change(2, c, &mut encoded);
         }
-        ApplyResponse { revision, changes: Vec::new(), recomputed, moved, encoded }
+        ApplyResponse { revision, changes: Vec::new(), recomputed, moved, expired: Vec::new(), encoded }
     }
 
     /// Every change as a message: [`changes`](Self::changes), then the encoded ones decoded.
@@ -82,6 +85,7 @@ impl Message for ApplyResponse {
         if let Some(m) = &self.moved {
             message::encode(4, m, buf);
         }
+        message::encode_repeated(5, &self.expired, buf);
     }
 
     fn merge_field(
@@ -112,6 +116,7 @@ impl Message for ApplyResponse {
             3 => uint64::merge(wire_type, &mut self.recomputed, buf, ctx).map_err(located("recomputed")),
             4 => message::merge(wire_type, self.moved.get_or_insert_with(RulesetMove::default), buf, ctx)
                 .map_err(located("moved")),
+            5 => message::merge_repeated(wire_type, &mut self.expired, buf, ctx).map_err(located("expired")),
             _ => skip_field(wire_type, tag, buf, ctx),
         }
     }
@@ -122,6 +127,7 @@ impl Message for ApplyResponse {
             + self.encoded.len()
             + (if self.recomputed != 0 { uint64::encoded_len(3, &self.recomputed) } else { 0 })
             + self.moved.as_ref().map_or(0, |m| message::encoded_len(4, m))
+            + message::encoded_len_repeated(5, &self.expired)
     }
 
     fn clear(&mut self) {
@@ -229,6 +235,7 @@ impl PartialEq for ApplyResponse {
             && self.revision == other.revision
             && self.recomputed == other.recomputed
             && self.moved == other.moved
+            && self.expired == other.expired
     }
 }
 
@@ -239,6 +246,7 @@ impl std::fmt::Debug for ApplyResponse {
             .field("changes", &self.all_changes())
             .field("recomputed", &self.recomputed)
             .field("moved", &self.moved)
+            .field("expired", &self.expired)
             .finish()
     }
 }
@@ -252,7 +260,8 @@ impl serde::Serialize for ApplyResponse {
         let len = usize::from(self.revision != 0)
             + usize::from(!changes.is_empty())
             + usize::from(self.recomputed != 0)
-            + usize::from(self.moved.is_some());
+            + usize::from(self.moved.is_some())
+            + usize::from(!self.expired.is_empty());
         let mut st = s.serialize_struct("sheetd.v1.ApplyResponse", len)?;
         if self.revision != 0 {
             st.serialize_field("revision", self.revision.to_string().as_str())?;
@@ -265,6 +274,9 @@ impl serde::Serialize for ApplyResponse {
         }
         if let Some(m) = &self.moved {
             st.serialize_field("moved", m)?;
+        }
+        if !self.expired.is_empty() {
+            st.serialize_field("expired", &self.expired)?;
         }
         st.end()
     }
@@ -286,6 +298,8 @@ impl<'de> serde::Deserialize<'de> for ApplyResponse {
             recomputed: Option<NumberDeserialize<u64>>,
             #[serde(default)]
             moved: Option<RulesetMove>,
+            #[serde(default)]
+            expired: Option<Vec<Expired>>,
         }
         let json = Json::deserialize(d)?;
         Ok(ApplyResponse {
@@ -293,6 +307,7 @@ impl<'de> serde::Deserialize<'de> for ApplyResponse {
             changes: json.changes.unwrap_or_default(),
             recomputed: json.recomputed.map_or(0, |n| n.0),
             moved: json.moved,
+            expired: json.expired.unwrap_or_default(),
             encoded: Vec::new(),
         })
     }
@@ -339,13 +354,20 @@ mod tests {
             revision in prop_oneof![Just(0u64), any::<u64>()],
             recomputed in prop_oneof![Just(0u64), 0..100_000u64],
             moved in a_move(),
+            expired in prop::collection::vec(("[a-z `]{0,12}", "[A-Za-z.]{0,8}", 0..9u64), 0..3),
         ) {
-            let direct = ApplyResponse::encoded(revision, &changes, recomputed, moved.clone());
+            let expired: Vec<Expired> = expired
+                .into_iter()
+                .map(|(what, clock, n)| Expired { what, clock, after: n.to_string(), now: (n + 1).to_string() })
+                .collect();
+            let mut direct = ApplyResponse::encoded(revision, &changes, recomputed, moved.clone());
+            direct.expired = expired.clone();
             let as_messages = ApplyResponse {
                 revision,
                 changes: messages(&changes),
                 recomputed,
                 moved,
+                expired,
                 encoded: Vec::new(),
             };
             prop_assert_eq!(direct.encoded_len(), as_messages.encoded_len());

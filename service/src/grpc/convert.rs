@@ -35,7 +35,18 @@ pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
     use pb::operation::Op;
     let missing = || Box::new(Problem::of(Code::MissingOperation, "the operation is empty"));
     Ok(match op.op.ok_or_else(missing)? {
-        Op::AddObject(o) => SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent },
+        Op::AddObject(o) => {
+            let add = SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent };
+            lasting(add, o.until, "add_object.until")?
+        }
+        Op::Tick(t) => SheetOp::Tick {
+            by: if t.by.is_empty() { rust_decimal::Decimal::ONE } else { decimal(&t.by, "tick.by")? },
+            clock: t.clock,
+            on: t.on,
+        },
+        Op::SetClock(t) => {
+            SheetOp::SetClock { to: decimal(&t.to, "set_clock.to")?, clock: t.clock, on: t.on }
+        }
         Op::RemoveObject(id) => SheetOp::RemoveObject(id),
         Op::SetInput(i) => {
             let value = i
@@ -62,7 +73,7 @@ pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
                 m.from.as_deref(),
                 m.condition.as_deref(),
             );
-            SheetOp::Solver(Operation::AddModifier(spec))
+            lasting(SheetOp::Solver(Operation::AddModifier(spec)), m.until, "add_modifier.until")?
         }
         Op::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(id)),
         Op::RemoveSource(s) => SheetOp::Solver(Operation::RemoveSource(s)),
@@ -75,6 +86,26 @@ pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
             on: r.on,
             ..solver::Guard::new(&r.formula, &r.message)
         })),
+    })
+}
+
+/// `op`, lasting `until` when given (its problems at `field`).
+fn lasting(op: SheetOp, until: Option<pb::Until>, field: &'static str) -> Result<SheetOp, Box<Problem>> {
+    let Some(u) = until else { return Ok(op) };
+    let until = data::Until::parse(&u.clock, u.on.as_deref(), &u.after).map_err(|m| {
+        let mut p = Problem::of(Code::BadValue, m);
+        p.field = Some(field);
+        Box::new(p)
+    })?;
+    Ok(SheetOp::Lasting { op: Box::new(op), until })
+}
+
+/// A decimal field's text, or a problem at `field`.
+fn decimal(text: &str, field: &'static str) -> Result<rust_decimal::Decimal, Box<Problem>> {
+    formula::parse_decimal(text).map_err(|m| {
+        let mut p = Problem::of(Code::BadValue, format!("{field}: {m}"));
+        p.field = Some(field);
+        Box::new(p)
     })
 }
 
@@ -98,8 +129,26 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
             key: key.clone(),
             id: id.clone(),
             parent: parent.clone(),
+            until: None,
         }),
         SheetOp::RemoveObject(id) => Op::RemoveObject(id.clone()),
+        SheetOp::Tick { clock, on, by } => {
+            Op::Tick(pb::Tick { clock: clock.clone(), on: on.clone(), by: by.to_string() })
+        }
+        SheetOp::SetClock { clock, on, to } => {
+            Op::SetClock(pb::SetClock { clock: clock.clone(), on: on.clone(), to: to.to_string() })
+        }
+        SheetOp::Lasting { op, until } => {
+            let mut m = operation_message(op);
+            let u = pb::Until { clock: until.clock.clone(), on: until.on.clone(), after: until.after_text() };
+            match &mut m.op {
+                Some(Op::AddObject(o)) => o.until = Some(u),
+                Some(Op::AddModifier(a)) => a.until = Some(u),
+                // `Lasting` holds an add_object or an add_modifier (the sheet refuses others).
+                _ => {}
+            }
+            return m;
+        }
         SheetOp::SetInput { channel, on, value } => Op::SetInput(pb::SetInput {
             channel: channel.clone(),
             on: on.clone(),
@@ -115,6 +164,7 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
             priority: m.priority,
             source: m.source.to_string(),
             condition: m.condition.as_ref().map(|c| c.text().to_owned()),
+            until: None,
         }),
         SheetOp::Solver(Operation::RemoveModifier(id)) => Op::RemoveModifier(id.clone()),
         SheetOp::Solver(Operation::RemoveSource(s)) => Op::RemoveSource(s.clone()),
@@ -290,7 +340,19 @@ pub fn applied(a: Applied) -> pb::ApplyResponse {
         to_version: m.to_version,
         changes: into_changes(m.changes),
     });
-    pb::ApplyResponse::encoded(a.revision, &a.changes, a.recomputed as u64, moved)
+    let mut reply = pb::ApplyResponse::encoded(a.revision, &a.changes, a.recomputed as u64, moved);
+    reply.expired = a.expired.iter().map(expired).collect();
+    reply
+}
+
+/// An expired effect as a message.
+pub fn expired(e: &data::Expired) -> pb::Expired {
+    pb::Expired {
+        what: e.what.clone(),
+        clock: e.clock.clone(),
+        after: e.after.to_string(),
+        now: e.now.to_string(),
+    }
 }
 
 pub fn explanation(x: Explanation) -> pb::ExplainResponse {

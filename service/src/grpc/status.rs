@@ -29,6 +29,19 @@ use tonic_types::pb as rpc;
 const GUARD_FAILED: &str = "solver.guard_failed";
 /// The code of a stock adjusted past a bound it rejects (`solver.out_of_bounds`).
 const OUT_OF_BOUNDS: &str = "solver.out_of_bounds";
+/// The code of a clock moved backwards (`sheet.clock_backwards`).
+const CLOCK_BACKWARDS: &str = "sheet.clock_backwards";
+
+/// The `PreconditionFailure` violation type of a problem the sheet's state refuses, other
+/// than a cycle: a guard, a stock's bound, a clock.
+fn refusal(code: &str) -> Option<&'static str> {
+    match code {
+        GUARD_FAILED => Some("GUARD"),
+        OUT_OF_BOUNDS => Some("BOUNDS"),
+        CLOCK_BACKWARDS => Some("CLOCK"),
+        _ => None,
+    }
+}
 
 /// The `ErrorInfo.domain` of every sheetd error.
 pub const DOMAIN: &str = "sheetd";
@@ -138,19 +151,16 @@ fn kind_detail(e: &EngineError) -> Option<Any> {
             Some(any("google.rpc.PreconditionFailure", &rpc::PreconditionFailure { violations: vec![v] }))
         }
         EngineError::Precondition { problems, .. }
-            if problems
-                .iter()
-                .any(|p| !p.cycle.is_empty() || p.code == GUARD_FAILED || p.code == OUT_OF_BOUNDS) =>
+            if problems.iter().any(|p| !p.cycle.is_empty() || refusal(&p.code).is_some()) =>
         {
-            // A cycle (its path), a guard that did not hold or a stock past a bound (the
-            // operation).
+            // A cycle (its path); a guard that did not hold, a stock past a bound or a clock
+            // moved back (the operation).
             let violations = problems
                 .iter()
                 .filter_map(|p| {
                     let (kind, subject) = if !p.cycle.is_empty() {
                         ("CYCLE", p.cycle.join(" → "))
-                    } else if p.code == GUARD_FAILED || p.code == OUT_OF_BOUNDS {
-                        let kind = if p.code == GUARD_FAILED { "GUARD" } else { "BOUNDS" };
+                    } else if let Some(kind) = refusal(&p.code) {
                         (kind, p.operation.map_or_else(String::new, |i| format!("operations[{i}]")))
                     } else {
                         return None;

@@ -99,7 +99,7 @@ pub struct SnapshotRecord {
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct OperationRecord {
-    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
+    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
     pub op: Option<Op>,
 }
 
@@ -125,6 +125,10 @@ pub enum Op {
     Require(RequireRecord),
     #[prost(message, tag = "10")]
     Adjust(AdjustRecord),
+    #[prost(message, tag = "11")]
+    Tick(ClockRecord),
+    #[prost(message, tag = "12")]
+    SetClock(ClockRecord),
 }
 
 /// An adjustment of a stock (`SheetOp::Adjust`), as logged: its formula as written (a replay
@@ -160,6 +164,30 @@ pub struct AddObjectRecord {
     pub id: Option<String>,
     #[prost(string, optional, tag = "4")]
     pub parent: Option<String>,
+    #[prost(message, optional, tag = "5")]
+    pub until: Option<UntilRecord>,
+}
+
+/// An effect's `until` (`data::Until`): its clock, and `after` as written (`+1` or `3`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UntilRecord {
+    #[prost(string, tag = "1")]
+    pub clock: String,
+    #[prost(string, optional, tag = "2")]
+    pub on: Option<String>,
+    #[prost(string, tag = "3")]
+    pub after: String,
+}
+
+/// A clock moved (`tick` by, `set_clock` to): the clock and the decimal as text.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ClockRecord {
+    #[prost(string, tag = "1")]
+    pub clock: String,
+    #[prost(string, optional, tag = "2")]
+    pub on: Option<String>,
+    #[prost(string, tag = "3")]
+    pub value: String,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -192,6 +220,8 @@ pub struct AddModifierRecord {
     pub source: String,
     #[prost(string, optional, tag = "9")]
     pub condition: Option<String>,
+    #[prost(message, optional, tag = "10")]
+    pub until: Option<UntilRecord>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -303,8 +333,27 @@ fn operation_record(op: &SheetOp) -> OperationRecord {
             key: key.clone(),
             id: id.clone(),
             parent: parent.clone(),
+            until: None,
         }),
         SheetOp::RemoveObject(id) => Op::RemoveObject(id.clone()),
+        SheetOp::Tick { clock, on, by } => {
+            Op::Tick(ClockRecord { clock: clock.clone(), on: on.clone(), value: by.to_string() })
+        }
+        SheetOp::SetClock { clock, on, to } => {
+            Op::SetClock(ClockRecord { clock: clock.clone(), on: on.clone(), value: to.to_string() })
+        }
+        SheetOp::Lasting { op, until } => {
+            let mut r = operation_record(op);
+            let u =
+                UntilRecord { clock: until.clock.clone(), on: until.on.clone(), after: until.after_text() };
+            match &mut r.op {
+                Some(Op::AddObject(o)) => o.until = Some(u),
+                Some(Op::AddModifier(a)) => a.until = Some(u),
+                // `Lasting` holds an add_object or an add_modifier (the sheet refuses others).
+                _ => {}
+            }
+            return r;
+        }
         SheetOp::SetInput { channel, on, value } => Op::SetInput(SetInputRecord {
             channel: channel.clone(),
             on: on.clone(),
@@ -320,6 +369,7 @@ fn operation_record(op: &SheetOp) -> OperationRecord {
             priority: m.priority,
             source: m.source.to_string(),
             condition: m.condition.as_ref().map(|c| c.text().to_owned()),
+            until: None,
         }),
         SheetOp::Solver(Operation::RemoveModifier(id)) => Op::RemoveModifier(id.clone()),
         SheetOp::Solver(Operation::RemoveSource(s)) => Op::RemoveSource(s.clone()),
@@ -412,7 +462,13 @@ impl SnapshotRecord {
 
 fn operation(op: OperationRecord) -> Result<SheetOp, String> {
     Ok(match op.op.ok_or("the operation is empty")? {
-        Op::AddObject(o) => SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent },
+        Op::AddObject(o) => {
+            lasting(SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent }, o.until)?
+        }
+        Op::Tick(c) => SheetOp::Tick { by: formula::parse_decimal(&c.value)?, clock: c.clock, on: c.on },
+        Op::SetClock(c) => {
+            SheetOp::SetClock { to: formula::parse_decimal(&c.value)?, clock: c.clock, on: c.on }
+        }
         Op::RemoveObject(id) => SheetOp::RemoveObject(id),
         Op::SetInput(i) => {
             let v = value(i.value.ok_or("set_input without a value")?)?;
@@ -426,7 +482,7 @@ fn operation(op: OperationRecord) -> Result<SheetOp, String> {
                 m.from.as_deref(),
                 m.condition.as_deref(),
             );
-            SheetOp::Solver(Operation::AddModifier(spec))
+            lasting(SheetOp::Solver(Operation::AddModifier(spec)), m.until)?
         }
         Op::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(id)),
         Op::RemoveSource(s) => SheetOp::Solver(Operation::RemoveSource(s)),
@@ -440,6 +496,13 @@ fn operation(op: OperationRecord) -> Result<SheetOp, String> {
             ..solver::Guard::new(&r.formula, &r.message)
         })),
     })
+}
+
+/// `op`, lasting until the record says, when it does.
+fn lasting(op: SheetOp, until: Option<UntilRecord>) -> Result<SheetOp, String> {
+    let Some(u) = until else { return Ok(op) };
+    let until = data::Until::parse(&u.clock, u.on.as_deref(), &u.after)?;
+    Ok(SheetOp::Lasting { op: Box::new(op), until })
 }
 
 fn value(v: ValueRecord) -> Result<Value, String> {

@@ -1,0 +1,305 @@
+//! Clocks and expiring effects.
+//!
+//! A clock (`[clocks.SCOPE]`) is a NUMBER channel that only moves forward: `Turn`, `Phase`,
+//! each creature's `TurnEnds`. A `tick` (by an amount, 1 by default) or a `set_clock` moves it;
+//! moving it backwards is an error (`sheet.clock_backwards`).
+//!
+//! An added object or ad-hoc modifier may carry `until`: a clock and the value after which it
+//! no longer applies, absolute or relative to the clock when it is added (`+1`). When a step
+//! moves the clock past that value, the effect is removed in the same atomic batch — an object
+//! with everything it brought, a modifier alone — and the character's [`Expired`] list says
+//! what expired, so that reports and why-changed can say "expired when Turn passed 3".
+//!
+//! The clocks' values and the effects waiting on them are the character's bookkeeping, kept
+//! beside the objects (`Timing`), copied and restored with them. A clock's value is its
+//! channel's input, known here exactly (it is only ever set by these steps), so the batch
+//! knows which effects expire while it is translated. A character that never used a clock
+//! holds none of this (`None`: copying it costs nothing).
+
+use super::{Edit, Input, SheetError, codes, err};
+use crate::Map;
+use rust_decimal::Decimal;
+use solver::{Operation, Step, VarDefId};
+use std::fmt;
+use std::sync::Arc;
+
+/// Until when an effect applies: while clock `clock` (on instance `on`, `None` for a global
+/// clock) has not passed `after` — relative to the clock's value when the effect is added
+/// when `relative` (`+1`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Until {
+    pub clock: String,
+    pub on: Option<String>,
+    pub after: Decimal,
+    pub relative: bool,
+}
+
+impl Until {
+    /// `after` as written: `+1` (relative to the clock when the effect is added) or `3`.
+    pub fn parse(clock: &str, on: Option<&str>, after: &str) -> Result<Until, String> {
+        let t = after.trim();
+        let (relative, number) = match t.strip_prefix('+') {
+            Some(rest) => (true, rest),
+            None => (false, t),
+        };
+        let after = formula::parse_decimal(number).map_err(|m| {
+            format!("until: `{after}` is not a value of clock `{clock}` (a number, or +n after now): {m}")
+        })?;
+        Ok(Until { clock: clock.to_owned(), on: on.map(str::to_owned), after, relative })
+    }
+
+    /// `after` as [`Until::parse`] reads it.
+    pub fn after_text(&self) -> String {
+        if self.relative { format!("+{}", self.after) } else { self.after.to_string() }
+    }
+}
+
+impl fmt::Display for Until {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let on = self.on.as_deref().map(|o| format!("{o}.")).unwrap_or_default();
+        let sign = if self.relative && self.after >= Decimal::ZERO { "+" } else { "" };
+        write!(f, "until {on}{} {sign}{}", self.clock, self.after)
+    }
+}
+
+/// What a clock's move removed: `what` (`object `bless``, `modifier `haste``), which clock
+/// passed which value, and the clock's value after the move.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expired {
+    pub what: String,
+    pub clock: String,
+    pub after: Decimal,
+    pub now: Decimal,
+}
+
+impl fmt::Display for Expired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} expired when {} passed {}", self.what, self.clock, self.after)
+    }
+}
+
+/// A clock: its instance (`None`: global) and variable.
+pub(super) type ClockKey = (Option<Arc<str>>, VarDefId);
+
+/// The clocks' values and the effects waiting on them.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Timing {
+    clocks: Map<ClockKey, Decimal>,
+    waiting: Vec<Waiting>,
+}
+
+/// An effect that expires once its clock passes `after`.
+#[derive(Clone, Debug)]
+struct Waiting {
+    clock: ClockKey,
+    after: Decimal,
+    effect: Effect,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Effect {
+    Object(Arc<str>),
+    /// An ad-hoc modifier, with what removes it otherwise (its source; the instances it is on
+    /// and from), so that it stops waiting when it goes another way.
+    Modifier {
+        id: Arc<str>,
+        source: Arc<str>,
+        on: Option<Arc<str>>,
+        from: Option<Arc<str>>,
+    },
+}
+
+/// How a step moves a clock.
+pub(super) enum Move {
+    By(Decimal),
+    To(Decimal),
+}
+
+impl Edit<'_> {
+    fn timing_mut(&mut self) -> &mut Timing {
+        Arc::make_mut(self.state.timing.get_or_insert_with(Default::default))
+    }
+
+    /// The clock named `clock` on instance `on` (its scope's clock), or an error.
+    fn clock(&self, clock: &str, on: Option<&str>) -> Result<(ClockKey, String), SheetError> {
+        let rules = self.r.rules();
+        let scope = self.scope_of(on)?;
+        let def = rules.resolve(scope, clock).filter(|&d| self.r.is_clock(d) && rules.var(d).scope == scope);
+        let Some(def) = def else {
+            return Err(err(
+                codes::UNKNOWN_CHANNEL,
+                format!(
+                    "there is no clock `{clock}` in scope {}{}",
+                    rules.scope_def(scope).name,
+                    on.map_or(String::new(), |o| format!(" (object `{o}`)"))
+                ),
+            ));
+        };
+        let name = format!("{}{}", on.map(|o| format!("{o}.")).unwrap_or_default(), rules.var(def).name);
+        Ok(((on.map(Arc::from), def), name))
+    }
+
+    /// A clock's value now (in this batch): the last it was moved to, else the default.
+    fn clock_value(&self, key: &ClockKey) -> Decimal {
+        let moved = self.state.timing.as_ref().and_then(|t| t.clocks.get(key).copied());
+        moved.unwrap_or_else(|| match &self.r.rules().var_defaults()[key.1.0 as usize] {
+            formula::Value::Number(d) => *d,
+            _ => Decimal::ZERO,
+        })
+    }
+
+    /// A `tick` or `set_clock`: the clock moved forward (its channel set), and every effect
+    /// waiting on it that it now passes removed, in this batch.
+    pub(super) fn move_clock(
+        &mut self,
+        clock: &str,
+        on: Option<&str>,
+        to: Move,
+        ops: &mut Vec<Step>,
+    ) -> Result<(), SheetError> {
+        let (key, name) = self.clock(clock, on)?;
+        let now = self.clock_value(&key);
+        let new = match to {
+            Move::By(by) if by < Decimal::ZERO => {
+                return Err(err(
+                    codes::CLOCK_BACKWARDS,
+                    format!("clock `{name}` only moves forward: tick by {by} is negative"),
+                ));
+            }
+            Move::By(by) => now.checked_add(by).ok_or_else(|| {
+                err(
+                    codes::BAD_VALUE,
+                    format!("clock `{name}`: {now} + {by} is outside the exact decimal range"),
+                )
+            })?,
+            Move::To(to) => to,
+        };
+        if new < now {
+            return Err(err(
+                codes::CLOCK_BACKWARDS,
+                format!("clock `{name}` is at {now}: it cannot move back to {new}"),
+            ));
+        }
+        self.timing_mut().clocks.insert(key.clone(), new);
+        self.set_input_of(key.1, on, Input::To(&formula::Value::Number(new)), ops)?;
+        let timing = self.timing_mut();
+        let (due, waiting): (Vec<Waiting>, Vec<Waiting>) =
+            std::mem::take(&mut timing.waiting).into_iter().partition(|w| w.clock == key && w.after < new);
+        timing.waiting = waiting;
+        for w in due {
+            let what = match &w.effect {
+                Effect::Object(id) => {
+                    if !self.state.active.contains_key(id) {
+                        continue;
+                    }
+                    self.deactivate(id, ops);
+                    format!("object `{id}`")
+                }
+                Effect::Modifier { id, .. } => {
+                    ops.push(Step::Op(Box::new(Operation::RemoveModifier(id.to_string()))));
+                    format!("modifier `{id}`")
+                }
+            };
+            self.expired.push(Expired { what, clock: name.clone(), after: w.after, now: new });
+        }
+        Ok(())
+    }
+
+    /// An `add_object` or `add_modifier` that lasts `until`: translated, then registered.
+    pub(super) fn lasting(
+        &mut self,
+        op: &super::SheetOp,
+        until: &Until,
+        ops: &mut Vec<Step>,
+    ) -> Result<(), SheetError> {
+        use super::SheetOp;
+        match op {
+            SheetOp::AddObject { kind, key, id, parent } => {
+                let id = self.add_object(kind, key, id.as_deref(), parent.as_deref(), ops)?;
+                self.wait(until, Waits::Object(id))
+            }
+            SheetOp::Solver(Operation::AddModifier(spec)) => {
+                self.translate(op, ops)?;
+                self.wait(until, Waits::Modifier(spec))
+            }
+            other => Err(err(
+                codes::BAD_VALUE,
+                format!("`until` goes with add_object or add_modifier, not with `{other}`"),
+            )),
+        }
+    }
+
+    /// Registers an effect just added (object `object`, or the modifier `modifier`) as lasting
+    /// `until`.
+    pub(super) fn wait(&mut self, until: &Until, effect: Waits<'_>) -> Result<(), SheetError> {
+        let (key, name) = self.clock(&until.clock, until.on.as_deref())?;
+        let now = self.clock_value(&key);
+        let after = if until.relative {
+            now.checked_add(until.after)
+                .ok_or_else(|| err(codes::BAD_VALUE, format!("{until}: outside the exact decimal range")))?
+        } else {
+            until.after
+        };
+        if after < now {
+            return Err(err(
+                codes::BAD_VALUE,
+                format!("{until}: clock `{name}` is already at {now}, past {after}"),
+            ));
+        }
+        let effect = match effect {
+            Waits::Object(id) => Effect::Object(id),
+            Waits::Modifier(spec) => Effect::Modifier {
+                id: spec.id.clone(),
+                source: spec.source.clone(),
+                on: spec.on.clone(),
+                from: spec.from.clone().or_else(|| spec.on.clone()),
+            },
+        };
+        self.timing_mut().waiting.push(Waiting { clock: key, after, effect });
+        Ok(())
+    }
+
+    /// Effects that went another way stop waiting: object `id` removed, and the ad-hoc
+    /// modifiers on or from its instance or its parts' (`id#1`), which went with them.
+    pub(super) fn forget_object(&mut self, id: &str) {
+        let of = |i: &Option<Arc<str>>| {
+            i.as_deref()
+                .is_some_and(|i| i == id || i.strip_prefix(id).is_some_and(|rest| rest.starts_with('#')))
+        };
+        self.forget(|e| match e {
+            Effect::Object(o) => &**o == id,
+            Effect::Modifier { on, from, .. } => of(on) || of(from),
+        });
+    }
+
+    /// Effects that went another way stop waiting: the modifiers a solver operation removes
+    /// (by id, by source, or with an instance they are on or from).
+    pub(super) fn forget_removed(&mut self, op: &Operation) {
+        match op {
+            Operation::RemoveModifier(m) => {
+                self.forget(|e| matches!(e, Effect::Modifier { id, .. } if **id == **m))
+            }
+            Operation::RemoveSource(s) => {
+                self.forget(|e| matches!(e, Effect::Modifier { source, .. } if **source == **s))
+            }
+            Operation::RemoveInstance(k) => self.forget(|e| {
+                let here = |i: &Option<Arc<str>>| i.as_deref() == Some(k.as_str());
+                matches!(e, Effect::Modifier { on, from, .. } if here(on) || here(from))
+            }),
+            _ => {}
+        }
+    }
+
+    fn forget(&mut self, gone: impl Fn(&Effect) -> bool) {
+        let Some(t) = &self.state.timing else { return };
+        if t.waiting.iter().any(|w| gone(&w.effect)) {
+            self.timing_mut().waiting.retain(|w| !gone(&w.effect));
+        }
+    }
+}
+
+/// What a `wait` registers.
+pub(super) enum Waits<'a> {
+    Object(Arc<str>),
+    Modifier(&'a solver::ModifierSpec),
+}
