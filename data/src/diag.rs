@@ -254,6 +254,9 @@ pub enum DiagCode {
     BadOrder,
     /// A stock's `bounds` that is not `clamp` or `reject`.
     BadBounds,
+    /// *(warning)* A STRING (or data-format) literal that reads as a formula: it is taken as
+    /// the text it is; a formula is written `=…`.
+    LiteralLikeFormula,
 }
 
 impl DiagCode {
@@ -280,6 +283,7 @@ impl DiagCode {
             DiagCode::BadPart => "data.bad_part",
             DiagCode::BadOrder => "data.bad_order",
             DiagCode::BadBounds => "data.bad_bounds",
+            DiagCode::LiteralLikeFormula => "data.literal_like_formula",
         }
     }
 }
@@ -319,4 +323,5 @@ pub mod codes {
     pub const BAD_PART: DiagCode = DiagCode::BadPart;
     pub const BAD_ORDER: DiagCode = DiagCode::BadOrder;
     pub const BAD_BOUNDS: DiagCode = DiagCode::BadBounds;
+    pub const LITERAL_LIKE_FORMULA: DiagCode = DiagCode::LiteralLikeFormula;
 }

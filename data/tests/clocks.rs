@@ -120,3 +120,15 @@ fn clocks_only_move_forward() {
     c.apply(&[tick("Turn", None)]).unwrap();
     assert!(!c.has_object("Bless"));
 }
+
+/// A STRING formula (marked `=`) follows what it reads, as any formula does.
+#[test]
+fn a_text_formula_follows_the_clock() {
+    let mut c = battle();
+    assert_eq!(value(&c, "Banner"), "Turn 0, AC 10");
+    c.apply(&[lasting(add("SPELL", "Shield", None, None), until("Turn", None, 0, true)), tick("Turn", None)])
+        .unwrap();
+    assert_eq!(value(&c, "Banner"), "Turn 1, AC 10", "Shield came and went in one batch");
+    let trace = c.sheet().trace("Banner").unwrap();
+    assert_eq!(&*trace.steps[0].instruction, r#""Turn " + text(Turn) + ", AC " + text(AC)"#);
+}

@@ -495,6 +495,20 @@ impl<'a> Checker<'a> {
                 };
                 self.finish(node, format, pure, uses_arg)
             }
+            Builtin::Text => {
+                self.arity(fname, e, args, 1, Some(1))?;
+                let a = self.check(&args[0])?;
+                if !matches!(a.format, Format::Number | Format::Boolean | Format::String) {
+                    return Err(FormulaError::new(
+                        ErrorCode::FormatMismatch,
+                        args[0].span,
+                        format!("text() takes a NUMBER, BOOLEAN or STRING, but this is {}", a.format),
+                    )
+                    .with_label(format!("this is {}", a.format)));
+                }
+                let (pure, uses_arg) = (a.pure, a.uses_arg);
+                self.finish(Node::Text(Box::new(a.node)), Format::String, pure, uses_arg)
+            }
             Builtin::Slice => self.slice(e, args),
             Builtin::Arg => self.arg(e, name, args),
         }

@@ -36,11 +36,12 @@ pub enum Builtin {
     IsEmpty,
     Slice,
     Arg,
+    Text,
 }
 
 impl Builtin {
     /// Every built-in.
-    pub const ALL: [Builtin; 12] = [
+    pub const ALL: [Builtin; 13] = [
         Builtin::Abs,
         Builtin::Ceil,
         Builtin::Floor,
@@ -53,6 +54,7 @@ impl Builtin {
         Builtin::IsEmpty,
         Builtin::Slice,
         Builtin::Arg,
+        Builtin::Text,
     ];
 
     /// The name as documented (calls match it case-insensitively).
@@ -70,6 +72,7 @@ impl Builtin {
             Builtin::IsEmpty => "isEmpty",
             Builtin::Slice => "slice",
             Builtin::Arg => "arg",
+            Builtin::Text => "text",
         }
     }
 

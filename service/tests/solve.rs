@@ -164,6 +164,18 @@ fn the_shop_example_rejects_what_cannot_be_paid_for() {
     .unwrap();
     let lines = json_lines(&sheetd(&["solve", "--scenario", &p.display().to_string(), "--json"]));
     assert_eq!(lines[0]["changed"], json!([{"var": "Uses", "old": "0", "new": "1"}]));
+    // A STRING value marked `=` is a formula, in a step as in a ruleset.
+    let p2 = dir.path().join("text.json");
+    std::fs::write(
+        &p2,
+        r#"{"variables": [{"name": "Uses", "format": "NUMBER"}, {"name": "Label", "format": "STRING"}],
+        "steps": [{"add_modifier": {"id": "u", "var": "Uses", "type": "SET", "value": "2"}},
+                  {"add_modifier": {"id": "l", "var": "Label", "type": "SET", "value": "=\"used \" + text(Uses)"}},
+                  {"add_modifier": {"id": "u2", "var": "Uses", "type": "ADD", "value": "1"}}]}"#,
+    )
+    .unwrap();
+    let text = json_lines(&sheetd(&["solve", "--scenario", &p2.display().to_string(), "--json"]));
+    assert_eq!(text[3], json!({"values": {"Uses": "3", "Label": "used 3"}}));
     assert_eq!(lines[1]["error"]["code"], "solver.guard_failed");
     assert_eq!(lines[1]["error"]["operation"], 1);
     assert_eq!(lines[2]["error"]["code"], "solver.bad_step");
@@ -221,7 +233,9 @@ fn the_battle_example_expires_effects() {
     let lines = json_lines(&out);
     assert_eq!(
         lines[4],
-        json!({"step": 4, "changed": [{"var": "Turn", "old": "0", "new": "1"}], "recomputed": 1})
+        json!({"step": 4, "changed": [
+            {"var": "Turn", "old": "0", "new": "1"},
+            {"var": "Banner", "old": "Turn 0, AC 14", "new": "Turn 1, AC 14"}], "recomputed": 2})
     );
     assert_eq!(
         lines[5]["expired"],
@@ -232,13 +246,14 @@ fn the_battle_example_expires_effects() {
     assert_eq!(lines[7]["expired"][0]["what"], "object `Bless`");
     assert_eq!(lines[8]["error"]["code"], "sheet.clock_backwards");
     assert_eq!(lines[9]["values"]["Turn"], "5");
+    assert_eq!(lines[9]["values"]["Banner"], "Turn 5, AC 10");
     assert_eq!(
         lines[10]["why"]["causes"][0]["description"],
         "tick Turn by 1 (object `Shield` expired when Turn passed 1)"
     );
     let text = String::from_utf8_lossy(&sheetd(&["solve", "--ruleset", &rules, "--sheet", &game]).stdout)
         .to_string();
-    assert!(text.contains("step 5: tick Turn (2 recomputed)"), "{text}");
+    assert!(text.contains("step 5: tick Turn (3 recomputed)"), "{text}");
     assert!(text.contains("    expired: object `Shield` expired when Turn passed 1"), "{text}");
 }
 

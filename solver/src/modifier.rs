@@ -178,16 +178,37 @@ impl From<&str> for Instruction {
 }
 
 /// Whether a modifier's value for `expected` is written as a literal rather than a formula:
-/// formats without formula syntax (STRING, data formats) always, BOOLEAN when the text is `true`
-/// or `false`. The one place this rule lives; [`crate::Rules::instruction`] applies it.
+/// for formats whose values are text (STRING, data formats) unless it is marked as a formula
+/// with a leading `=` (`="Level " + text(Level)`; a literal that starts with `=` doubles it:
+/// `==5` is the text `=5`), BOOLEAN when the text is `true` or `false`. The one place this
+/// rule lives; [`crate::Rules::instruction`] applies it, with [`literal_text`] and
+/// [`formula_text`].
 pub fn is_literal(expected: &Format, text: &str) -> bool {
     match expected {
-        Format::String | Format::Custom(_) => true,
+        Format::String | Format::Custom(_) => !text.starts_with('=') || text.starts_with("=="),
         Format::Boolean => {
             let t = text.trim();
             t.eq_ignore_ascii_case("true") || t.eq_ignore_ascii_case("false")
         }
         _ => false,
+    }
+}
+
+/// The text of a literal value for `expected` as its format reads it: a text format's doubled
+/// leading `=` made single (see [`is_literal`]).
+pub fn literal_text<'a>(expected: &Format, text: &'a str) -> &'a str {
+    match expected {
+        Format::String | Format::Custom(_) if text.starts_with("==") => &text[1..],
+        _ => text,
+    }
+}
+
+/// The formula of a value for `expected` that is one: a text format's formula without its
+/// marking `=` (see [`is_literal`]).
+pub fn formula_text<'a>(expected: &Format, text: &'a str) -> &'a str {
+    match expected {
+        Format::String | Format::Custom(_) => text.strip_prefix('=').unwrap_or(text),
+        _ => text,
     }
 }
 

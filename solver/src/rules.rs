@@ -455,11 +455,11 @@ impl Rules {
         expected: &Format,
     ) -> Result<Instruction, InstructionError> {
         if crate::modifier::is_literal(expected, text) {
-            return Value::parse_literal(expected, text)
+            return Value::parse_literal(expected, crate::modifier::literal_text(expected, text))
                 .map(|v| Instruction::Literal(v, Arc::from(text)))
                 .map_err(InstructionError::Literal);
         }
-        self.compile(text, scope, Some(input), Some(expected))
+        self.compile(crate::modifier::formula_text(expected, text), scope, Some(input), Some(expected))
             .map(Instruction::Compiled)
             .map_err(InstructionError::Formula)
     }

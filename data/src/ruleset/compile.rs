@@ -666,6 +666,25 @@ impl Compiler {
         expected: &Format,
     ) -> Option<Instruction> {
         match rules.instruction(&text.text, scope, input, expected) {
+            Ok(i @ Instruction::Literal(..)) => {
+                // A text that also reads as a formula of the format (`"Level " + text(Level)`,
+                // or a variable's name) is most likely meant as one: taken as the text it is, but
+                // said.
+                if matches!(expected, Format::String | Format::Custom(_))
+                    && !text.text.starts_with('=')
+                    && rules.compile(&text.text, scope, Some(input), Some(expected)).is_ok()
+                {
+                    self.warnings.push(Diagnostic::at(
+                        codes::LITERAL_LIKE_FORMULA,
+                        text,
+                        format!(
+                            "`{}` is taken as the text it is, but reads as a formula; write `={}` to make it one",
+                            text.text, text.text
+                        ),
+                    ));
+                }
+                Some(i)
+            }
             Ok(i) => Some(i),
             Err(InstructionError::Literal(m)) => {
                 self.errors.push(Diagnostic::at(codes::BAD_VALUE, text, m));

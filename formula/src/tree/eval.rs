@@ -240,6 +240,10 @@ impl<'a, C: EvalContext> Evaluator<'a, C> {
                 }
             }
             Node::Not(a) => Value::Boolean(!self.boolean(a)?),
+            Node::Text(a) => match self.eval(a)? {
+                s @ Value::String(_) => s,
+                other => Value::String(Arc::from(other.to_string())),
+            },
             Node::Concat(a, b) => match (self.eval(a)?, self.eval(b)?) {
                 (Value::String(x), Value::String(y)) => Value::String(Arc::from(format!("{x}{y}"))),
                 _ => return Err(internal("a string concatenation")),

@@ -109,6 +109,8 @@ pub(crate) enum Node {
     },
     Length(Box<Node>),
     IsEmpty(Box<Node>),
+    /// `text(x)`: a NUMBER, BOOLEAN or STRING as its text.
+    Text(Box<Node>),
     Slice {
         array: Box<Node>,
         start: Box<Node>,

@@ -120,6 +120,7 @@ fn map_children(node: Node, f: fn(Node) -> Node) -> Node {
         }
         Node::Length(a) => Node::Length(b(a)),
         Node::IsEmpty(a) => Node::IsEmpty(b(a)),
+        Node::Text(a) => Node::Text(b(a)),
         Node::Slice { array, start, end, span } => {
             Node::Slice { array: b(array), start: b(start), end: end.map(b), span }
         }

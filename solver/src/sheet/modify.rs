@@ -334,6 +334,7 @@ fn formula(
     let wrap = |e: FormulaError, text: &str| SolveError::formula(&format!("modifier `{id}` {what}"), text, e);
     match ins {
         Instruction::Text(t) | Instruction::Literal(_, t) => {
+            let t = crate::modifier::formula_text(expected, t);
             rules.compile(t, scope, Some(input), Some(expected)).map_err(|e| wrap(e, t))
         }
         Instruction::Compiled(f) => {
@@ -371,11 +372,11 @@ fn instruction_value(
         }
         return Ok(ModValue::Const(v.clone()));
     }
-    // Formats without formula syntax take literals only (the one rule: `is_literal`).
+    // Text formats take literals unless marked as formulas (the one rule: `is_literal`).
     if let Instruction::Text(t) = ins
         && crate::modifier::is_literal(expected, t)
     {
-        let v = Value::parse_literal(expected, t)
+        let v = Value::parse_literal(expected, crate::modifier::literal_text(expected, t))
             .map_err(|m| SolveError::new(codes::BAD_VALUE, format!("modifier `{id}`: {m}")))?;
         return Ok(ModValue::Const(v));
     }
