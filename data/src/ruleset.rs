@@ -253,12 +253,14 @@ impl Ruleset {
     /// Whether a channel is a clock (`[clocks]`): it moves only forward, by `tick` and
     /// `set_clock`.
     pub fn is_clock(&self, var: VarDefId) -> bool {
-        self.clocks.contains(&var)
+        // (Most rulesets have none: no hashing then.)
+        !self.clocks.is_empty() && self.clocks.contains(&var)
     }
 
     /// The stock a channel is, if it is one (`[stocks]`): its bounds, compiled.
     pub fn stock(&self, var: VarDefId) -> Option<&Stock> {
-        self.stocks.get(&var)
+        // (Most rulesets have none: no hashing then.)
+        if self.stocks.is_empty() { None } else { self.stocks.get(&var) }
     }
 
     /// Where a variable was (first) declared.

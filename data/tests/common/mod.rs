@@ -3,6 +3,7 @@
 use data::{Character, SheetOp};
 
 /// A variable's value as text; panics (naming the reference) when it has none.
+#[allow(dead_code, reason = "not every test file uses it")]
 pub fn value(c: &Character, r: &str) -> String {
     match c.sheet().value(r) {
         Ok(Ok(v)) => v.to_string(),

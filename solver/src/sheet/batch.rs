@@ -493,8 +493,10 @@ impl Sheet {
     /// [`Sheet::settle`] recomputes, and reports nothing. Leaves `pending` empty.
     fn commit(&mut self, pending: &mut Pending) -> Report {
         pending.undo.clear();
-        let mut interim = std::mem::take(&mut pending.interim);
-        if !interim.changed.is_empty() {
+        // Only a batch with a guard or an adjustment recomputed before its end (nearly none
+        // do: nothing is moved or dropped for the others).
+        let mut interim = (pending.interim.recomputed > 0).then(|| std::mem::take(&mut pending.interim));
+        if let Some(interim) = interim.as_mut().filter(|i| !i.changed.is_empty()) {
             self.removed_after_interim(&mut interim.changed, pending);
         }
         let mut removed = Vec::new();
@@ -530,7 +532,7 @@ impl Sheet {
         let mut report = self.recompute(&pending.dirty, &pending.created, removed);
         pending.dirty.clear();
         pending.created.clear();
-        if interim.recomputed > 0 {
+        if let Some(mut interim) = interim {
             super::guard::merge(&mut interim.changed, std::mem::take(&mut report.changed));
             report.changed = interim.changed;
             report.recomputed += interim.recomputed;

@@ -64,6 +64,8 @@ pub(super) struct Template {
     pub(super) def: VarDefId,
     /// The type as it applies to the variable's format.
     pub(super) kind: ModKind,
+    /// Its rank at one user priority, by the variable's order (see `Modifier::rank`).
+    pub(super) rank: u8,
     pub(super) priority: u32,
     pub(super) const_num: Option<Num>,
     pub(super) body: Body,
@@ -126,7 +128,8 @@ impl Catalog {
                 format!("template `{label}`: a catalog holds at most 2^32 templates"),
             )
         })?);
-        self.templates.push(Template { def: spec.var, kind, priority: spec.priority, const_num, body });
+        let rank = self.rules.var(spec.var).order.rank(kind);
+        self.templates.push(Template { def: spec.var, kind, rank, priority: spec.priority, const_num, body });
         Ok(id)
     }
 

@@ -169,6 +169,9 @@ impl Sheet {
     /// Puts back the values the batch's interim recomputations changed (a failed batch's
     /// rollback, before it undoes the structure).
     pub(super) fn restore_interim(&mut self, pending: &mut Pending) {
+        if pending.interim.recomputed == 0 {
+            return;
+        }
         pending.interim.recomputed = 0;
         pending.interim.evaluated.clear();
         for d in pending.interim.changed.drain(..) {

@@ -116,7 +116,7 @@ impl Shape {
             from: on_id,
             target,
             kind: template.kind,
-            rank: self.rules.var(template.def).order.rank(template.kind),
+            rank: template.rank,
             priority: template.priority,
             const_num: template.const_num,
         };

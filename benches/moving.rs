@@ -1,0 +1,99 @@
+//! A game's moving parts (issue 14), on a 2,000-variable character: NUMBER variables `V0…`
+//! in chains of ten (`V{i} = V{i-1} + 1` within a chain) and a global `Turn` clock.
+//!
+//! - `tick_expiring_100`: a `tick` of `Turn` that expires 100 ad-hoc modifiers (`ADD 1` on
+//!   100 variables, the ends of 100 chains, each lasting until Turn passes its value when
+//!   added): 100 removals and 100 evaluations in one batch;
+//! - baseline in the same run, `one_modifier_added`: the incremental change the issue measures
+//!   against — one ad-hoc modifier added to a chain's end (removed again, untimed).
+//!
+//! The modifiers a tick expires are added again before each tick, untimed.
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use data::{Character, SheetOp, Until};
+use rust_decimal::Decimal;
+use solver::{ModKind, ModifierSpec, Operation};
+use std::fmt::Write;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const VARS: usize = 2_000;
+
+/// The ruleset: `V0…V1999` in chains of ten, and the `Turn` clock.
+fn ruleset() -> Arc<data::Ruleset> {
+    let mut text = String::from("[variables.PC]\n");
+    for i in 0..VARS {
+        writeln!(text, "V{i} = \"NUMBER\"").expect("a String takes any write");
+    }
+    text.push_str("[clocks.PC]\nTurn = {}\n[global]\nmodify = [\n");
+    for i in (0..VARS).filter(|i| i % 10 != 0) {
+        writeln!(text, "  {{ var = \"V{i}\", set = \"V{} + 1\" }},", i - 1)
+            .expect("a String takes any write");
+    }
+    text.push_str("]\n");
+    Arc::new(
+        data::load_str(&text, "moving.toml").unwrap_or_else(|e| panic!("the bench ruleset loads: {e:?}")),
+    )
+}
+
+fn add(id: &str, var: usize) -> SheetOp {
+    SheetOp::Solver(Operation::AddModifier(ModifierSpec::new(
+        id,
+        &format!("V{var}"),
+        ModKind::Add,
+        "1",
+        "bench",
+    )))
+}
+
+/// The 100 modifiers a tick expires: `ADD 1` on the end of every other chain, lasting until
+/// Turn passes its value now.
+fn lasting_100() -> Vec<SheetOp> {
+    let until = Until { clock: "Turn".into(), on: None, after: Decimal::ZERO, relative: true };
+    (0..100)
+        .map(|k| SheetOp::Lasting { op: Box::new(add(&format!("e{k}"), k * 20 + 9)), until: until.clone() })
+        .collect()
+}
+
+fn bench_moving(c: &mut Criterion) {
+    let mut g = c.benchmark_group("moving_parts_2000");
+    let mut character = Character::new(ruleset()).expect("a character");
+    assert_eq!(character.sheet().variable_count(), VARS + 1);
+    let one = [add("one", 1999)];
+    let remove = [SheetOp::Solver(Operation::RemoveModifier("one".into()))];
+    g.bench_function("one_modifier_added", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let t = Instant::now();
+                black_box(character.apply(&one).expect("adds"));
+                total += t.elapsed();
+                character.apply(&remove).expect("removes");
+            }
+            total
+        })
+    });
+    let lasting = lasting_100();
+    let tick = [SheetOp::Tick { clock: "Turn".into(), on: None, by: Decimal::ONE }];
+    g.bench_function("tick_expiring_100", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                character.apply(&lasting).expect("the modifiers");
+                let t = Instant::now();
+                black_box(character.apply(&tick).expect("ticks"));
+                total += t.elapsed();
+                assert_eq!(character.expired().len(), 100);
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_moving);
+criterion_main!(benches);
