@@ -201,10 +201,14 @@ impl Problem {
             Some(s) => Problem::of_solve_error(s),
             None => Problem::new(e.code.as_str(), e.message.clone()),
         };
-        // A formula in a rejected batch is a modifier's value, or a guard's (whose errors the
-        // solver names `guard `…``).
-        let guard = e.solve.as_ref().is_some_and(|s| s.message.starts_with("guard `"));
-        let field = p.formula.as_ref().map(|_| if guard { "require.formula" } else { "add_modifier.value" });
+        // A formula in a rejected batch is a modifier's value, a guard's or an adjustment's
+        // (whose errors the solver names `guard `…`` and `adjustment of `…``).
+        let said = |prefix: &str| e.solve.as_ref().is_some_and(|s| s.message.starts_with(prefix));
+        let field = p.formula.as_ref().map(|_| match () {
+            () if said("guard `") => "require.formula",
+            () if said("adjustment of `") => "adjust.by",
+            () => "add_modifier.value",
+        });
         p.at_operation(e.index, field)
     }
 }

@@ -319,6 +319,12 @@ async fn stocks_are_adjusted_at_the_time_and_replay() {
         ("BOUNDS", "operations[0]")
     );
     assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("solver.out_of_bounds".to_owned()));
+    // An amount that does not compile is a bad request at the adjustment's formula.
+    let e =
+        c.apply(apply(&id, Some(3), ops(&[&adjust("Gold", "Workers +")]))).await.expect_err("bad formula");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let bad = e.get_details_bad_request().expect("BadRequest");
+    assert_eq!(bad.field_violations[0].field, "operations[0].adjust.by");
     let values = pb::ValuesRequest { sheet_id: id.clone(), ..Default::default() };
     let gold =
         |v: pb::ValuesResponse| v.values.iter().find(|v| v.r#ref == "Gold").and_then(|v| v.value.clone());
