@@ -393,16 +393,18 @@ mod tests {
         recomputed: u64,
         #[prost(message, optional, tag = "4")]
         moved: Option<RulesetMove>,
+        #[prost(message, repeated, tag = "5")]
+        expired: Vec<Expired>,
     }
 
-    type Decoded = (u64, Vec<Change>, u64, Option<RulesetMove>);
+    type Decoded = (u64, Vec<Change>, u64, Option<RulesetMove>, Vec<Expired>);
 
     fn ours(bytes: &[u8]) -> Option<Decoded> {
-        ApplyResponse::decode(bytes).ok().map(|r| (r.revision, r.changes, r.recomputed, r.moved))
+        ApplyResponse::decode(bytes).ok().map(|r| (r.revision, r.changes, r.recomputed, r.moved, r.expired))
     }
 
     fn prost_s(bytes: &[u8]) -> Option<Decoded> {
-        Reference::decode(bytes).ok().map(|r| (r.revision, r.changes, r.recomputed, r.moved))
+        Reference::decode(bytes).ok().map(|r| (r.revision, r.changes, r.recomputed, r.moved, r.expired))
     }
 
     /// A valid reply's bytes, with one byte replaced and maybe cut short.
@@ -468,6 +470,10 @@ mod tests {
     #[test]
     fn unusual_shapes_decode_as_prost_decodes_them() {
         use prost::encoding::{encode_key, encode_varint};
+        // `expired` (field 5) with the wrong wire type: both refuse it (found by the property
+        // test when the field was added).
+        assert_eq!(ours(&[8, 7, 40, 3]), prost_s(&[8, 7, 40, 3]));
+        assert!(ours(&[8, 7, 40, 3]).is_none());
         fn field(tag: u32, body: &[u8], out: &mut Vec<u8>) {
             encode_key(tag, WireType::LengthDelimited, out);
             encode_varint(body.len() as u64, out);
