@@ -48,6 +48,24 @@ impl EvalContext for NumberVars {
 
 pub mod workload;
 
+/// The ruleset of `moving.rs` and `examples/moving_loop.rs`, as native-format text:
+/// NUMBER variables `V0…` in chains of ten (`V{i} = V{i-1} + 1` within a chain) and a global
+/// `Turn` clock.
+pub fn moving_ruleset_text(vars: usize) -> String {
+    use std::fmt::Write;
+    let mut text = String::from("[variables.PC]\n");
+    for i in 0..vars {
+        writeln!(text, "V{i} = \"NUMBER\"").expect("a String takes any write");
+    }
+    text.push_str("[clocks.PC]\nTurn = {}\n[global]\nmodify = [\n");
+    for i in (0..vars).filter(|i| i % 10 != 0) {
+        writeln!(text, "  {{ var = \"V{i}\", set = \"V{} + 1\" }},", i - 1)
+            .expect("a String takes any write");
+    }
+    text.push_str("]\n");
+    text
+}
+
 pub mod generator {
     //! The generator of benchmark sheets, deterministic for a given seed.
     //!

@@ -16,7 +16,6 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use data::{Character, SheetOp, Until};
 use rust_decimal::Decimal;
 use solver::{ModKind, ModifierSpec, Operation};
-use std::fmt::Write;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,16 +24,7 @@ const VARS: usize = 2_000;
 
 /// The ruleset: `V0…V1999` in chains of ten, and the `Turn` clock.
 fn ruleset() -> Arc<data::Ruleset> {
-    let mut text = String::from("[variables.PC]\n");
-    for i in 0..VARS {
-        writeln!(text, "V{i} = \"NUMBER\"").expect("a String takes any write");
-    }
-    text.push_str("[clocks.PC]\nTurn = {}\n[global]\nmodify = [\n");
-    for i in (0..VARS).filter(|i| i % 10 != 0) {
-        writeln!(text, "  {{ var = \"V{i}\", set = \"V{} + 1\" }},", i - 1)
-            .expect("a String takes any write");
-    }
-    text.push_str("]\n");
+    let text = sheetd_benches::moving_ruleset_text(VARS);
     Arc::new(
         data::load_str(&text, "moving.toml").unwrap_or_else(|e| panic!("the bench ruleset loads: {e:?}")),
     )

@@ -1,0 +1,41 @@
+//! The tick row of `benches/moving.rs` in a fixed loop, for callgrind and perf:
+//! `moving_loop <setup|tick> [rounds]`. `setup` adds the 100 lasting modifiers and removes them
+//! again each round; `tick` adds them and lets a tick expire them. The difference is the tick.
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use data::{Character, SheetOp, Until};
+use rust_decimal::Decimal;
+use solver::{ModKind, ModifierSpec, Operation};
+use std::sync::Arc;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let what = args.next().unwrap_or_else(|| "tick".to_owned());
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let text = sheetd_benches::moving_ruleset_text(2_000);
+    let ruleset = Arc::new(data::load_str(&text, "moving.toml").expect("the ruleset loads"));
+    let mut c = Character::new(ruleset).expect("a character");
+    let until = Until { clock: "Turn".into(), on: None, after: Decimal::ZERO, relative: true };
+    let add = |k: usize| {
+        let spec =
+            ModifierSpec::new(&format!("e{k}"), &format!("V{}", k * 20 + 9), ModKind::Add, "1", "bench");
+        SheetOp::Lasting { op: Box::new(SheetOp::Solver(Operation::AddModifier(spec))), until: until.clone() }
+    };
+    let lasting: Vec<SheetOp> = (0..100).map(add).collect();
+    let removal: Vec<SheetOp> =
+        (0..100).map(|k| SheetOp::Solver(Operation::RemoveModifier(format!("e{k}")))).collect();
+    let tick = [SheetOp::Tick { clock: "Turn".into(), on: None, by: Decimal::ONE }];
+    for _ in 0..rounds {
+        c.apply(&lasting).expect("the modifiers");
+        match what.as_str() {
+            "setup" => c.apply(&removal).map(drop).expect("removed"),
+            _ => c.apply(&tick).map(drop).expect("ticked"),
+        }
+    }
+    println!(
+        "{what}: {rounds} rounds, Turn at {}",
+        c.sheet().value("Turn").expect("declared").expect("a value")
+    );
+}
