@@ -120,8 +120,23 @@ impl Edit<'_> {
         Arc::make_mut(self.state.timing.get_or_insert_with(Default::default))
     }
 
+    /// How reports name a clock: `Turn`, `Goblin.TurnEnds`.
+    fn clock_name(&self, key: &ClockKey) -> String {
+        let name = &self.r.rules().var(key.1).name;
+        match &key.0 {
+            Some(on) => {
+                let mut s = String::with_capacity(on.len() + 1 + name.len());
+                s.push_str(on);
+                s.push('.');
+                s.push_str(name);
+                s
+            }
+            None => name.to_string(),
+        }
+    }
+
     /// The clock named `clock` on instance `on` (its scope's clock), or an error.
-    fn clock(&self, clock: &str, on: Option<&str>) -> Result<(ClockKey, String), SheetError> {
+    fn clock(&self, clock: &str, on: Option<&str>) -> Result<ClockKey, SheetError> {
         let rules = self.r.rules();
         let scope = self.scope_of(on)?;
         let def = rules.resolve(scope, clock).filter(|&d| self.r.is_clock(d) && rules.var(d).scope == scope);
@@ -135,8 +150,7 @@ impl Edit<'_> {
                 ),
             ));
         };
-        let name = format!("{}{}", on.map(|o| format!("{o}.")).unwrap_or_default(), rules.var(def).name);
-        Ok(((on.map(Arc::from), def), name))
+        Ok((on.map(Arc::from), def))
     }
 
     /// A clock's value now (in this batch): the last it was moved to, else the default.
@@ -157,7 +171,8 @@ impl Edit<'_> {
         to: Move,
         ops: &mut Vec<Step>,
     ) -> Result<(), SheetError> {
-        let (key, name) = self.clock(clock, on)?;
+        let key = self.clock(clock, on)?;
+        let name = self.clock_name(&key);
         let now = self.clock_value(&key);
         let new = match to {
             Move::By(by) if by < Decimal::ZERO => {
@@ -187,19 +202,25 @@ impl Edit<'_> {
             std::mem::take(&mut timing.waiting).into_iter().partition(|w| w.clock == key && w.after < new);
         timing.waiting = waiting;
         for w in due {
-            let what = match &w.effect {
+            let (kind, id) = match &w.effect {
                 Effect::Object(id) => {
                     if !self.state.active.contains_key(id) {
                         continue;
                     }
                     self.deactivate(id, ops);
-                    format!("object `{id}`")
+                    ("object `", id)
                 }
                 Effect::Modifier { id, .. } => {
                     ops.push(Step::Op(Box::new(Operation::RemoveModifier(id.to_string()))));
-                    format!("modifier `{id}`")
+                    ("modifier `", id)
                 }
             };
+            // `object `Shield``, built without the formatting machinery (a tick may expire
+            // hundreds: it was most of a tick's own cost).
+            let mut what = String::with_capacity(kind.len() + id.len() + 1);
+            what.push_str(kind);
+            what.push_str(id);
+            what.push('`');
             self.expired.push(Expired { what, clock: name.clone(), after: w.after, now: new });
         }
         Ok(())
@@ -232,7 +253,7 @@ impl Edit<'_> {
     /// Registers an effect just added (object `object`, or the modifier `modifier`) as lasting
     /// `until`.
     pub(super) fn wait(&mut self, until: &Until, effect: Waits<'_>) -> Result<(), SheetError> {
-        let (key, name) = self.clock(&until.clock, until.on.as_deref())?;
+        let key = self.clock(&until.clock, until.on.as_deref())?;
         let now = self.clock_value(&key);
         let after = if until.relative {
             now.checked_add(until.after)
@@ -243,7 +264,7 @@ impl Edit<'_> {
         if after < now {
             return Err(err(
                 codes::BAD_VALUE,
-                format!("{until}: clock `{name}` is already at {now}, past {after}"),
+                format!("{until}: clock `{}` is already at {now}, past {after}", self.clock_name(&key)),
             ));
         }
         let effect = match effect {
