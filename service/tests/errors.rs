@@ -380,6 +380,21 @@ async fn effects_expire_when_a_clock_passes_and_replay() {
     assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("sheet.clock_backwards".to_owned()));
     let failure = e.get_details_precondition_failure().expect("PreconditionFailure");
     assert_eq!(failure.violations[0].r#type, "CLOCK");
+    // Select: the instances of a scope whose formula holds now.
+    let goblin = pb::AddObject { kind: "CREATURE".into(), key: "Goblin".into(), ..Default::default() };
+    c.apply(apply(&id, Some(3), vec![op(Op::AddObject(goblin))])).await.expect("goblin");
+    let select = |scope: &str, w: &str| pb::SelectRequest {
+        sheet_id: id.clone(),
+        scope: scope.into(),
+        r#where: w.into(),
+    };
+    let r = c.select(select("PC.CREATURE", "Speed > 20")).await.expect("select").into_inner();
+    assert_eq!((r.revision, r.ids), (4, vec!["Goblin".to_owned()]));
+    let r = c.select(select("PC.CREATURE", "Speed > 40")).await.expect("select").into_inner();
+    assert!(r.ids.is_empty());
+    let e = c.select(select("PC.NOPE", "1 == 1")).await.expect_err("unknown scope");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("solver.unknown_scope".to_owned()));
     let ac = |v: pb::ValuesResponse| v.values.iter().find(|v| v.r#ref == "AC").and_then(|v| v.value.clone());
     let values = pb::ValuesRequest { sheet_id: id.clone(), ..Default::default() };
     let at1 = pb::ValuesRequest { revision: Some(1), ..values.clone() };

@@ -255,6 +255,20 @@ fn the_battle_example_expires_effects() {
         .to_string();
     assert!(text.contains("step 5: tick Turn (3 recomputed)"), "{text}");
     assert!(text.contains("    expired: object `Shield` expired when Turn passed 1"), "{text}");
+    // A read-only query over a scope's instances, after the steps.
+    let select = |w: &str| {
+        let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--json", "--select", w]);
+        json_lines(&out).pop().expect("a line")
+    };
+    assert_eq!(
+        select("PC.CREATURE: Speed > 20"),
+        json!({"select": {"scope": "PC.CREATURE", "where": "Speed > 20", "ids": ["Goblin"]}})
+    );
+    assert_eq!(select("PC.CREATURE: TurnEnds > 5")["select"]["ids"], json!([]));
+    assert_eq!(select("PC.NOPE: 1 == 1")["select"]["error"]["code"], "solver.unknown_scope");
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--select", "no colon"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("write the scope, a colon"));
 }
 
 #[test]

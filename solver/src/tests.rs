@@ -1611,3 +1611,32 @@ fn templates_are_checked_once_and_linked_by_index() {
     let e = bare.apply_steps(&[link("a", add2, None)]).unwrap_err();
     assert_eq!(e.error.code, codes::UNKNOWN_TEMPLATE);
 }
+
+/// `select(SCOPE, WHERE)`: the instances of a scope whose formula is true, read in each one's
+/// scope, by key; membership follows instances added and removed and the values they read.
+#[test]
+fn select_lists_the_instances_that_match() {
+    let mut sheet = Sheet::new(equipment_rules());
+    for (key, plus) in [("sword", "2"), ("axe", "0"), ("mace", "1")] {
+        sheet.add_instance(key, "PC.EQUIPMENT", None).unwrap();
+        let spec = ModifierSpec::new(&format!("p-{key}"), "MyPlusValue", ModKind::Set, plus, "t").on(key);
+        sheet.add_modifier(&spec).unwrap();
+    }
+    let keys = |s: &Sheet, w: &str| -> Vec<String> {
+        s.select("PC.EQUIPMENT", w).unwrap().iter().map(|k| k.to_string()).collect()
+    };
+    assert_eq!(keys(&sheet, "MyPlusValue > 0"), ["mace", "sword"]);
+    assert_eq!(keys(&sheet, "MyPlusValue > 5"), Vec::<String>::new());
+    // A global read from each instance's scope, and a change to what the formula reads.
+    sheet.add_modifier(&ModifierSpec::new("ac", "AC", ModKind::Set, "1", "t")).unwrap();
+    assert_eq!(keys(&sheet, "MyPlusValue >= AC"), ["mace", "sword"]);
+    sheet.remove_instance("sword").unwrap();
+    assert_eq!(keys(&sheet, "MyPlusValue >= AC"), ["mace"]);
+    // Errors: an unknown scope, a formula that does not check, one with no value for an
+    // instance (named).
+    assert_eq!(sheet.select("PC.NOPE", "1 == 1").unwrap_err().code, codes::UNKNOWN_SCOPE);
+    assert_eq!(sheet.select("PC.EQUIPMENT", "MyPlusValue + 1").unwrap_err().code, codes::FORMULA);
+    let e = sheet.select("PC.EQUIPMENT", "1 / MyPlusValue > 0").unwrap_err();
+    assert_eq!(e.code, codes::FORMULA);
+    assert!(e.message.contains("no value for instance `axe`"), "{}", e.message);
+}

@@ -34,6 +34,7 @@ pub fn run(
     rulesets: &[PathBuf],
     sheet_path: &Path,
     traces: &[String],
+    selects: &[String],
     why: &[String],
     as_json: bool,
 ) -> ExitCode {
@@ -97,7 +98,7 @@ pub fn run(
             (steps::describe(s), r)
         })
         .collect();
-    let mut ok = print_results(character.sheet(), &outcomes, traces, as_json);
+    let mut ok = print_results(character.sheet(), &outcomes, traces, selects, as_json);
     for var in why {
         if character.sheet().find(var).is_none() {
             eprintln!("error: --why {var}: no variable `{var}` on this sheet");

@@ -58,6 +58,12 @@ pub struct SolveArgs {
     /// Repeatable.
     #[arg(long = "why", value_name = "REF", requires = "sheet")]
     pub why: Vec<String>,
+
+    /// List the instances of a scope whose formula is true, read in each instance's scope after
+    /// the steps: `'PC.CREATURE: Speed > 20'` (the scope, a colon, a BOOLEAN formula).
+    /// Repeatable.
+    #[arg(long = "select", value_name = "SCOPE: WHERE")]
+    pub selects: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -226,10 +232,11 @@ pub fn print_results(
     sheet: &Sheet,
     outcomes: &[(String, Result<Stepped, Rejection>)],
     traces: &[String],
+    selects: &[String],
     as_json: bool,
 ) -> bool {
     if as_json {
-        return print_json(sheet, outcomes, traces);
+        return print_json(sheet, outcomes, traces) & print_selects(sheet, selects, true);
     }
     for (i, (what, r)) in outcomes.iter().enumerate() {
         match r {
@@ -256,6 +263,46 @@ pub fn print_results(
             Err(e) => {
                 ok = false;
                 eprintln!("error: --trace {t}: {}", e.message);
+            }
+        }
+    }
+    ok & print_selects(sheet, selects, false)
+}
+
+/// Answers each `--select 'SCOPE: WHERE'`: the keys of the instances of SCOPE whose WHERE is
+/// true. `false` when one cannot be answered (reported).
+fn print_selects(sheet: &Sheet, selects: &[String], as_json: bool) -> bool {
+    let mut ok = true;
+    for s in selects {
+        let Some((scope, where_)) = s.split_once(':') else {
+            ok = false;
+            eprintln!(
+                "error: --select {s}: write the scope, a colon, then a BOOLEAN formula ('PC.CREATURE: Speed > 20')"
+            );
+            continue;
+        };
+        let (scope, where_) = (scope.trim(), where_.trim());
+        match (sheet.select(scope, where_), as_json) {
+            (Ok(ids), true) => {
+                let ids: Vec<&str> = ids.iter().map(|i| &**i).collect();
+                println!("{}", json!({"select": {"scope": scope, "where": where_, "ids": ids}}));
+            }
+            (Ok(ids), false) => {
+                let ids: Vec<&str> = ids.iter().map(|i| &**i).collect();
+                println!(
+                    "
+select {scope} where {where_}: {}",
+                    if ids.is_empty() { "(none)".to_owned() } else { ids.join(", ") }
+                );
+            }
+            (Err(e), true) => {
+                ok = false;
+                let problem = json::problem(&Problem::of_solve_error(&e));
+                println!("{}", json!({"select": {"scope": scope, "where": where_, "error": problem}}));
+            }
+            (Err(e), false) => {
+                ok = false;
+                eprintln!("error: --select {s}: {} [{}]", e.message, e.code);
             }
         }
     }
@@ -318,7 +365,9 @@ fn print_trace(tr: &Trace) {
 pub fn run(args: SolveArgs) -> ExitCode {
     match (&args.scenario, &args.sheet) {
         (Some(scenario), _) => run_scenario(scenario, &args),
-        (None, Some(sheet)) => super::sheet::run(&args.ruleset, sheet, &args.traces, &args.why, args.json),
+        (None, Some(sheet)) => {
+            super::sheet::run(&args.ruleset, sheet, &args.traces, &args.selects, &args.why, args.json)
+        }
         // clap requires one of the two.
         (None, None) => ExitCode::from(2),
     }
@@ -344,7 +393,7 @@ fn run_scenario(path: &std::path::Path, args: &SolveArgs) -> ExitCode {
     let mut sheet = Sheet::new(Arc::new(rules));
     let outcomes: Vec<(String, Result<Stepped, Rejection>)> =
         scenario.steps.iter().map(|s| (steps::describe(s), apply_step(&mut sheet, s))).collect();
-    if print_results(&sheet, &outcomes, &args.traces, args.json) {
+    if print_results(&sheet, &outcomes, &args.traces, &args.selects, args.json) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

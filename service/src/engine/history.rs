@@ -119,6 +119,19 @@ impl Engine {
         Ok(Explanation { revision: st.revision, trace, nodes })
     }
 
+    /// The instances of `scope` on sheet `id` whose BOOLEAN formula `where_` is true now
+    /// ([`solver::Sheet::select`]), with the sheet's revision.
+    pub fn select(&self, id: &str, scope: &str, where_: &str) -> Result<(u64, Vec<String>), EngineError> {
+        let sheet = self.sheet(id)?;
+        let st = sheet.state();
+        let ids = st
+            .character
+            .sheet()
+            .select(scope, where_)
+            .map_err(|e| EngineError::problems(vec![crate::problem::Problem::of_solve_error(&e)]))?;
+        Ok((st.revision, ids.iter().map(|k| k.to_string()).collect()))
+    }
+
     /// Why a variable changed between two revisions (`to`: the current one when `None`).
     pub fn why_changed(
         &self,

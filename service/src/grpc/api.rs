@@ -363,6 +363,16 @@ impl Sheetd for Api {
         .await
     }
 
+    async fn select(&self, req: Request<pb::SelectRequest>) -> Result<Response<pb::SelectResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("Select", &req.sheet_id, 0), move |e, span| {
+            let (revision, ids) = e.select(&req.sheet_id, &req.scope, &req.r#where).map_err(to_status)?;
+            span.record("revision", revision);
+            Ok(pb::SelectResponse { revision, ids })
+        })
+        .await
+    }
+
     async fn why_changed(
         &self,
         req: Request<pb::WhyChangedRequest>,

@@ -55,8 +55,8 @@ pub fn required_role(path: &str) -> Option<Role> {
     Some(match method {
         "LoadRuleset" | "ReloadRuleset" | "DeleteSheet" => Role::Admin,
         "CreateSheet" | "Apply" | "Upgrade" | "SolveBatch" => Role::Write,
-        // Ping, ListRulesets, GetSheet, ListSheets, Values, Explain, WhyChanged, Watch,
-        // reflection, anything else.
+        // Ping, ListRulesets, GetSheet, ListSheets, Values, Explain, Select, WhyChanged,
+        // Watch, reflection, anything else.
         _ => Role::Read,
     })
 }
@@ -260,9 +260,17 @@ mod tests {
         let auth = Auth::new(&specs(&["read=r", "write=w", "admin=a"]));
         let call = |path: &str, token: &str| auth.check(path, Some(format!("Bearer {token}").as_bytes()));
         let path = |m: &str| format!("/sheetd.v1.Sheetd/{m}");
-        for m in
-            ["Ping", "Values", "Explain", "WhyChanged", "Watch", "GetSheet", "ListSheets", "ListRulesets"]
-        {
+        for m in [
+            "Ping",
+            "Values",
+            "Explain",
+            "Select",
+            "WhyChanged",
+            "Watch",
+            "GetSheet",
+            "ListSheets",
+            "ListRulesets",
+        ] {
             assert_eq!(call(&path(m), "r").expect("read may"), Some(Role::Read), "{m}");
         }
         for m in ["CreateSheet", "Apply", "Upgrade", "SolveBatch"] {

@@ -1,12 +1,14 @@
 //! Reading a sheet: finding variables, their values and formats, how each got its value
 //! ([`Trace`]), and the dependency graph around a variable ([`Sheet::dependencies`],
-//! [`Sheet::dependents`]). Nothing here changes the sheet.
+//! [`Sheet::dependents`]), the instances of a scope that match a formula ([`Sheet::select`]).
+//! Nothing here changes the sheet.
 
 use super::{GLOBAL, Sheet, Slot, Trace, VarRef};
 use crate::error::{SolveError, codes};
-use formula::Format;
+use formula::{Format, Value};
 use petgraph::Direction;
 use petgraph::stable_graph::NodeIndex;
+use std::sync::Arc;
 
 /// A variable of a sheet: a copyable handle, found once by [`Sheet::find`] (strings are parsed
 /// once, at the edge) and then used for every question about the variable.
@@ -216,6 +218,43 @@ impl Sheet {
     /// How many modifiers the sheet has.
     pub fn modifier_count(&self) -> usize {
         self.shape.mods.len()
+    }
+
+    /// The instances of scope `scope` for which the BOOLEAN formula `where_` — read in each
+    /// instance's scope, with the values now — is true: their keys, sorted. A read-only query
+    /// (`select(SCOPE, WHERE)`); the formula is compiled once, its names resolved per
+    /// instance. An unknown scope, a formula that does not compile, or one that has no value
+    /// for an instance (which the error names) is an error.
+    pub fn select(&self, scope: &str, where_: &str) -> Result<Vec<Arc<str>>, SolveError> {
+        let rules = &self.shape.rules;
+        let scope_id = rules.scope(scope)?;
+        let label = format!("select {scope} where `{where_}`");
+        let formula = rules
+            .compile(where_, scope_id, None, Some(&Format::Boolean))
+            .map_err(|e| SolveError::formula(&label, where_, e))?;
+        let mut keys = Vec::new();
+        for (id, inst) in self.shape.instances.iter().filter(|(_, i)| i.scope == scope_id) {
+            let reads = self.shape.reads(&label, id, [Some(&formula), None])?;
+            let f = super::guard::NowFormula { formula: formula.clone(), reads };
+            match self.evaluate_now(&f) {
+                Ok(Value::Boolean(true)) => keys.push(inst.key.clone()),
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(SolveError::new(
+                        codes::FORMULA,
+                        format!(
+                            "{label}: no value for instance `{}`: {} [{}]{}",
+                            inst.key,
+                            e.message,
+                            e.code,
+                            self.read_values(&f)
+                        ),
+                    ));
+                }
+            }
+        }
+        keys.sort();
+        Ok(keys)
     }
 
     /// How a variable got its value, computed by the same code that solves it.
