@@ -416,3 +416,48 @@ async fn effects_expire_when_a_clock_passes_and_replay() {
     drop(c);
     server.stop();
 }
+
+/// CreateSheet takes the same operations as Apply: a new sheet made with a lasting effect, a
+/// tick that expires it and a guard, in its first batch; a guard that fails refuses the sheet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sheet_is_created_with_clocks_and_guards() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    sheet_of_example(&mut c, "battle").await;
+    use pb::operation::Op;
+    let op = |op| pb::Operation { op: Some(op) };
+    let until = pb::Until { clock: "Turn".into(), on: None, after: "+0".into() };
+    let shield = pb::AddObject {
+        kind: "SPELL".into(),
+        key: "Shield".into(),
+        until: Some(until),
+        ..Default::default()
+    };
+    let tick = op(Op::Tick(pb::Tick { clock: "Turn".into(), on: None, by: "1".into() }));
+    let guard =
+        |f: &str| op(Op::Require(pb::Require { formula: f.into(), message: "checked".into(), on: None }));
+    let create =
+        |ops| pb::CreateSheetRequest { ruleset_id: "battle".into(), id: String::new(), operations: ops };
+    let made = c
+        .create_sheet(create(vec![
+            op(Op::AddObject(shield.clone())),
+            guard("AC == 14"),
+            tick.clone(),
+            guard("AC == 10"),
+        ]))
+        .await
+        .expect("created")
+        .into_inner();
+    let value = |name: &str| made.values.iter().find(|v| v.r#ref == name).and_then(|v| v.value.clone());
+    let shown = |v: Option<pb::Value>| v.as_ref().map(sheetd::grpc::convert::show);
+    assert_eq!((shown(value("Turn")), shown(value("AC"))), (Some("1".into()), Some("10".into())));
+    let e = c
+        .create_sheet(create(vec![op(Op::AddObject(shield)), guard("AC == 10")]))
+        .await
+        .expect_err("the guard fails");
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("solver.guard_failed".to_owned()));
+    drop(c);
+    server.stop();
+}
