@@ -195,21 +195,29 @@ impl Problem {
         p
     }
 
-    /// A rejected batch: the solver's error when the solver rejected it, with the operation.
-    pub fn of_sheet_error(e: &SheetError) -> Problem {
+    /// A rejected batch of `ops`: the solver's error when the solver rejected it, with the
+    /// operation — and, for a formula, the field of that operation that holds it.
+    pub fn of_sheet_error(e: &SheetError, ops: &[data::SheetOp]) -> Problem {
         let p = match &e.solve {
             Some(s) => Problem::of_solve_error(s),
             None => Problem::new(e.code.as_str(), e.message.clone()),
         };
-        // A formula in a rejected batch is a modifier's value, a guard's or an adjustment's
-        // (whose errors the solver names `guard `…`` and `adjustment of `…``).
-        let said = |prefix: &str| e.solve.as_ref().is_some_and(|s| s.message.starts_with(prefix));
-        let field = p.formula.as_ref().map(|_| match () {
-            () if said("guard `") => "require.formula",
-            () if said("adjustment of `") => "adjust.by",
-            () => "add_modifier.value",
-        });
+        let field = p.formula.as_ref().and_then(|_| formula_field(ops.get(e.index)?));
         p.at_operation(e.index, field)
+    }
+}
+
+/// The field of operation `op` that holds a formula: a guard's, an adjustment's, a modifier's
+/// value (an object's formulas are the ruleset's, checked at load).
+fn formula_field(op: &data::SheetOp) -> Option<&'static str> {
+    use data::SheetOp;
+    use solver::Operation;
+    match op {
+        SheetOp::Solver(Operation::Require(_)) => Some("require.formula"),
+        SheetOp::Adjust { .. } => Some("adjust.by"),
+        SheetOp::Solver(Operation::AddModifier(_)) => Some("add_modifier.value"),
+        SheetOp::Lasting { op, .. } => formula_field(op),
+        _ => None,
     }
 }
 

@@ -70,9 +70,11 @@ fn solve_line(ruleset: &Arc<data::Ruleset>, line: &str, number: usize) -> Result
         })?;
         ops.push(op);
     }
-    let failed = |e: &data::SheetError| error_line(spec.id.clone(), &[Problem::of_sheet_error(e)]);
-    let mut c = data::Character::new(ruleset.clone()).map_err(|e| failed(&e))?;
-    c.apply(&ops).map_err(|e| failed(&e))?;
+    let failed = |e: &data::SheetError, ops: &[data::SheetOp]| {
+        error_line(spec.id.clone(), &[Problem::of_sheet_error(e, ops)])
+    };
+    let mut c = data::Character::new(ruleset.clone()).map_err(|e| failed(&e, &[]))?;
+    c.apply(&ops).map_err(|e| failed(&e, &ops))?;
     let mut values = Map::new();
     if spec.variables.is_empty() {
         for v in data::record::values(&c) {

@@ -205,7 +205,9 @@ impl Rejection {
                 p
             }
             Rejection::Solve(e) => Problem { field: None, ..Problem::of_solve_error(e) },
-            Rejection::Sheet(e) => Problem { operation: None, field: None, ..Problem::of_sheet_error(e) },
+            Rejection::Sheet(e) => {
+                Problem { operation: None, field: None, ..Problem::of_sheet_error(e, &[]) }
+            }
         }
     }
 }

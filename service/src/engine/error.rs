@@ -86,8 +86,9 @@ impl EngineError {
     }
 
     /// A rejected batch.
-    pub fn sheet(e: &SheetError) -> EngineError {
-        EngineError::problems(vec![Problem::of_sheet_error(e)])
+    /// A batch of `ops` rejected by the sheet.
+    pub fn sheet(e: &SheetError, ops: &[data::SheetOp]) -> EngineError {
+        EngineError::problems(vec![Problem::of_sheet_error(e, ops)])
     }
 
     pub fn precondition(message: impl Into<String>) -> EngineError {

@@ -139,8 +139,9 @@ impl Engine {
             None => self.generated_id()?,
         };
         let loaded = ruleset.current.load_full();
-        let mut character = Character::new(loaded.ruleset.clone()).map_err(|e| EngineError::sheet(&e))?;
-        let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e))?;
+        let mut character =
+            Character::new(loaded.ruleset.clone()).map_err(|e| EngineError::sheet(&e, &[]))?;
+        let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e, &ops))?;
         let values = record::values(&character);
         let reservation = self.reserve(&id)?;
         let first = Logged {
@@ -299,7 +300,7 @@ impl Engine {
             None => (None, None),
         };
         let character = moved_to.as_mut().unwrap_or(&mut st.character);
-        let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e))?;
+        let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e, &ops))?;
         let changes: Vec<Change> = record::changes(&report, character.sheet());
         let expired = character.expired().to_vec();
         let revision = st.revision + 1;
