@@ -47,6 +47,9 @@ pub enum SheetOp {
     SetClock { clock: String, on: Option<String>, to: rust_decimal::Decimal },
     /// An `add_object` or an ad-hoc `add_modifier` that lasts `until` a clock passes a value.
     Lasting { op: Box<SheetOp>, until: Until },
+    /// `op`, done on behalf of something a layer above names (`rule `Payday` (tavern.toml:85:9)`):
+    /// it applies as `op`; descriptions and why-changed name the cause.
+    Because { op: Box<SheetOp>, cause: Arc<str> },
     /// A solver operation (ad-hoc modifiers and instances).
     Solver(Operation),
 }
@@ -88,6 +91,7 @@ impl fmt::Display for SheetOp {
             SheetOp::Tick { clock, on: o, by } => write!(f, "tick {}{clock} by {by}", on(o)),
             SheetOp::SetClock { clock, on: o, to } => write!(f, "set clock {}{clock} to {to}", on(o)),
             SheetOp::Lasting { op, until } => write!(f, "{op} {until}"),
+            SheetOp::Because { op, cause } => write!(f, "{op}, by {cause}"),
             SheetOp::Solver(Operation::Adjust(a)) => write!(f, "adjust modifier {} by {}", a.id, a.by.text()),
             SheetOp::Solver(Operation::Require(g)) => {
                 write!(f, "require {}{} ({})", on(&g.on), g.formula.text(), g.message)
@@ -384,6 +388,32 @@ impl Character {
         v.into_iter().map(|(_, k)| k.clone()).collect()
     }
 
+    /// The objects on the sheet made from `object`, in the order they were added: each one's id
+    /// and the instance its formulas read in (its own, or for an attached object its parent's;
+    /// `None`: the global instance).
+    pub fn placed(&self, object: ObjectId) -> Vec<(Arc<str>, Option<Arc<str>>)> {
+        let mut v: Vec<(u64, Arc<str>, Option<Arc<str>>)> = self
+            .state
+            .active
+            .iter()
+            .filter(|(_, a)| a.object == object)
+            .map(|(id, a)| {
+                let on = a.instance.clone().or_else(|| {
+                    let parent = self.state.active.get(a.attached_to.as_deref()?)?;
+                    parent.instance.clone()
+                });
+                (a.seq, id.clone(), on)
+            })
+            .collect();
+        v.sort_by_key(|e| e.0);
+        v.into_iter().map(|(_, id, on)| (id, on)).collect()
+    }
+
+    /// The object an object id on the sheet was made from.
+    pub fn object_of(&self, id: &str) -> Option<ObjectId> {
+        self.state.active.get(id).map(|a| a.object)
+    }
+
     /// Applies a batch atomically: all of it with one recomputation, or none of it.
     pub fn apply(&mut self, ops: &[SheetOp]) -> Result<Report, SheetError> {
         let saved = self.state.clone();
@@ -484,6 +514,7 @@ impl Edit<'_> {
                 self.move_clock(clock, on.as_deref(), clocks::Move::To(*to), ops)
             }
             SheetOp::Lasting { op, until } => self.lasting(op, until, ops),
+            SheetOp::Because { op, .. } => self.translate(op, ops),
             SheetOp::Solver(Operation::Adjust(a)) => Err(err(
                 codes::MANAGED,
                 format!("modifier `{}`: stocks are adjusted with `adjust {{channel, on, by}}`", a.id),

@@ -257,6 +257,9 @@ pub enum DiagCode {
     /// *(warning)* A STRING (or data-format) literal that reads as a formula: it is taken as
     /// the text it is; a formula is written `=…`.
     LiteralLikeFormula,
+    /// A code of a layer above this crate that reports through its diagnostics (the events
+    /// layer's `events.unknown_event`): documented by that layer.
+    Layer(&'static str),
 }
 
 impl DiagCode {
@@ -284,6 +287,7 @@ impl DiagCode {
             DiagCode::BadOrder => "data.bad_order",
             DiagCode::BadBounds => "data.bad_bounds",
             DiagCode::LiteralLikeFormula => "data.literal_like_formula",
+            DiagCode::Layer(code) => code,
         }
     }
 }

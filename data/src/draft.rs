@@ -186,6 +186,58 @@ pub struct Draft {
     pub files: Vec<String>,
     /// Problems found while reading.
     pub errors: Vec<Diagnostic>,
+    /// Sections this crate reads but does not interpret (see [`LAYER_SECTIONS`]), as written,
+    /// in reading order: (section name, its value).
+    pub sections: Vec<(Text, Raw)>,
+}
+
+/// Top-level sections of the native format that belong to a layer above this crate (the events
+/// layer's `[events]` and `[[rule]]`): the reader keeps them as [`Raw`] values with their
+/// positions, [`crate::Ruleset::sections`] hands them on, and that layer checks them.
+pub const LAYER_SECTIONS: &[&str] = &["events", "rule"];
+
+/// A TOML value as written, every part with its position: what a higher layer reads from the
+/// sections it owns.
+#[derive(Clone, Debug)]
+pub struct Raw {
+    /// The whole value's source text (a string's content without its quotes) and where it is.
+    pub at: Text,
+    pub value: RawValue,
+}
+
+/// The shape of a [`Raw`] value.
+#[derive(Clone, Debug)]
+pub enum RawValue {
+    /// A string's content.
+    String(Text),
+    /// An integer or float literal, as written.
+    Number(Text),
+    Boolean(bool),
+    Array(Vec<Raw>),
+    /// Keys (with their positions) and values, in the order written.
+    Table(Vec<(Text, Raw)>),
+}
+
+impl Raw {
+    /// The kind of value, for messages: `a string`, `a table`.
+    pub fn type_name(&self) -> &'static str {
+        match self.value {
+            RawValue::String(_) => "a string",
+            RawValue::Number(_) => "a number",
+            RawValue::Boolean(_) => "a boolean",
+            RawValue::Array(_) => "an array",
+            RawValue::Table(_) => "a table",
+        }
+    }
+
+    /// A scalar as text: a string's content, a number or boolean as written.
+    pub fn scalar(&self) -> Option<Text> {
+        match &self.value {
+            RawValue::String(t) | RawValue::Number(t) => Some(t.clone()),
+            RawValue::Boolean(_) => Some(self.at.clone()),
+            _ => None,
+        }
+    }
 }
 
 impl Draft {

@@ -228,14 +228,38 @@ impl Reader<'_, '_> {
                     }
                     other => self.error(v.span(), format!("`object` must be an array of tables ([[object]]), not a {}", other.type_str())),
                 },
+                other if crate::draft::LAYER_SECTIONS.contains(&other) => {
+                    let raw = self.raw(v);
+                    self.draft.sections.push((self.cx.key_text(k), raw));
+                }
                 other => self.error(
                     k.span(),
                     format!(
-                        "unknown section `{other}` (expected ruleset, scopes, formats, defaults, functions, variables, channels, stocks, clocks, kinds, global, object)"
+                        "unknown section `{other}` (expected ruleset, scopes, formats, defaults, functions, variables, channels, stocks, clocks, kinds, global, object, events, rule)"
                     ),
                 ),
             }
         }
+    }
+
+    /// A value kept as written, with positions, for the layer that owns its section.
+    fn raw(&mut self, v: &Spanned<DeValue<'_>>) -> crate::draft::Raw {
+        use crate::draft::{Raw, RawValue};
+        let at = self.cx.value_text(v).unwrap_or_else(|| self.cx.text_at(v.span(), false));
+        let value = match v.get_ref() {
+            DeValue::String(_) => RawValue::String(at.clone()),
+            DeValue::Integer(_) | DeValue::Float(_) => RawValue::Number(at.clone()),
+            DeValue::Boolean(b) => RawValue::Boolean(*b),
+            DeValue::Datetime(_) => {
+                self.error(v.span(), "a date or time has no meaning here".to_owned());
+                RawValue::String(at.clone())
+            }
+            DeValue::Array(items) => RawValue::Array(items.iter().map(|i| self.raw(i)).collect()),
+            DeValue::Table(t) => {
+                RawValue::Table(t.iter().map(|(k, v)| (self.cx.key_text(k), self.raw(v))).collect())
+            }
+        };
+        Raw { at, value }
     }
 
     /// A section of variables: `[variables.SCOPE]` and `[channels.SCOPE]` (`Name = "FORMAT"`,

@@ -154,6 +154,8 @@ pub struct Ruleset {
     files: Vec<String>,
     summary: Summary,
     warnings: Vec<Diagnostic>,
+    /// Sections a layer above reads (`[events]`, `[[rule]]`), as written.
+    sections: Vec<(crate::Text, crate::draft::Raw)>,
     /// A new character's starting state — global modifiers and objects always present, solved —
     /// built once, on the first [`crate::Character::new`], and copied for every character after.
     pub(crate) blank: std::sync::OnceLock<Result<crate::character::Blank, crate::SheetError>>,
@@ -255,6 +257,13 @@ impl Ruleset {
     pub fn is_clock(&self, var: VarDefId) -> bool {
         // (Most rulesets have none: no hashing then.)
         !self.clocks.is_empty() && self.clocks.contains(&var)
+    }
+
+    /// The sections of the native format that a layer above this crate interprets
+    /// ([`crate::draft::LAYER_SECTIONS`]) named `name`, as written, in reading order (an
+    /// `[[rule]]` array read from two files gives two entries).
+    pub fn sections<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a crate::draft::Raw> + 'a {
+        self.sections.iter().filter(move |(n, _)| &*n.text == name).map(|(_, r)| r)
     }
 
     /// The stock a channel is, if it is one (`[stocks]`): its bounds, compiled.

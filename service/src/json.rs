@@ -167,6 +167,36 @@ pub fn decode_typed(registry: &FormatRegistry, json: &Json) -> Result<(Format, V
     Ok((format.clone(), decode(&format, value)?))
 }
 
+/// A rule that fired: `{"rule", "at", "event", "this", "error"}` (`this` and `error` when set).
+pub fn fired(f: &events::Fired) -> Json {
+    let mut j = json!({"rule": &*f.rule, "at": f.at.to_string(), "event": &*f.event});
+    if let Some(t) = &f.this {
+        j["this"] = json!(&**t);
+    }
+    if let Some(e) = &f.error {
+        j["error"] = json!({"code": e.code.as_str(), "message": e.message});
+    }
+    j
+}
+
+/// A pending question: `{"choice", "rule", "at", "prompt", "options", "pick", "decline"}`, and
+/// `die` for a roll.
+pub fn pending(p: &events::Pending) -> Json {
+    let mut j = json!({
+        "choice": p.choice,
+        "rule": &*p.rule,
+        "at": p.at.to_string(),
+        "prompt": &*p.prompt,
+        "options": p.options.iter().map(|o| &**o).collect::<Vec<_>>(),
+        "pick": p.pick,
+        "decline": p.decline,
+    });
+    if let Some(d) = &p.die {
+        j["die"] = json!(&**d);
+    }
+    j
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

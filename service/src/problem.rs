@@ -207,6 +207,17 @@ impl Problem {
     }
 }
 
+impl Problem {
+    /// A game step's error: the sheet's, as [`Problem::of_sheet_error`]; or the events layer's
+    /// (a pending choice, a bad pick, a cascade that does not end: its chain is in the message).
+    pub fn of_game_error(e: &events::GameError, ops: &[data::SheetOp]) -> Problem {
+        match &e.sheet {
+            Some(s) => Problem { message: e.message.clone(), ..Problem::of_sheet_error(s, ops) },
+            None => Problem::new(e.code.as_str(), e.message.clone()),
+        }
+    }
+}
+
 /// The field of operation `op` that holds a formula: a guard's, an adjustment's, a modifier's
 /// value (an object's formulas are the ruleset's, checked at load).
 fn formula_field(op: &data::SheetOp) -> Option<&'static str> {
@@ -216,7 +227,7 @@ fn formula_field(op: &data::SheetOp) -> Option<&'static str> {
         SheetOp::Solver(Operation::Require(_)) => Some("require.formula"),
         SheetOp::Adjust { .. } => Some("adjust.by"),
         SheetOp::Solver(Operation::AddModifier(_)) => Some("add_modifier.value"),
-        SheetOp::Lasting { op, .. } => formula_field(op),
+        SheetOp::Lasting { op, .. } | SheetOp::Because { op, .. } => formula_field(op),
         _ => None,
     }
 }

@@ -318,3 +318,63 @@ fn bad_scenarios_are_errors_with_locations() {
     assert_eq!(out.status.code(), Some(1), "an unknown --trace reference fails the run");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `docs/examples/tavern`: events fire rules (with where they are written), a question holds
+/// every other step until answered, a die comes in as a step, and `--why` names the rule.
+#[test]
+fn the_tavern_example_fires_rules() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let (rules, game) =
+        (docs.join("tavern").display().to_string(), docs.join("tavern-game.json").display().to_string());
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--json", "--why", "Gold"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    let at = |line: u32| format!("{}:{line}:9", docs.join("tavern/tavern.toml").display());
+    assert_eq!(
+        lines[1]["fired"],
+        json!([
+            {"rule": "Take the hit", "at": at(59), "event": "Hit"},
+            {"rule": "Spiked Shield", "at": at(67), "event": "Hit", "this": "Spiked Shield"}
+        ])
+    );
+    assert_eq!(lines[1]["changed"][0], json!({"var": "Damage", "old": "0", "new": "6"}));
+    assert_eq!(
+        lines[2]["pending"],
+        json!({"choice": 1, "rule": "Second Wind", "at": at(75), "prompt": "Drink something?",
+               "options": ["Healing Draught", "Strong Ale"], "pick": 1, "decline": true})
+    );
+    assert_eq!(lines[3]["error"]["code"], "events.choice_pending");
+    assert_eq!(lines[4]["changed"], json!([{"var": "Armor", "old": "1", "new": "3"}]));
+    assert_eq!(lines[6]["pending"]["die"], "d6");
+    assert_eq!(lines[7]["changed"][1], json!({"var": "Gold", "old": "1", "new": "5"}));
+    assert_eq!(lines[8]["expired"][0]["what"], "object `Healing Draught`");
+    assert_eq!(lines[9]["values"]["HP"], "9");
+    assert_eq!(
+        lines[10]["why"]["causes"][0]["description"],
+        format!(
+            "adjust Gold by Coins, by rule `Payday` ({})",
+            docs.join("tavern/tavern.toml:85:9").display()
+        )
+    );
+    let text = String::from_utf8_lossy(&sheetd(&["solve", "--ruleset", &rules, "--sheet", &game]).stdout)
+        .to_string();
+    assert!(
+        text.contains("    pending: #1 Drink something?: pick 1 of [Healing Draught, Strong Ale] (or none)"),
+        "{text}"
+    );
+    assert!(text.contains("step 7: roll d6 = 4 (2 recomputed)"), "{text}");
+    // `sheetd check` counts events and rules; a bad rule is an error at its text.
+    let check = String::from_utf8_lossy(&sheetd(&["check", &rules]).stdout).to_string();
+    assert!(check.contains("  events           4\n  rules            5\n"), "{check}");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\ndo = [{ emit = { event = \"Hit\" } }]\n",
+    )
+    .expect("written");
+    let out = sheetd(&["check", &bad.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(err.contains("events.self_emit") && err.contains("bad.toml:6:27"), "{err}");
+}

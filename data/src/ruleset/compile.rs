@@ -123,6 +123,7 @@ impl Compiler {
             files: draft.files,
             summary,
             warnings: self.warnings,
+            sections: draft.sections,
             blank: std::sync::OnceLock::new(),
         })
     }

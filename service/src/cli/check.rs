@@ -1,5 +1,5 @@
-//! `sheetd check RULESET...`: load rulesets (each on top of the ones before) and print a
-//! summary, or every problem found with its place and the offending text.
+//! `sheetd check RULESET...`: load rulesets (each on top of the ones before) and their event
+//! rules, and print a summary, or every problem found with its place and the offending text.
 
 use clap::Args;
 use std::path::PathBuf;
@@ -31,8 +31,12 @@ pub fn run(args: CheckArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let start = Instant::now();
-    match data::load(&paths) {
-        Ok(r) => {
+    let loaded = data::load(&paths).and_then(|r| {
+        let r = std::sync::Arc::new(r);
+        events::RuleBook::compile(r.clone()).map(|book| (r, book))
+    });
+    match loaded {
+        Ok((r, book)) => {
             let elapsed = start.elapsed();
             let s = r.summary();
             println!("ok: {} loaded in {:.1} ms", describe(&paths), elapsed.as_secs_f64() * 1000.0);
@@ -45,6 +49,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
             println!("  kinds      {:>7}", s.kinds);
             println!("  objects    {:>7}", s.objects);
             println!("  modifiers  {:>7}", s.modifiers);
+            if !book.events().is_empty() || !book.rules().is_empty() {
+                println!("  events     {:>7}", book.events().len());
+                println!("  rules      {:>7}", book.rules().len());
+            }
             println!(
                 "  skipped    {:>7} tokens (not part of the formula system; --verbose lists them)",
                 s.skipped_tokens

@@ -13,9 +13,9 @@
 
 use super::solve::{Stepped, print_results};
 use super::steps::{self, Rejection};
-use data::Character;
 use data::history::{DiffKind, Log, Revision, Typed, WhyChanged, why_changed};
 use data::record;
+use events::Game;
 use serde::Deserialize;
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
@@ -53,6 +53,59 @@ pub fn run(
             return ExitCode::from(1);
         }
     };
+    let (ruleset, mut game) = match load_game(rulesets) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    // Each accepted step is one revision (revision 0: the sheet as created).
+    let mut history = vec![Revision { number: 0, ruleset_version: 1, operations: vec![], moved_from: None }];
+    let mut step_of_revision = vec![None];
+    let outcomes: Vec<(String, Result<Stepped, Rejection>)> = file
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let r = steps::game_step(s).and_then(|step| {
+                let report = game.apply(&step).map_err(|e| match (&e.sheet, steps::is_batch(s)) {
+                    (Some(se), true) if matches!(step, events::Step::Ops(_)) => {
+                        Rejection::InBatch(se.index, Box::new(Rejection::Sheet(*se.clone())))
+                    }
+                    (Some(se), false) if matches!(step, events::Step::Ops(_)) => {
+                        Rejection::Sheet(*se.clone())
+                    }
+                    _ => Rejection::Game(e),
+                })?;
+                let number = history.len() as u64;
+                let operations = report.applied.clone();
+                history.push(Revision { number, ruleset_version: 1, operations, moved_from: None });
+                step_of_revision.push(Some(i));
+                Ok(Stepped::of_game(report))
+            });
+            (steps::describe(s), r)
+        })
+        .collect();
+    let character = game.character();
+    let mut ok = print_results(character.sheet(), &outcomes, traces, selects, as_json);
+    if let Some(p) = game.pending() {
+        match as_json {
+            true => println!("{}", serde_json::json!({"pending": crate::json::pending(p)})),
+            false => println!("\npending: {p}"),
+        }
+    }
+    for var in why {
+        if character.sheet().find(var).is_none() {
+            eprintln!("error: --why {var}: no variable `{var}` on this sheet");
+            ok = false;
+            continue;
+        }
+        ok &= explain_last_change(&ruleset, &history, &step_of_revision, &outcomes, var, as_json);
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// The rulesets loaded, their rules checked, and a new game on them; on failure every problem
+/// printed.
+fn load_game(rulesets: &[PathBuf]) -> Result<(Arc<data::Ruleset>, Game), ExitCode> {
     let ruleset = match data::load(rulesets) {
         Ok(r) => Arc::new(r),
         Err(errors) => {
@@ -63,51 +116,27 @@ pub fn run(
                 "error: the ruleset could not be loaded: {} errors (run `sheetd check` for details)",
                 errors.len()
             );
-            return ExitCode::from(1);
+            return Err(ExitCode::from(1));
         }
     };
-    let mut character = match Character::new(ruleset.clone()) {
-        Ok(c) => c,
+    let book = match events::RuleBook::compile(ruleset.clone()) {
+        Ok(b) => Arc::new(b),
+        Err(errors) => {
+            for e in &errors {
+                eprint!("{}", crate::render::problem(&crate::problem::Problem::of_diagnostic(e)));
+            }
+            eprintln!("error: the ruleset's rules could not be loaded: {} errors", errors.len());
+            return Err(ExitCode::from(1));
+        }
+    };
+    let game = match Game::new(book) {
+        Ok(g) => g,
         Err(e) => {
             eprintln!("error: {}", e.message);
-            return ExitCode::from(1);
+            return Err(ExitCode::from(1));
         }
     };
-    // Each accepted step is one revision (revision 0: the sheet as created).
-    let mut history = vec![Revision { number: 0, ruleset_version: 1, operations: vec![], moved_from: None }];
-    let mut step_of_revision = vec![None];
-    let outcomes: Vec<(String, Result<Stepped, Rejection>)> = file
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let r = steps::sheet_ops(s).and_then(|ops| {
-                let report = character.apply(&ops).map_err(|e| match steps::is_batch(s) {
-                    true => Rejection::InBatch(e.index, Box::new(Rejection::Sheet(e))),
-                    false => Rejection::Sheet(e),
-                })?;
-                let report = Stepped {
-                    expired: character.expired().to_vec(),
-                    ..Stepped::of(&report, character.sheet())
-                };
-                let number = history.len() as u64;
-                history.push(Revision { number, ruleset_version: 1, operations: ops, moved_from: None });
-                step_of_revision.push(Some(i));
-                Ok(report)
-            });
-            (steps::describe(s), r)
-        })
-        .collect();
-    let mut ok = print_results(character.sheet(), &outcomes, traces, selects, as_json);
-    for var in why {
-        if character.sheet().find(var).is_none() {
-            eprintln!("error: --why {var}: no variable `{var}` on this sheet");
-            ok = false;
-            continue;
-        }
-        ok &= explain_last_change(&ruleset, &history, &step_of_revision, &outcomes, var, as_json);
-    }
-    if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    Ok((ruleset, game))
 }
 
 /// Prints why `var` last changed: the last accepted step that changed it, explained by

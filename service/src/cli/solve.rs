@@ -172,12 +172,33 @@ pub struct Stepped {
     pub recomputed: usize,
     /// What the step's clock moves expired (sheets only).
     pub expired: Vec<data::Expired>,
+    /// The rules the step fired (sheets with a ruleset's events only).
+    pub fired: Vec<events::Fired>,
+    /// The question the step ended on.
+    pub pending: Option<events::Pending>,
 }
 
 impl Stepped {
     /// `report`, named against `sheet` right after the step.
     pub fn of(report: &Report, sheet: &Sheet) -> Stepped {
-        Stepped { changed: report.named(sheet), recomputed: report.recomputed, expired: Vec::new() }
+        Stepped {
+            changed: report.named(sheet),
+            recomputed: report.recomputed,
+            expired: Vec::new(),
+            fired: Vec::new(),
+            pending: None,
+        }
+    }
+
+    /// A game step's report.
+    pub fn of_game(r: events::StepReport) -> Stepped {
+        Stepped {
+            changed: r.changed,
+            recomputed: r.recomputed,
+            expired: r.expired,
+            fired: r.fired,
+            pending: r.pending,
+        }
     }
 }
 
@@ -191,30 +212,36 @@ pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Stepped, Rejection> 
     Ok(Stepped::of(&report, sheet))
 }
 
-/// The JSON line for a step's outcome.
+/// The JSON line for a step's outcome: `step`, `changed`, `recomputed`, and when there are any,
+/// `expired`, `fired` and `pending`; or `step` and `error`.
 pub fn step_json(index: usize, result: &Result<Stepped, Rejection>) -> Json {
-    match result {
-        Ok(r) if !r.expired.is_empty() => {
-            let mut j =
-                step_json(index, &Ok(Stepped { expired: Vec::new(), changed: r.changed.clone(), ..*r }));
-            j["expired"] = r
-                .expired
-                .iter()
-                .map(|e| json!({"what": e.what, "clock": e.clock, "after": e.after.to_string(), "now": e.now.to_string()}))
-                .collect();
-            j
-        }
-        Ok(r) => json!({
-            "step": index,
-            "changed": r.changed.iter().map(|c| json!({
-                "var": c.var.to_string(),
-                "old": c.old.as_ref().map_or(Json::Null, json::slot),
-                "new": c.new.as_ref().map_or(Json::Null, json::slot),
-            })).collect::<Vec<_>>(),
-            "recomputed": r.recomputed,
-        }),
-        Err(e) => json!({"step": index, "error": json::problem(&e.problem())}),
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => return json!({"step": index, "error": json::problem(&e.problem())}),
+    };
+    let mut j = json!({
+        "step": index,
+        "changed": r.changed.iter().map(|c| json!({
+            "var": c.var.to_string(),
+            "old": c.old.as_ref().map_or(Json::Null, json::slot),
+            "new": c.new.as_ref().map_or(Json::Null, json::slot),
+        })).collect::<Vec<_>>(),
+        "recomputed": r.recomputed,
+    });
+    if !r.expired.is_empty() {
+        j["expired"] = r
+            .expired
+            .iter()
+            .map(|e| json!({"what": e.what, "clock": e.clock, "after": e.after.to_string(), "now": e.now.to_string()}))
+            .collect();
     }
+    if !r.fired.is_empty() {
+        j["fired"] = r.fired.iter().map(json::fired).collect();
+    }
+    if let Some(p) = &r.pending {
+        j["pending"] = json::pending(p);
+    }
+    j
 }
 
 /// A value for people, by the one text rendering ([`data::record::Value`]).
@@ -247,6 +274,12 @@ pub fn print_results(
                 }
                 for e in &rep.expired {
                     println!("    expired: {e}");
+                }
+                for f in &rep.fired {
+                    println!("    fired: {f}");
+                }
+                if let Some(p) = &rep.pending {
+                    println!("    pending: {p}");
                 }
             }
             Err(e) => println!("step {i}: {what}\n    rejected [{}]: {}", e.code(), e.message()),

@@ -63,6 +63,38 @@ pub enum Step {
     SetClock(ClockStep),
     /// Several steps as one atomic batch (sheet files and scenarios only).
     Batch(Vec<Json>),
+    /// An event (a ruleset's `[events]`), firing its rules.
+    Emit(EmitStep),
+    /// The answer to a pending choice.
+    Choose(ChooseStep),
+    /// A die's value, answering a pending roll.
+    Roll(RollStep),
+}
+
+/// `{"emit": {"event": "Hit", "args": {"amount": 6, "by": "melee"}}}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmitStep {
+    pub event: String,
+    #[serde(default)]
+    pub args: serde_json::Map<String, Json>,
+}
+
+/// `{"choose": {"choice": 1, "picks": ["Healing Draught"]}}` (`[]` declines).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChooseStep {
+    pub choice: u64,
+    #[serde(default)]
+    pub picks: Vec<String>,
+}
+
+/// `{"roll": {"die": "d6", "value": 4}}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RollStep {
+    pub die: String,
+    pub value: i64,
 }
 
 /// A clock's move: `tick` by `by` (default 1), `set_clock` to `to`.
@@ -173,6 +205,9 @@ pub struct ModifierStep {
 pub enum Rejection {
     Solve(SolveError),
     Sheet(SheetError),
+    /// The events layer's (a pending choice, a bad pick, a cascade that does not end), or a
+    /// sheet's error within an event step.
+    Game(events::GameError),
     /// Operation `.0` of a `batch` step was rejected, and with it the whole batch.
     InBatch(usize, Box<Rejection>),
 }
@@ -183,6 +218,7 @@ impl Rejection {
         match self {
             Rejection::Solve(e) => e.code.as_str(),
             Rejection::Sheet(e) => e.code.as_str(),
+            Rejection::Game(e) => e.code.as_str(),
             Rejection::InBatch(_, r) => r.code(),
         }
     }
@@ -191,6 +227,7 @@ impl Rejection {
         match self {
             Rejection::Solve(e) => &e.message,
             Rejection::Sheet(e) => &e.message,
+            Rejection::Game(e) => &e.message,
             Rejection::InBatch(_, r) => r.message(),
         }
     }
@@ -208,6 +245,7 @@ impl Rejection {
             Rejection::Sheet(e) => {
                 Problem { operation: None, field: None, ..Problem::of_sheet_error(e, &[]) }
             }
+            Rejection::Game(e) => Problem { operation: None, field: None, ..Problem::of_game_error(e, &[]) },
         }
     }
 }
@@ -332,6 +370,37 @@ pub fn solver_ops(json: &Json) -> Result<Vec<Operation>, Rejection> {
     }
 }
 
+/// A sheet file's step as a game step: `emit`, `choose` and `roll` for the events layer, any
+/// other as the sheet operations of one batch ([`sheet_ops`]).
+pub fn game_step(json: &Json) -> Result<events::Step, Rejection> {
+    let key = json.as_object().filter(|o| o.len() == 1).and_then(|o| o.keys().next());
+    if !matches!(key.map(String::as_str), Some("emit" | "choose" | "roll")) {
+        return Ok(events::Step::Ops(sheet_ops(json)?));
+    }
+    let step: Step =
+        serde_json::from_value(json.clone()).map_err(|e| bad_object_step(format!("invalid step: {e}")))?;
+    Ok(match step {
+        Step::Emit(e) => events::Step::Emit {
+            args: e
+                .args
+                .iter()
+                .map(|(k, v)| {
+                    Ok((
+                        k.clone(),
+                        text(v).map_err(|m| {
+                            bad_object_step(format!("emit `{}`: argument `{k}`: {m}", e.event))
+                        })?,
+                    ))
+                })
+                .collect::<Result<_, Rejection>>()?,
+            event: e.event,
+        },
+        Step::Choose(c) => events::Step::Choose { choice: c.choice, picks: c.picks },
+        Step::Roll(r) => events::Step::Roll { die: r.die, value: r.value },
+        _ => unreachable!("the key was checked: emit, choose or roll"),
+    })
+}
+
 /// Whether `json` is a `batch` step (its errors then name the operation within it).
 pub fn is_batch(json: &Json) -> bool {
     batch_steps(json).is_some()
@@ -375,6 +444,12 @@ fn solver_step(step: Step) -> Result<Operation, SolveError> {
         Step::Batch(_) => {
             return Err(bad_step(
                 "a `batch` step is a sheet file's or a scenario's, and holds the other steps (not another batch)"
+                    .to_owned(),
+            ));
+        }
+        Step::Emit(_) | Step::Choose(_) | Step::Roll(_) => {
+            return Err(bad_step(
+                "emit, choose and roll are a game's steps: they need a ruleset's events (`sheetd solve --ruleset … --sheet …`), and are not part of a batch"
                     .to_owned(),
             ));
         }
@@ -445,6 +520,17 @@ pub fn describe(step: &Json) -> String {
         return format!("batch [{}]", steps.iter().map(describe).collect::<Vec<_>>().join(", "));
     }
     match step.as_object().and_then(|o| o.iter().next()) {
+        Some((kind, Json::Object(o))) if kind == "emit" => {
+            format!("emit {}", o.get("event").and_then(Json::as_str).unwrap_or(""))
+        }
+        Some((kind, Json::Object(o))) if kind == "choose" => {
+            format!("choose #{}", o.get("choice").map(Json::to_string).unwrap_or_default())
+        }
+        Some((kind, Json::Object(o))) if kind == "roll" => format!(
+            "roll {} = {}",
+            o.get("die").and_then(Json::as_str).unwrap_or(""),
+            o.get("value").map(Json::to_string).unwrap_or_default()
+        ),
         Some((kind, Json::Object(o))) if kind == "require" => {
             format!("require {}", o.get("message").and_then(Json::as_str).unwrap_or(""))
         }

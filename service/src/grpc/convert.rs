@@ -138,6 +138,7 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
         SheetOp::SetClock { clock, on, to } => {
             Op::SetClock(pb::SetClock { clock: clock.clone(), on: on.clone(), to: to.to_string() })
         }
+        SheetOp::Because { op, .. } => return operation_message(op),
         SheetOp::Lasting { op, until } => {
             let mut m = operation_message(op);
             let u = pb::Until { clock: until.clock.clone(), on: until.on.clone(), after: until.after_text() };

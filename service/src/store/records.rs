@@ -342,6 +342,7 @@ fn operation_record(op: &SheetOp) -> OperationRecord {
         SheetOp::SetClock { clock, on, to } => {
             Op::SetClock(ClockRecord { clock: clock.clone(), on: on.clone(), value: to.to_string() })
         }
+        SheetOp::Because { op, .. } => return operation_record(op),
         SheetOp::Lasting { op, until } => {
             let mut r = operation_record(op);
             let u =

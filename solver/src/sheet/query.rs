@@ -257,6 +257,39 @@ impl Sheet {
         Ok(keys)
     }
 
+    /// Whether an instance with this key is on the sheet.
+    pub fn has_instance(&self, key: &str) -> bool {
+        self.shape.lookup_instance(Some(key)).is_ok()
+    }
+
+    /// The value now of `formula` — compiled for the scope of instance `on` (`None`: the global
+    /// instance) — read in that instance's scope: what a layer above evaluates outside a batch
+    /// (an event rule's guard). `label` names it in errors. An unknown instance, a formula of
+    /// another scope's names that this one cannot resolve, or a formula with no value (the error
+    /// names what it read) is an error.
+    pub fn evaluate(
+        &self,
+        label: &str,
+        formula: &Arc<formula::Formula>,
+        on: Option<&str>,
+    ) -> Result<Value, SolveError> {
+        let id = self.shape.lookup_instance_hinted(on, &mut None)?;
+        let reads = self.shape.reads(label, id, [Some(formula), None])?;
+        let f = super::guard::NowFormula { formula: formula.clone(), reads };
+        self.evaluate_now(&f).map_err(|e| {
+            SolveError::new(
+                codes::FORMULA,
+                format!(
+                    "{label}: `{}` has no value: {} [{}]{}",
+                    f.formula.text(),
+                    e.message,
+                    e.code,
+                    self.read_values(&f)
+                ),
+            )
+        })
+    }
+
     /// How a variable got its value, computed by the same code that solves it.
     pub fn trace(&self, reference: &str) -> Result<Trace, SolveError> {
         Ok(self.trace_node(self.find_node(reference)?))

@@ -1,0 +1,464 @@
+//! Event rules end to end: a rule book checked from TOML, games played by steps.
+
+use data::{Character, SheetOp};
+use events::{Code, Game, RuleBook, Step};
+use std::sync::Arc;
+
+/// The scopes, variables and objects every test here shares; each test adds its events and
+/// rules.
+const BASE: &str = r#"
+[ruleset]
+name = "test"
+
+[scopes]
+"PC.UNIT" = "PC"
+
+[variables.PC]
+Armor = "NUMBER"
+Log = "NUMBER"
+
+[variables."PC.UNIT"]
+Power = "NUMBER"
+
+[channels.PC]
+Amount = "NUMBER"
+Note = "STRING"
+
+[stocks.PC]
+Gold = { min = "0" }
+HP = { min = "0", max = "20", bounds = "clamp" }
+
+[stocks."PC.UNIT"]
+Wounds = { min = "0" }
+
+[clocks.PC]
+Turn = {}
+
+[kinds.UNIT]
+scope = "PC.UNIT"
+
+[kinds.ITEM]
+scope = "PC"
+
+[[object]]
+kind = "UNIT"
+key = "Archer"
+modify = [{ var = "Power", set = "3" }]
+
+[[object]]
+kind = "ITEM"
+key = "Ring"
+modify = [{ var = "Armor", add = "1" }]
+
+[[object]]
+kind = "ITEM"
+key = "Cloak"
+modify = [{ var = "Armor", add = "2" }]
+"#;
+
+fn book(rules: &str) -> Arc<RuleBook> {
+    let text = format!("{BASE}\n{rules}");
+    let ruleset = data::load_str(&text, "test.toml").unwrap_or_else(|e| panic!("the ruleset loads: {e:?}"));
+    Arc::new(RuleBook::compile(Arc::new(ruleset)).unwrap_or_else(|e| panic!("the rules load: {e:#?}")))
+}
+
+/// The load errors of `rules`, as `line:col code` (lines counted in `rules` alone).
+fn errors(rules: &str) -> Vec<String> {
+    let base_lines = BASE.lines().count() as u32 + 1;
+    let text = format!("{BASE}\n{rules}");
+    let ruleset = data::load_str(&text, "test.toml").unwrap_or_else(|e| panic!("the ruleset loads: {e:?}"));
+    match RuleBook::compile(Arc::new(ruleset)) {
+        Ok(_) => Vec::new(),
+        Err(es) => es
+            .iter()
+            .map(|e| {
+                let at = e.at.as_ref().expect("every rule error has a place");
+                format!("{}:{} {}", at.line() - base_lines, at.col(), e.code)
+            })
+            .collect(),
+    }
+}
+
+fn emit(event: &str, args: &[(&str, &str)]) -> Step {
+    Step::Emit {
+        event: event.to_owned(),
+        args: args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+    }
+}
+
+fn ops(ops: Vec<SheetOp>) -> Step {
+    Step::Ops(ops)
+}
+
+fn set(channel: &str, value: i64) -> SheetOp {
+    SheetOp::SetInput { channel: channel.to_owned(), on: None, value: formula::Value::Number(value.into()) }
+}
+
+fn add(kind: &str, key: &str, id: &str) -> SheetOp {
+    SheetOp::AddObject { kind: kind.to_owned(), key: key.to_owned(), id: Some(id.to_owned()), parent: None }
+}
+
+fn value(game: &Game, var: &str) -> String {
+    match game.character().sheet().value(var) {
+        Ok(Ok(v)) => v.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn fired(r: &events::StepReport) -> Vec<String> {
+    r.fired
+        .iter()
+        .map(|f| match (&f.this, &f.error) {
+            (_, Some(e)) => format!("{}!{}", f.rule, e.code),
+            (Some(t), None) => format!("{}@{t}", f.rule),
+            (None, None) => f.rule.to_string(),
+        })
+        .collect()
+}
+
+/// The example in `docs/examples/tavern/`, step by step: arguments into channels, an object's
+/// rule with a use limit per turn, a guard, a choice that holds every other step, a lasting
+/// object that expires, a roll.
+#[test]
+fn the_tavern_example_plays_as_documented() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/tavern");
+    let ruleset = Arc::new(data::load(&[dir]).expect("the tavern ruleset loads"));
+    let book = Arc::new(RuleBook::compile(ruleset).expect("its rules load"));
+    assert_eq!(book.rules().len(), 5);
+    let mut g = Game::new(book).expect("a new game");
+    g.apply(&ops(vec![
+        set("HP", 20),
+        SheetOp::AddObject { kind: "CARD".into(), key: "Spiked Shield".into(), id: None, parent: None },
+    ]))
+    .expect("set up");
+    let r = g.apply(&emit("Hit", &[("amount", "6"), ("by", "melee")])).expect("a hit");
+    assert_eq!(fired(&r), ["Take the hit", "Spiked Shield@Spiked Shield"]);
+    assert_eq!(
+        (value(&g, "HP"), value(&g, "Gold"), value(&g, "Damage")),
+        ("15".into(), "1".into(), "6".into())
+    );
+    // Once a turn: the shield does not pay again; HP ≤ 10 now, so Second Wind asks.
+    let r = g.apply(&emit("Hit", &[("amount", "7"), ("by", "melee")])).expect("a second hit");
+    assert_eq!(fired(&r), ["Take the hit", "Second Wind"]);
+    let p = r.pending.expect("a choice is pending");
+    assert_eq!((p.choice, p.pick, p.decline), (1, 1, true));
+    assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["Healing Draught", "Strong Ale"]);
+    let e = g.apply(&emit("EndTurn", &[])).expect_err("held while the choice is pending");
+    assert_eq!(e.code, Code::ChoicePending);
+    let e = g.apply(&Step::Choose { choice: 1, picks: vec!["Mead".into()] }).expect_err("not an option");
+    assert_eq!(e.code, Code::BadPick);
+    let r = g.apply(&Step::Choose { choice: 1, picks: vec!["healing draught".into()] }).expect("chosen");
+    assert_eq!(value(&g, "Armor"), "3");
+    assert!(r.pending.is_none() && g.pending().is_none());
+    g.apply(&emit("EndTurn", &[])).expect("turn 1");
+    let r = g.apply(&emit("Payday", &[])).expect("payday asks for a die");
+    assert_eq!(r.pending.as_ref().and_then(|p| p.die.as_deref()), Some("d6"));
+    let e = g.apply(&Step::Roll { die: "d6".into(), value: 7 }).expect_err("a d6 shows 1 to 6");
+    assert_eq!(e.code, Code::BadRoll);
+    g.apply(&Step::Roll { die: "d6".into(), value: 4 }).expect("rolled");
+    assert_eq!(value(&g, "Gold"), "5");
+    let r = g.apply(&emit("EndTurn", &[])).expect("turn 2");
+    assert_eq!(r.expired.len(), 1, "the draught lasted until turn 1 passed");
+    assert_eq!((value(&g, "Armor"), value(&g, "Turn")), ("1".into(), "2".into()));
+}
+
+/// Cascades run breadth first: an event's rules all run before the events they emit.
+#[test]
+fn cascades_run_breadth_first_in_reading_order() {
+    let b = book(
+        r#"
+[events]
+Start = {}
+Second = {}
+Third = {}
+
+[[rule]]
+name = "A"
+on = "Start"
+do = [{ emit = { event = "Third" } }, { adjust = { channel = "Gold", by = "1" } }]
+
+[[rule]]
+name = "B"
+on = "Start"
+do = [{ emit = { event = "Second" } }]
+
+[[rule]]
+name = "C"
+on = "Second"
+do = [{ adjust = { channel = "Gold", by = "Gold * 10" } }]
+
+[[rule]]
+name = "D"
+on = "Third"
+do = [{ adjust = { channel = "Gold", by = "100" } }]
+"#,
+    );
+    let mut g = Game::new(b).expect("a game");
+    let r = g.apply(&emit("Start", &[])).expect("emitted");
+    // A, B (Start); then Third (queued first) → D, then Second → C.
+    assert_eq!(fired(&r), ["A", "B", "D", "C"]);
+    assert_eq!(value(&g, "Gold"), "1111", "1, then + 100, then + 101 × 10");
+    assert_eq!(r.changed.len(), 1, "one variable, old → new across every batch");
+    assert_eq!(format!("{:?}", r.changed[0].old), "Some(Ok(Number(0)))");
+}
+
+/// A loop is reported with its chain of rules and changes nothing.
+#[test]
+fn a_cascade_that_does_not_end_is_rejected_with_its_chain() {
+    let b = book(
+        r#"
+[events]
+Ping = {}
+Pong = {}
+
+[[rule]]
+name = "Ping back"
+on = "Ping"
+do = [{ adjust = { channel = "Gold", by = "1" } }, { emit = { event = "Pong" } }]
+
+[[rule]]
+name = "Pong back"
+on = "Pong"
+do = [{ emit = { event = "Ping" } }]
+"#,
+    );
+    let mut g = Game::new(b).expect("a game");
+    let e = g.apply(&emit("Ping", &[])).expect_err("a loop");
+    assert_eq!(e.code, Code::CascadeLoop);
+    assert_eq!(e.chain.len(), events::MAX_DEPTH + 1);
+    assert_eq!(&*e.chain[0], "Ping back");
+    assert_eq!(&*e.chain[1], "Pong back");
+    assert!(e.message.contains("test.toml:"), "the chain names where each rule is: {}", e.message);
+    assert_eq!(value(&g, "Gold"), "0", "nothing changed");
+}
+
+/// Filters, `$this`, instance arguments, guards, limits, a failing batch.
+#[test]
+fn filters_guards_limits_and_failing_batches() {
+    let b = book(
+        r#"
+[events]
+Shot = { target = { instance = true }, amount = "Amount" }
+Buy = { price = "Amount" }
+
+[[rule]]
+name = "Wounded"
+on = "Shot"
+where = { target = "$this" }
+object = { kind = "UNIT", key = "Archer" }
+guard = "Power > 0"
+do = [{ adjust = { channel = "Wounds", by = "Amount" } }]
+
+[[rule]]
+name = "Pay"
+on = "Buy"
+limit = 2
+do = [
+  { require = { formula = "Gold >= Amount", message = "can pay" } },
+  { adjust = { channel = "Gold", by = "-Amount" } },
+  { add_modifier = { var = "Armor", type = "ADD", value = "1" } },
+]
+
+[[rule]]
+name = "Thanks"
+on = "Buy"
+do = [{ set_input = { channel = "Note", value = "thanks" } }]
+"#,
+    );
+    let mut g = Game::new(b).expect("a game");
+    g.apply(&ops(vec![add("UNIT", "Archer", "a1"), add("UNIT", "Archer", "a2"), set("Gold", 5)]))
+        .expect("set up");
+    let r = g.apply(&emit("Shot", &[("target", "a2"), ("amount", "3")])).expect("shot");
+    assert_eq!(fired(&r), ["Wounded@a2"], "only the unit shot");
+    assert_eq!((value(&g, "a1.Wounds"), value(&g, "a2.Wounds")), ("0".into(), "3".into()));
+    let e = g.apply(&emit("Shot", &[("target", "nobody"), ("amount", "1")])).expect_err("no such instance");
+    assert_eq!(e.code, Code::BadArgs);
+    let e = g.apply(&emit("Shot", &[("target", "a1")])).expect_err("an argument is missing");
+    assert_eq!(e.code, Code::BadArgs);
+    // Buying for 4 of 5 gold: paid; again: the guard fails, the batch changes nothing, and the
+    // next rule still runs.
+    let r = g.apply(&emit("Buy", &[("price", "4")])).expect("bought");
+    assert_eq!(fired(&r), ["Pay", "Thanks"]);
+    assert_eq!((value(&g, "Gold"), value(&g, "Armor")), ("1".into(), "1".into()));
+    let r = g.apply(&emit("Buy", &[("price", "4")])).expect("the step goes through");
+    assert_eq!(fired(&r), ["Pay!solver.guard_failed", "Thanks"]);
+    assert_eq!(value(&g, "Gold"), "1");
+    // Two uses in all: the third Buy does not fire Pay.
+    let r = g.apply(&emit("Buy", &[("price", "0")])).expect("the step goes through");
+    assert_eq!(fired(&r), ["Thanks"]);
+}
+
+/// An ask for several picks runs the actions that read it once per pick; declining skips them.
+#[test]
+fn picks_fan_out_and_declining_skips() {
+    let b = book(
+        r#"
+[events]
+Loot = {}
+
+[[rule]]
+name = "Loot"
+on = "Loot"
+do = [
+  { ask = { as = "items", options = { kind = "ITEM" }, pick = 2, decline = true } },
+  { add_object = { kind = "ITEM", key = "$items", id = "$items" } },
+  { adjust = { channel = "Gold", by = "1" } },
+]
+"#,
+    );
+    let mut g = Game::new(b).expect("a game");
+    let r = g.apply(&emit("Loot", &[])).expect("asks");
+    let p = r.pending.expect("pending");
+    assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["Ring", "Cloak"]);
+    let e = g.apply(&Step::Choose { choice: 1, picks: vec!["Ring".into()] }).expect_err("two picks");
+    assert_eq!(e.code, Code::BadPick);
+    g.apply(&Step::Choose { choice: 1, picks: vec!["Ring".into(), "Cloak".into()] }).expect("picked");
+    assert_eq!((value(&g, "Armor"), value(&g, "Gold")), ("3".into(), "1".into()));
+    assert!(g.character().has_object("Ring") && g.character().has_object("Cloak"));
+    g.apply(&emit("Loot", &[])).expect("asks again");
+    let e = g.apply(&Step::Choose { choice: 1, picks: vec![] }).expect_err("question 1 was answered");
+    assert_eq!(e.code, Code::NoChoice);
+    g.apply(&Step::Choose { choice: 2, picks: vec![] }).expect("declined");
+    assert_eq!(value(&g, "Gold"), "2", "the actions that do not read the picks still run");
+}
+
+/// A game replayed from its steps gives the same values, fired rules, expiries and pending
+/// questions; the operations each step applied, replayed on a bare character, give the same
+/// values.
+#[test]
+fn a_game_replays_exactly_from_its_steps() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/tavern");
+    let ruleset = Arc::new(data::load(&[dir]).expect("loads"));
+    let book = Arc::new(RuleBook::compile(ruleset.clone()).expect("rules load"));
+    let steps = vec![
+        ops(vec![set("HP", 20), add("CARD", "Spiked Shield", "s1"), add("CARD", "Spiked Shield", "s2")]),
+        emit("Hit", &[("amount", "9"), ("by", "melee")]),
+        emit("Hit", &[("amount", "5"), ("by", "spell")]),
+        Step::Choose { choice: 1, picks: vec!["Strong Ale".into()] },
+        emit("EndTurn", &[]),
+        emit("Hit", &[("amount", "2"), ("by", "melee")]),
+        emit("Payday", &[]),
+        Step::Roll { die: "d6".into(), value: 6 },
+        emit("EndTurn", &[]),
+        emit("EndTurn", &[]),
+    ];
+    let play = || {
+        let mut g = Game::new(book.clone()).expect("a game");
+        let mut log = Vec::new();
+        let mut applied = Vec::new();
+        for s in &steps {
+            match g.apply(s) {
+                Ok(r) => {
+                    log.push(format!(
+                        "{:?} {:?} {:?}",
+                        fired(&r),
+                        r.expired,
+                        r.pending.map(|p| p.to_string())
+                    ));
+                    applied.push(r.applied);
+                }
+                Err(e) => log.push(format!("error {}", e.code)),
+            }
+        }
+        (g.character().sheet().values(), log, applied)
+    };
+    let (values, log, applied) = play();
+    let (again, log_again, _) = play();
+    assert_eq!(format!("{values:?}"), format!("{again:?}"));
+    assert_eq!(log, log_again);
+    assert!(
+        log.iter().any(|l| l.contains("Spiked Shield")) && log.iter().any(|l| l.contains("Expired")),
+        "{log:#?}"
+    );
+    let mut bare = Character::new(ruleset).expect("a character");
+    for ops in applied {
+        bare.apply(&ops).expect("what a step applied applies again");
+    }
+    assert_eq!(format!("{:?}", bare.sheet().values()), format!("{values:?}"));
+}
+
+/// Bad rules are load errors at the text, each with its code.
+#[test]
+fn bad_rules_are_reported_where_they_are_written() {
+    let table: &[(&str, &[&str])] = &[
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Miss\"\ndo = []\n",
+            &["5:7 events.unknown_event"],
+        ),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\ndo = [{ emit = { event = \"Hit\" } }]\n",
+            &["6:27 events.self_emit"],
+        ),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\ndo = [{ add_object = { kind = \"ITEM\", key = \"$loot\" } }]\n",
+            &["6:46 events.unknown_name"],
+        ),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\nguard = \"Nope > 1\"\ndo = []\n",
+            &["6:10 events.bad_rule"],
+        ),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\ndo = [{ adjust = { channel = \"Armor\", by = \"1\" } }]\n",
+            &["6:31 events.bad_rule"],
+        ),
+        ("[events]\nHit = { amount = \"Armor\" }\n", &["2:19 events.bad_rule"]),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\nobject = { kind = \"UNIT\", key = \"Knight\" }\ndo = []\n",
+            &["6:34 events.bad_rule"],
+        ),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\nlimit = { per = \"Gold\" }\ndo = []\n",
+            &["6:18 events.bad_rule"],
+        ),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\ndo = [{ roll = { as = \"r\", die = \"d1\" } }]\n",
+            &["6:35 events.bad_rule"],
+        ),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\ndo = [{ jump = {} }]\n",
+            &["6:9 events.syntax"],
+        ),
+        (
+            "[events]\nHit = {}\n[[rule]]\nname = \"R\"\non = \"Hit\"\ndo = []\n[[rule]]\nname = \"R\"\non = \"Hit\"\ndo = []\n",
+            &["8:9 events.bad_rule"],
+        ),
+    ];
+    for (rules, want) in table {
+        assert_eq!(errors(rules), *want, "for:\n{rules}");
+    }
+}
+
+/// An ask whose options are a scope's instances where a formula holds, computed when asked.
+#[test]
+fn options_are_computed_from_the_state_when_asked() {
+    let b = book(
+        r#"
+[events]
+Rally = {}
+
+[[rule]]
+name = "Rally"
+on = "Rally"
+do = [
+  { ask = { as = "unit", options = { select = "PC.UNIT", where = "Wounds > 0" } } },
+  { adjust = { channel = "Wounds", on = "$unit", by = "-Wounds" } },
+]
+"#,
+    );
+    let mut g = Game::new(b).expect("a game");
+    g.apply(&ops(vec![
+        add("UNIT", "Archer", "a1"),
+        add("UNIT", "Archer", "a2"),
+        add("UNIT", "Archer", "a3"),
+    ]))
+    .expect("set up");
+    g.apply(&ops(vec![SheetOp::Adjust { channel: "Wounds".into(), on: Some("a2".into()), by: "2".into() }]))
+        .expect("wounded");
+    g.apply(&ops(vec![SheetOp::Adjust { channel: "Wounds".into(), on: Some("a3".into()), by: "1".into() }]))
+        .expect("wounded");
+    let r = g.apply(&emit("Rally", &[])).expect("asks");
+    let p = r.pending.expect("pending");
+    assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["a2", "a3"]);
+    g.apply(&Step::Choose { choice: 1, picks: vec!["a3".into()] }).expect("picked");
+    assert_eq!((value(&g, "a2.Wounds"), value(&g, "a3.Wounds")), ("2".into(), "0".into()));
+}
