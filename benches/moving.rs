@@ -7,6 +7,10 @@
 //! - baseline in the same run, `one_modifier_added`: the incremental change the issue measures
 //!   against — one ad-hoc modifier added to a chain's end (removed again, untimed).
 //!
+//! - `emit_10_rules`: an `emit` of an event whose argument is written into a channel and
+//!   which fires 10 global rules, each adjusting its own stock by the argument: 11 batches
+//!   (the argument's, then one per rule), each recomputing its change, merged into one report.
+//!
 //! The modifiers a tick expires are added again before each tick, untimed.
 
 #[global_allocator]
@@ -82,7 +86,40 @@ fn bench_moving(c: &mut Criterion) {
             total
         })
     });
+    let book = Arc::new(events::RuleBook::compile(emit_ruleset()).expect("the emit rules load"));
+    let mut game = events::Game::new(book).expect("a game");
+    let mut n = 0u64;
+    g.bench_function("emit_10_rules", |b| {
+        b.iter(|| {
+            n += 1;
+            let step =
+                events::Step::Emit { event: "Ping".into(), args: vec![("amount".into(), n.to_string())] };
+            let r = game.apply(&step).expect("emits");
+            assert_eq!(r.fired.len(), 10);
+            black_box(r)
+        })
+    });
     g.finish();
+}
+
+/// The moving ruleset with a `Ping` event (its `amount` into channel `Amount`) and 10 rules,
+/// each adjusting its own stock `S{k}` by it.
+fn emit_ruleset() -> Arc<data::Ruleset> {
+    use std::fmt::Write;
+    let mut text = sheetd_benches::moving_ruleset_text(VARS);
+    text.push_str("[channels.PC]\nAmount = \"NUMBER\"\n[stocks.PC]\n");
+    for k in 0..10 {
+        writeln!(text, "S{k} = {{}}").expect("a String takes any write");
+    }
+    text.push_str("[events]\nPing = { amount = \"Amount\" }\n");
+    for k in 0..10 {
+        writeln!(
+            text,
+            "[[rule]]\nname = \"R{k}\"\non = \"Ping\"\ndo = [{{ adjust = {{ channel = \"S{k}\", by = \"Amount\" }} }}]"
+        )
+        .expect("a String takes any write");
+    }
+    Arc::new(data::load_str(&text, "emit.toml").unwrap_or_else(|e| panic!("the emit ruleset loads: {e:?}")))
 }
 
 criterion_group!(benches, bench_moving);

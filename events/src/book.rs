@@ -47,6 +47,8 @@ pub struct RuleId(pub u32);
 #[derive(Debug)]
 pub struct EventDef {
     pub name: Arc<str>,
+    /// How the operations writing its arguments name it: `event `Hit``.
+    pub cause: Arc<str>,
     pub args: Vec<ArgDef>,
     pub at: Origin,
 }
@@ -432,7 +434,8 @@ impl<'r> Checker<'r> {
                 self.error(codes::SYNTAX, name, format!("event `{}` is declared twice", name.text));
                 continue;
             }
-            self.events.push(EventDef { name: name.text.clone(), args, at: name.at.clone() });
+            let cause = Arc::from(format!("event `{}`", name.text));
+            self.events.push(EventDef { name: name.text.clone(), cause, args, at: name.at.clone() });
         }
     }
 

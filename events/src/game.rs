@@ -24,11 +24,15 @@
 //! reported with the firing; the cascade goes on. The emits of a batch are queued only when it
 //! commits.
 //!
-//! ## Atomic steps, bounded cascades
-//! An `Emit` step changes nothing if its cascade does not end: past [`MAX_DEPTH`] events in one
-//! chain, or [`MAX_FIRINGS`] firings in one step, it is rejected with `events.cascade_loop`,
-//! naming the chain of rules. While a choice or roll is pending, every other step is refused
-//! (`events.choice_pending`).
+//! ## Atomic firings, bounded cascades
+//! A step that is refused (an unknown event, arguments that do not check, a pick that is not an
+//! option) changes nothing. Once it runs, each firing is atomic, the cascade is not: a cascade
+//! that does not end — past [`MAX_DEPTH`] events in one chain, or [`MAX_FIRINGS`] firings in one
+//! step — is stopped, and the report says so (`stopped`: `events.cascade_loop`, naming the
+//! chain of rules); the firings before it stand. (Undoing a whole cascade would mean keeping a
+//! copy of the sheet through every step, and a copy's first change copies its graph.) A guard
+//! or an ask's options that have no value fail that firing only. While a choice or roll is
+//! pending, every other step is refused (`events.choice_pending`).
 
 use crate::Map;
 use crate::book::{Action, ArgKind, EventId, Field, Filter, On, Options, RuleBook, RuleId};
@@ -233,6 +237,9 @@ pub struct StepReport {
     pub fired: Vec<Fired>,
     /// The question the step ended on, if any.
     pub pending: Option<Pending>,
+    /// Why the step's cascade stopped before its end, if it did (`events.cascade_loop`, with
+    /// the chain of rules): the firings before it stand, the rest did not run.
+    pub stopped: Option<GameError>,
     /// The sheet operations of the batches the step committed, in order: replayed one after
     /// another on the sheet as it was, they give the same values (a log's why-changed reads them).
     pub applied: Vec<SheetOp>,
@@ -243,8 +250,14 @@ pub struct StepReport {
 struct EventWork {
     event: EventId,
     args: Arc<[Arc<str>]>,
+    /// The operations writing its arguments into their channels.
+    writes: Vec<SheetOp>,
     chain: Arc<[RuleId]>,
 }
+
+/// An event a batch emits: the event, its arguments, the operations writing them (queued when
+/// the batch commits).
+type Emitted = (EventId, Vec<Arc<str>>, Vec<SheetOp>);
 
 /// A rule firing for one placement.
 #[derive(Clone, Debug)]
@@ -344,30 +357,17 @@ impl Game {
             Step::Emit { event, args } => {
                 self.refuse_if_pending(step)?;
                 let work = self.top_event(event, args)?;
-                let saved = self.clone();
-                let run = self.run(VecDeque::new(), VecDeque::from([work]), &mut report);
-                if let Err(e) = run {
-                    *self = saved;
-                    return Err(e);
-                }
+                report.stopped = self.run(VecDeque::new(), VecDeque::from([work]), &mut report).err();
             }
             Step::Choose { choice, picks } => {
                 let s = self.answer(*choice, picks, step)?;
-                let saved = self.clone();
                 self.pending = None;
-                if let Err(e) = self.resume(s, &mut report) {
-                    *self = saved;
-                    return Err(e);
-                }
+                report.stopped = self.resume(s, &mut report).err();
             }
             Step::Roll { die, value } => {
                 let s = self.rolled(die, *value)?;
-                let saved = self.clone();
                 self.pending = None;
-                if let Err(e) = self.resume(s, &mut report) {
-                    *self = saved;
-                    return Err(e);
-                }
+                report.stopped = self.resume(s, &mut report).err();
             }
         }
         report.changed.retain(|c| !same(&c.old, &c.new));
@@ -493,7 +493,42 @@ impl Game {
                 format!("emit `{}`: every argument is needed ({})", def.name, names.join(", ")),
             ));
         };
-        Ok(EventWork { event, args: args.into(), chain: Arc::from([]) })
+        let writes = self.event_writes(event, &args)?;
+        Ok(EventWork { event, args: args.into(), writes, chain: Arc::from([]) })
+    }
+
+    /// An event's arguments checked — instances on the sheet, values of their channels'
+    /// formats — as the operations that write them into their channels.
+    fn event_writes(&self, event: EventId, args: &[Arc<str>]) -> Result<Vec<SheetOp>, GameError> {
+        let def = self.book.event_def(event);
+        let mut ops = Vec::new();
+        for (a, v) in def.args.iter().zip(args) {
+            match &a.kind {
+                ArgKind::Text => {}
+                ArgKind::Instance => {
+                    if !self.character.sheet().has_instance(v) {
+                        return Err(GameError::new(
+                            Code::BadArgs,
+                            format!("event `{}`: argument `{}` names no instance `{v}`", def.name, a.name),
+                        ));
+                    }
+                }
+                ArgKind::Into { channel, format } => {
+                    let value = Value::parse_literal(format, v).map_err(|m| {
+                        GameError::new(
+                            Code::BadArgs,
+                            format!(
+                                "event `{}`: argument `{}` = `{v}` is not a {format}: {m}",
+                                def.name, a.name
+                            ),
+                        )
+                    })?;
+                    let set = SheetOp::SetInput { channel: channel.to_string(), on: None, value };
+                    ops.push(SheetOp::Because { op: Box::new(set), cause: def.cause.clone() });
+                }
+            }
+        }
+        Ok(ops)
     }
 
     /// Runs firings and events until both are done or a question stops the cascade.
@@ -506,8 +541,15 @@ impl Game {
         let mut firings = 0usize;
         loop {
             if let Some(mut f) = current.pop_front() {
-                if f.next == 0 && !self.admit(&f)? {
-                    continue;
+                if f.next == 0 {
+                    match self.admit(&f) {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(e) => {
+                            report.fired.push(self.fired(&f, Some(e)));
+                            continue;
+                        }
+                    }
                 }
                 firings += 1;
                 if firings > MAX_FIRINGS {
@@ -535,6 +577,13 @@ impl Game {
         }
     }
 
+    /// A firing as reported.
+    fn fired(&self, f: &Firing, error: Option<GameError>) -> Fired {
+        let rule = self.book.rule(f.rule);
+        let event = self.book.event_def(rule.event).name.clone();
+        Fired { rule: rule.name.clone(), at: rule.at.clone(), event, this: f.this.clone(), error }
+    }
+
     fn loop_error(&self, chain: &[RuleId], last: RuleId, why: String) -> GameError {
         let names: Vec<Arc<str>> =
             chain.iter().chain([&last]).map(|r| self.book.rule(*r).name.clone()).collect();
@@ -559,37 +608,8 @@ impl Game {
         report: &mut StepReport,
     ) -> Result<(), GameError> {
         let book = self.book.clone();
-        let def = book.event_def(ev.event);
-        let mut ops = Vec::new();
-        for (a, v) in def.args.iter().zip(ev.args.iter()) {
-            match &a.kind {
-                ArgKind::Text => {}
-                ArgKind::Instance => {
-                    if !self.character.sheet().has_instance(v) {
-                        return Err(GameError::new(
-                            Code::BadArgs,
-                            format!("event `{}`: argument `{}` names no instance `{v}`", def.name, a.name),
-                        ));
-                    }
-                }
-                ArgKind::Into { channel, format } => {
-                    let value = Value::parse_literal(format, v).map_err(|m| {
-                        GameError::new(
-                            Code::BadArgs,
-                            format!(
-                                "event `{}`: argument `{}` = `{v}` is not a {format}: {m}",
-                                def.name, a.name
-                            ),
-                        )
-                    })?;
-                    let set = SheetOp::SetInput { channel: channel.to_string(), on: None, value };
-                    let cause = Arc::from(format!("event `{}`", def.name));
-                    ops.push(SheetOp::Because { op: Box::new(set), cause });
-                }
-            }
-        }
-        if !ops.is_empty() {
-            self.commit(&ops, report)?;
+        if !ev.writes.is_empty() {
+            self.commit(&ev.writes, report)?;
         }
         let depth = ev.chain.len();
         for &rid in book.listeners(ev.event) {
@@ -682,9 +702,7 @@ impl Game {
             self.firings += 1;
             f.seq = self.firings;
         }
-        let event = book.event_def(rule.event).name.clone();
-        let mut fired =
-            Fired { rule: rule.name.clone(), at: rule.at.clone(), event, this: f.this.clone(), error: None };
+        let mut fired = self.fired(f, None);
         let mut ops = Vec::new();
         let mut emits = Vec::new();
         while let Some(action) = rule.actions.get(f.next) {
@@ -694,9 +712,18 @@ impl Game {
                     report.fired.push(fired);
                     return Ok(Ran::Done);
                 }
-                report.fired.push(fired);
                 f.next += 1;
-                return Ok(Ran::Asked(self.ask(action, f)?));
+                match self.ask(action, f) {
+                    Ok(s) => {
+                        report.fired.push(fired);
+                        return Ok(Ran::Asked(s));
+                    }
+                    Err(e) => {
+                        fired.error = Some(e);
+                        report.fired.push(fired);
+                        return Ok(Ran::Done);
+                    }
+                }
             }
             if let Err(e) = self.build(action, f, &mut ops, &mut emits) {
                 fired.error = Some(e);
@@ -715,7 +742,7 @@ impl Game {
     fn commit_segment(
         &mut self,
         ops: &[SheetOp],
-        emits: &mut Vec<(EventId, Vec<Arc<str>>)>,
+        emits: &mut Vec<Emitted>,
         f: &Firing,
         queue: &mut VecDeque<EventWork>,
         report: &mut StepReport,
@@ -724,8 +751,8 @@ impl Game {
             self.commit(ops, report)?;
         }
         let chain: Arc<[RuleId]> = f.chain.iter().copied().chain([f.rule]).collect();
-        for (event, args) in emits.drain(..) {
-            queue.push_back(EventWork { event, args: args.into(), chain: chain.clone() });
+        for (event, args, writes) in emits.drain(..) {
+            queue.push_back(EventWork { event, args: args.into(), writes, chain: chain.clone() });
         }
         Ok(())
     }
@@ -820,7 +847,7 @@ impl Game {
         action: &Action,
         f: &Firing,
         ops: &mut Vec<SheetOp>,
-        emits: &mut Vec<(EventId, Vec<Arc<str>>)>,
+        emits: &mut Vec<Emitted>,
     ) -> Result<(), GameError> {
         let fields = action_fields(action);
         let times = fields
@@ -910,7 +937,8 @@ impl Game {
                                 format!("rule `{}`: an emitted argument has no value", rule.name),
                             )
                         })?;
-                    emits.push((*event, args));
+                    let writes = self.event_writes(*event, &args)?;
+                    emits.push((*event, args, writes));
                     continue;
                 }
                 Action::Ask(_) | Action::Roll { .. } => continue,

@@ -176,6 +176,8 @@ pub struct Stepped {
     pub fired: Vec<events::Fired>,
     /// The question the step ended on.
     pub pending: Option<events::Pending>,
+    /// Why the step's cascade stopped early.
+    pub stopped: Option<events::GameError>,
 }
 
 impl Stepped {
@@ -187,6 +189,7 @@ impl Stepped {
             expired: Vec::new(),
             fired: Vec::new(),
             pending: None,
+            stopped: None,
         }
     }
 
@@ -198,6 +201,7 @@ impl Stepped {
             expired: r.expired,
             fired: r.fired,
             pending: r.pending,
+            stopped: r.stopped,
         }
     }
 }
@@ -241,6 +245,9 @@ pub fn step_json(index: usize, result: &Result<Stepped, Rejection>) -> Json {
     if let Some(p) = &r.pending {
         j["pending"] = json::pending(p);
     }
+    if let Some(e) = &r.stopped {
+        j["stopped"] = json!({"code": e.code.as_str(), "message": e.message, "chain": e.chain.iter().map(|c| &**c).collect::<Vec<_>>()});
+    }
     j
 }
 
@@ -280,6 +287,9 @@ pub fn print_results(
                 }
                 if let Some(p) = &rep.pending {
                     println!("    pending: {p}");
+                }
+                if let Some(e) = &rep.stopped {
+                    println!("    stopped [{}]: {}", e.code, e.message);
                 }
             }
             Err(e) => println!("step {i}: {what}\n    rejected [{}]: {}", e.code(), e.message()),
