@@ -852,9 +852,9 @@ impl<'r> Checker<'r> {
             }
             v
         };
-        let until = |s: &mut Self, on: &On| -> Option<Option<Until>> {
+        let until = |s: &mut Self| -> Option<Option<Until>> {
             let Some(u) = get("until") else { return Some(None) };
-            s.until(u, on, &label).map(Some)
+            s.until(u, &label).map(Some)
         };
         Some(match &*verb.text {
             "add_object" => {
@@ -889,7 +889,7 @@ impl<'r> Checker<'r> {
                     Some(p) => Some(self.field(p, "a parent", cx)?),
                     None => None,
                 };
-                let until = until(self, &On::Rule)?;
+                let until = until(self)?;
                 Action::AddObject { kind: kind.text.clone(), key, id, parent, until }
             }
             "remove_object" | "remove_modifier" => {
@@ -1011,11 +1011,7 @@ impl<'r> Checker<'r> {
         cx: &RuleCx<'_>,
         label: &str,
     ) -> Option<Option<Arc<Formula>>> {
-        let scope = match on {
-            On::Rule => cx.scope,
-            On::Global => self.r.rules().global(),
-            On::Field(_) => return Some(None),
-        };
+        let Some(scope) = self.scope_of(on, cx) else { return Some(None) };
         self.formula(t, scope, expected, label).map(Some)
     }
 
@@ -1028,7 +1024,8 @@ impl<'r> Checker<'r> {
         }
     }
 
-    fn until(&mut self, v: &Raw, on: &On, label: &str) -> Option<Until> {
+    /// `until = { clock, after }` on a global clock.
+    fn until(&mut self, v: &Raw, label: &str) -> Option<Until> {
         let t = self.table(v, "`until`")?;
         let (mut clock, mut after) = (None, None);
         for (k, x) in t {
@@ -1046,7 +1043,6 @@ impl<'r> Checker<'r> {
             self.error(codes::SYNTAX, &v.at, format!("{label}: `until` needs `clock` and `after`"));
             return None;
         };
-        let _ = on;
         match Until::parse(&clock.text, None, &after.text) {
             Ok(u) => Some(u),
             Err(m) => {
@@ -1115,7 +1111,7 @@ impl<'r> Checker<'r> {
             None => None,
         };
         let until = match get("until") {
-            Some(u) => Some(self.until(u, &on, label)?),
+            Some(u) => Some(self.until(u, label)?),
             None => None,
         };
         Some(Action::AddModifier { id, var: target, kind, value, priority, on, until })

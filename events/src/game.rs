@@ -652,14 +652,15 @@ impl Game {
     /// Whether a firing may run: a use left, its guard true. Counts the use.
     fn admit(&mut self, f: &Firing) -> Result<bool, GameError> {
         let rule = self.book.rule(f.rule);
-        let label = format!("rule `{}`", rule.name);
+        // The rule's name and place, made at load: the label of any error.
+        let label = &*rule.cause;
         let sheet = self.character.sheet();
         let mut period = None;
         if let Some(limit) = &rule.limit {
             if let Some((clock, read)) = &limit.per {
-                let v = sheet
-                    .evaluate(&format!("{label}: clock {clock}"), read, f.on.as_deref())
-                    .map_err(|e| GameError::new(Code::Guard, e.message))?;
+                let v = sheet.evaluate(label, read, f.on.as_deref()).map_err(|e| {
+                    GameError::new(Code::Guard, format!("{}, reading clock {clock}", e.message))
+                })?;
                 period = v.as_number();
             }
             let uses = self.uses.get(&(f.rule, f.this.clone()));
@@ -672,7 +673,7 @@ impl Game {
             }
         }
         if let Some(g) = &rule.guard {
-            let v = sheet.evaluate(&format!("{label}: guard"), g, f.on.as_deref());
+            let v = sheet.evaluate(label, g, f.on.as_deref());
             match v {
                 Ok(Value::Boolean(true)) => {}
                 Ok(_) => return Ok(false),
@@ -823,12 +824,14 @@ impl Game {
     }
 
     /// The values of a field: one, or an ask's picks (none when declined).
-    fn values(&self, field: &Field, f: &Firing) -> Vec<Arc<str>> {
+    /// Value number `k` of a field: its only value, or pick `k` of an ask (its first when the
+    /// ask bound fewer); `None` when it has none (declined, no object).
+    fn value(field: &Field, f: &Firing, k: usize) -> Option<Arc<str>> {
         match field {
-            Field::Lit(t) => vec![t.clone()],
-            Field::Arg(i) => vec![f.args[*i].clone()],
-            Field::Bound(i) => f.bound[*i].clone(),
-            Field::This => f.this.iter().cloned().collect(),
+            Field::Lit(t) => Some(t.clone()),
+            Field::Arg(i) => Some(f.args[*i].clone()),
+            Field::Bound(i) => f.bound[*i].get(k).or(f.bound[*i].first()).cloned(),
+            Field::This => f.this.clone(),
         }
     }
 
@@ -860,10 +863,7 @@ impl Game {
             .unwrap_or(1);
         let rule = self.book.rule(f.rule);
         for k in 0..times {
-            let pick = |x: &Field| -> Option<Arc<str>> {
-                let v = self.values(x, f);
-                v.get(k).or(v.first()).cloned()
-            };
+            let pick = |x: &Field| Game::value(x, f, k);
             let text = |x: &Field| -> Result<String, GameError> {
                 pick(x).map(|s| s.to_string()).ok_or_else(|| {
                     GameError::new(
