@@ -164,6 +164,19 @@ pub fn changes(report: &solver::Report, sheet: &solver::Sheet) -> Vec<Change> {
     out
 }
 
+/// Named changes (a game step's, already named against the sheet as it was after each batch)
+/// as records, in their order.
+pub fn named_changes(changes: &[solver::Change]) -> Vec<Change> {
+    changes
+        .iter()
+        .map(|c| Change {
+            var: c.var.full_name(),
+            old: c.old.as_ref().map(|s| Value::of(&c.format, s)),
+            new: c.new.as_ref().map(|s| Value::of(&c.format, s)),
+        })
+        .collect()
+}
+
 /// Every value of a character, in the solver's order (globals, then instances as added).
 pub fn values(c: &Character) -> Vec<Variable> {
     let mut out = Vec::with_capacity(c.sheet().variable_count());

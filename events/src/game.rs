@@ -63,13 +63,32 @@ pub enum Step {
     Roll { die: String, value: i64 },
 }
 
+impl From<Vec<SheetOp>> for Step {
+    /// A batch of operations is a step.
+    fn from(ops: Vec<SheetOp>) -> Step {
+        Step::Ops(ops)
+    }
+}
+
+/// A batch of operations as a step shows it: `op; op`.
+struct OpsShown<'a>(&'a [SheetOp]);
+
+impl fmt::Display for OpsShown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, op) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{op}")?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Step::Ops(ops) => {
-                let parts: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
-                f.write_str(&parts.join("; "))
-            }
+            Step::Ops(ops) => OpsShown(ops).fmt(f),
             Step::Emit { event, args } => {
                 let parts: Vec<String> = args.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 match parts.is_empty() {
@@ -374,7 +393,14 @@ impl Game {
         Ok(report)
     }
 
-    fn refuse_if_pending(&self, step: &Step) -> Result<(), GameError> {
+    /// Applies a batch of sheet operations: [`Step::Ops`], with the character's own report
+    /// and without copying the operations. Refused while a question is pending.
+    pub fn apply_ops(&mut self, ops: &[SheetOp]) -> Result<solver::Report, GameError> {
+        self.refuse_if_pending(&OpsShown(ops))?;
+        Ok(self.character.apply(ops)?)
+    }
+
+    fn refuse_if_pending(&self, step: &dyn fmt::Display) -> Result<(), GameError> {
         match &self.pending {
             None => Ok(()),
             Some(s) => Err(GameError::new(

@@ -21,6 +21,8 @@ pub enum Code {
     MissingOperation,
     /// An input value that is not a number, boolean or text.
     BadValue,
+    /// An emit, choose or roll sent with other operations (each is a step of its own).
+    StepNotAlone,
     /// A ruleset id that is not loaded (SolveBatch).
     UnknownRuleset,
     /// A message that is not valid protobuf for the method.
@@ -55,6 +57,7 @@ impl Code {
             Code::FormulaTooDeep => "request.formula_too_deep",
             Code::MissingOperation => "request.missing_operation",
             Code::BadValue => "request.bad_value",
+            Code::StepNotAlone => "request.step_not_alone",
             Code::UnknownRuleset => "request.unknown_ruleset",
             Code::Malformed => "request.malformed",
             Code::Invalid => "request.invalid",

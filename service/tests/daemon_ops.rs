@@ -534,3 +534,130 @@ fn offline_batch_solves_jsonl_in_input_order() {
         }
     }
 }
+
+/// The tavern example's game (`docs/examples/tavern-game.json`) over gRPC, with a restart in
+/// the middle: each emit reports the rules it fired, with their origin; a rule's question is
+/// pending in the reply and on GetSheet, and every other step is refused until a choose (or a
+/// roll) answers it; a restarted server replays the log to the same pending roll; WhyChanged
+/// names the rule behind each change; and the final values are those of the same steps played
+/// in process from scratch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_over_grpc_fires_rules_asks_and_replays_after_a_restart() {
+    use tonic_types::StatusExt;
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let tavern = format!("tavern={}", examples.join("tavern").display());
+    let game_file = examples.join("tavern-game.json");
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&game_file).expect("the game")).expect("json");
+    let steps: Vec<String> = file["steps"].as_array().expect("steps").iter().map(|s| s.to_string()).collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &["--ruleset", &tavern]);
+    let mut c = server.client().await;
+    let create =
+        pb::CreateSheetRequest { ruleset_id: "tavern".into(), id: "t".into(), operations: ops(&[&steps[0]]) };
+    c.create_sheet(create).await.expect("creates");
+    let fired = |r: &pb::ApplyResponse| -> Vec<String> {
+        r.fired
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} @{} for {}",
+                    f.rule,
+                    f.at.rsplit('/').next().unwrap_or(""),
+                    f.this.as_deref().unwrap_or("-")
+                )
+            })
+            .collect()
+    };
+    // A melee hit: the hit's rule, then the Spiked Shield's (once per placement).
+    let r = c.apply(apply("t", Some(0), ops(&[&steps[1]]))).await.expect("hit").into_inner();
+    assert_eq!(
+        fired(&r),
+        ["Take the hit @tavern.toml:59:9 for -", "Spiked Shield @tavern.toml:67:9 for Spiked Shield"]
+    );
+    assert!(r.pending.is_none() && r.stopped.is_none());
+    // The second hit drops HP to 9: Hurt fires Second Wind, which asks.
+    let r = c.apply(apply("t", Some(1), ops(&[&steps[2]]))).await.expect("hit").into_inner();
+    assert_eq!(fired(&r), ["Take the hit @tavern.toml:59:9 for -", "Second Wind @tavern.toml:75:9 for -"]);
+    let pending = r.pending.expect("a question");
+    assert_eq!(
+        (pending.choice, pending.prompt.as_str(), pending.pick, pending.decline),
+        (1, "Drink something?", 1, true)
+    );
+    assert_eq!(pending.options, ["Healing Draught", "Strong Ale"]);
+    let info = c.get_sheet(pb::GetSheetRequest { sheet_id: "t".into() }).await.expect("info").into_inner();
+    assert_eq!(info.pending.as_ref(), Some(&pending));
+    // Until it is answered, nothing else goes: FAILED_PRECONDITION, and the sheet is unchanged.
+    let e = c.apply(apply("t", None, ops(&[&steps[3]]))).await.expect_err("pending");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("events.choice_pending".to_owned()));
+    let bad = r#"{"choose": {"choice": 1, "picks": ["Mead"]}}"#;
+    let e = c.apply(apply("t", None, ops(&[bad]))).await.expect_err("not an option");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("events.bad_pick".to_owned()));
+    // A game step goes alone.
+    let both = ops(&[&steps[4], r#"{"remove_object": "Spiked Shield"}"#]);
+    let e = c.apply(apply("t", None, both)).await.expect_err("not alone");
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("request.step_not_alone".to_owned()));
+    let (_, now) = (0, c.values(values("t", &["HP", "Armor"], None)).await.expect("values").into_inner());
+    assert_eq!(
+        (now.revision, value_of(&now.values, "HP"), value_of(&now.values, "Armor")),
+        (2, "9".into(), "1".into())
+    );
+    // The answer: the draught is added, by the rule.
+    let r = c.apply(apply("t", Some(2), ops(&[&steps[4]]))).await.expect("chooses").into_inner();
+    assert_eq!(fired(&r), ["Second Wind @tavern.toml:75:9 for -"]);
+    assert!(r.pending.is_none());
+    for s in &steps[5..7] {
+        c.apply(apply("t", None, ops(&[s]))).await.expect("plays");
+    }
+    let info = c.get_sheet(pb::GetSheetRequest { sheet_id: "t".into() }).await.expect("info").into_inner();
+    let roll = info.pending.expect("payday asks for a roll");
+    assert_eq!((roll.choice, roll.die.as_deref()), (2, Some("d6")));
+    drop(c);
+    server.stop();
+
+    // Restarted: the log replays through the rules, to the same question.
+    let server = Server::start(&data, &["--ruleset", &tavern]);
+    let mut c = server.client().await;
+    let info =
+        c.get_sheet(pb::GetSheetRequest { sheet_id: "t".into() }).await.expect("restored").into_inner();
+    assert_eq!((info.revision, info.pending.as_ref()), (5, Some(&roll)));
+    let e =
+        c.apply(apply("t", None, ops(&[r#"{"roll": {"die": "d6", "value": 7}}"#]))).await.expect_err("a d6");
+    assert_eq!(e.get_details_error_info().map(|i| i.reason), Some("events.bad_roll".to_owned()));
+    for s in &steps[7..] {
+        c.apply(apply("t", None, ops(&[s]))).await.expect("plays");
+    }
+    // Why Armor changed: the draught the rule added (and its expiry, when the turn ended).
+    let why = pb::WhyChangedRequest {
+        sheet_id: "t".into(),
+        variable: "Armor".into(),
+        from_revision: 2,
+        to_revision: Some(3),
+    };
+    let why = c.why_changed(why).await.expect("why").into_inner();
+    assert_eq!(why.causes.len(), 1, "{why:?}");
+    let cause = &why.causes[0];
+    assert!(cause.description.contains("by rule `Second Wind`"), "{}", cause.description);
+    assert!(cause.operation.as_ref().is_some_and(|o| o.cause.starts_with("rule `Second Wind`")), "{cause:?}");
+    let over_grpc = c.values(values("t", &[], None)).await.expect("values").into_inner().values;
+
+    // The same steps, played in process from scratch.
+    let ruleset = std::sync::Arc::new(data::load(&[examples.join("tavern")]).expect("loads"));
+    let book = std::sync::Arc::new(events::RuleBook::compile(ruleset).expect("rules"));
+    let mut game = events::Game::new(book).expect("game");
+    for (i, s) in steps.iter().enumerate() {
+        let json: serde_json::Value = serde_json::from_str(s).expect("json");
+        let played = game.apply(&sheetd::cli::steps::game_step(&json).expect("a step"));
+        // Step 3 (an end of turn while the question waits) is refused, as it was over gRPC.
+        assert_eq!(played.is_err(), i == 3, "step {i}");
+    }
+    let in_process: Vec<(String, String)> =
+        data::record::values(game.character()).into_iter().map(|v| (v.var, v.value.to_string())).collect();
+    let grpc: Vec<(String, String)> = over_grpc.iter().map(|v| (v.r#ref.clone(), shown(&v.value))).collect();
+    assert_eq!(grpc, in_process);
+    drop(c);
+    server.stop();
+}

@@ -358,7 +358,7 @@ async fn effects_expire_when_a_clock_passes_and_replay() {
         until: Some(until),
         ..Default::default()
     };
-    let op = |op| pb::Operation { op: Some(op) };
+    let op = |op| pb::Operation { op: Some(op), cause: String::new() };
     use pb::operation::Op;
     c.apply(apply(&id, Some(0), vec![op(Op::AddObject(shield))])).await.expect("shield");
     let tick = || op(Op::Tick(pb::Tick { clock: "Turn".into(), on: None, by: String::new() }));
@@ -426,7 +426,7 @@ async fn a_sheet_is_created_with_clocks_and_guards() {
     let mut c = server.client().await;
     sheet_of_example(&mut c, "battle").await;
     use pb::operation::Op;
-    let op = |op| pb::Operation { op: Some(op) };
+    let op = |op| pb::Operation { op: Some(op), cause: String::new() };
     let until = pb::Until { clock: "Turn".into(), on: None, after: "+0".into() };
     let shield = pb::AddObject {
         kind: "SPELL".into(),

@@ -42,7 +42,9 @@ pub struct ClientArgs {
 #[derive(Debug, Args)]
 pub struct Steps {
     /// One operation as a JSON step, e.g. `{"remove_object": "armor"}`. Repeatable; all steps
-    /// form one atomic batch.
+    /// form one atomic batch. A game step — `{"emit": {"event": "Hit", "args": {"amount": 6}}}`,
+    /// `{"choose": {"choice": 1, "picks": ["Ale"]}}` or `{"roll": {"die": "d6", "value": 4}}` —
+    /// goes alone.
     #[arg(long = "step", value_name = "JSON")]
     pub steps: Vec<String>,
 
@@ -99,6 +101,8 @@ pub enum Call {
         #[arg(long, value_name = "REVISION")]
         from: Option<u64>,
     },
+    /// What a sheet is: its revision, ruleset, objects, and the question it waits on, if any.
+    Sheet { sheet: String },
     /// List sheets.
     Sheets,
     /// Delete a sheet.
@@ -168,13 +172,13 @@ pub fn operations(steps: &Steps) -> Result<Vec<pb::Operation>, String> {
     for (i, s) in steps.steps.iter().enumerate() {
         all.push(serde_json::from_str(s).map_err(|e| format!("--step #{}: {e}", i + 1))?);
     }
-    all.iter()
-        .map(|s| {
-            super::steps::sheet_op(s)
-                .map(|op| convert::operation_message(&op))
-                .map_err(|e| format!("step {}: {}", super::steps::describe(s), e.message()))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for s in &all {
+        let step = super::steps::game_step(s)
+            .map_err(|e| format!("step {}: {}", super::steps::describe(s), e.message()))?;
+        out.extend(convert::step_message(&step));
+    }
+    Ok(out)
 }
 
 /// Runs `sheetd client`.
@@ -319,6 +323,7 @@ async fn call(args: ClientArgs) -> Result<(), String> {
             Ok(())
         }
         Call::Watch { sheet, variables, from } => watch(c, sheet, variables, from, json).await,
+        Call::Sheet { sheet } => show_sheet(c, sheet, json).await,
         Call::Sheets => {
             let r = c.list_sheets(pb::ListSheetsRequest {}).await.map_err(st)?.into_inner();
             if json {
@@ -395,8 +400,64 @@ async fn apply(
         m.changes.iter().for_each(|c| println!("{}", change_line(c)));
     }
     println!("{sheet} is at revision {} ({} variables recomputed)", r.revision, r.recomputed);
+    for f in &r.fired {
+        let this = f.this.as_ref().map_or(String::new(), |t| format!(" for {t}"));
+        let failed =
+            f.error.as_ref().map_or(String::new(), |e| format!(": failed: {} [{}]", e.message, e.code));
+        println!("fired rule `{}` ({}) on {}{this}{failed}", f.rule, f.at, f.event);
+    }
     r.changes.iter().for_each(|c| println!("{}", change_line(c)));
+    for e in &r.expired {
+        println!("expired: {} when {} passed {} (now {})", e.what, e.clock, e.after, e.now);
+    }
+    if let Some(e) = &r.stopped {
+        println!("stopped: {} [{}] (chain: {})", e.message, e.code, e.chain.join(" → "));
+    }
+    if let Some(p) = &r.pending {
+        println!("{}", pending_line(p));
+    }
     Ok(())
+}
+
+/// `client sheet`: what a sheet is, and the question it waits on.
+async fn show_sheet(c: &mut Client, sheet: String, json: bool) -> Result<(), String> {
+    let s = c.get_sheet(pb::GetSheetRequest { sheet_id: sheet }).await.map_err(st)?.into_inner();
+    if json {
+        return print_json(&s);
+    }
+    println!(
+        "{}  revision {}  ruleset {} v{}  objects: {}",
+        s.id,
+        s.revision,
+        s.ruleset_id,
+        s.ruleset_version,
+        s.objects.join(", ")
+    );
+    if let Some(p) = &s.pending {
+        println!("{}", pending_line(p));
+    }
+    Ok(())
+}
+
+/// A pending question for people, with the step that answers it.
+fn pending_line(p: &pb::Pending) -> String {
+    match &p.die {
+        Some(die) => format!(
+            "pending #{}: roll {die} (rule `{}`, {}); answer with --step '{{\"roll\": {{\"die\": \"{die}\", \"value\": N}}}}'",
+            p.choice, p.rule, p.at
+        ),
+        None => format!(
+            "pending #{}: {} pick {} of [{}]{} (rule `{}`, {}); answer with --step '{{\"choose\": {{\"choice\": {}, \"picks\": [...]}}}}'",
+            p.choice,
+            p.prompt,
+            p.pick,
+            p.options.join(", "),
+            if p.decline { " or none" } else { "" },
+            p.rule,
+            p.at,
+            p.choice
+        ),
+    }
 }
 
 fn print_why(variable: &str, r: &pb::WhyChangedResponse) {

@@ -85,10 +85,27 @@ impl EngineError {
         }
     }
 
-    /// A rejected batch.
     /// A batch of `ops` rejected by the sheet.
     pub fn sheet(e: &SheetError, ops: &[data::SheetOp]) -> EngineError {
         EngineError::problems(vec![Problem::of_sheet_error(e, ops)])
+    }
+
+    /// A game step refused: the sheet's refusal as [`EngineError::sheet`]; a pending question,
+    /// no such question, a cascade loop or a guard without a value are FAILED_PRECONDITION (the
+    /// sheet's state refuses it); an unknown event, bad arguments, picks or roll are
+    /// INVALID_ARGUMENT.
+    pub fn game(e: &events::GameError, ops: &[data::SheetOp]) -> EngineError {
+        use events::Code as G;
+        let problems = vec![Problem::of_game_error(e, ops)];
+        match e.code {
+            G::Sheet(_) => EngineError::problems(problems),
+            G::ChoicePending | G::NoChoice | G::CascadeLoop | G::Guard => {
+                EngineError::Precondition { message: summary(&problems), problems }
+            }
+            G::BadPick | G::BadRoll | G::BadArgs | G::UnknownEvent => {
+                EngineError::Invalid { message: summary(&problems), problems }
+            }
+        }
     }
 
     pub fn precondition(message: impl Into<String>) -> EngineError {

@@ -12,6 +12,7 @@ use crate::store::{Logged, log_all};
 use data::history::{self, Checkpoint, History, HistoryError, Revision, WhyChanged};
 use data::record::{self, Variable};
 use data::{Character, Ruleset};
+use events::{Game, GameError, RuleBook};
 use solver::{Trace, Var, VarRef};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -53,9 +54,9 @@ impl Engine {
             )));
         }
         if revision == st.revision {
-            let c = st.character.sheet();
+            let c = st.game.character().sheet();
             if variables.is_empty() {
-                return Ok((revision, record::values(&st.character)));
+                return Ok((revision, record::values(st.game.character())));
             }
             let values = variables
                 .iter()
@@ -107,7 +108,7 @@ impl Engine {
     pub fn explain(&self, id: &str, variable: &str) -> Result<Explanation, EngineError> {
         let sheet = self.sheet(id)?;
         let st = sheet.state();
-        let s = st.character.sheet();
+        let s = st.game.character().sheet();
         let var = s.lookup(variable).map_err(|e| EngineError::NotFound {
             what: Resource::Variable,
             name: variable.to_owned(),
@@ -125,7 +126,8 @@ impl Engine {
         let sheet = self.sheet(id)?;
         let st = sheet.state();
         let ids = st
-            .character
+            .game
+            .character()
             .sheet()
             .select(scope, where_)
             .map_err(|e| EngineError::problems(vec![crate::problem::Problem::of_solve_error(&e)]))?;
@@ -182,11 +184,11 @@ impl Engine {
     pub(super) fn replay_checkpointed(
         &self,
         id: &str,
-        ruleset: Arc<Ruleset>,
+        book: Arc<RuleBook>,
         version: u64,
         log: &[Logged],
-    ) -> Result<Character, String> {
-        replay_each(ruleset, log, |r, c| {
+    ) -> Result<Game, String> {
+        replay_each(book, log, |r, c| {
             if r.ruleset_version == version && r.number > 0 && r.number.is_multiple_of(CHECKPOINT_EVERY) {
                 self.checkpoints.put(id, r.number, version, c);
             }
@@ -212,27 +214,35 @@ impl History for StoreHistory<'_> {
     fn ruleset(&self, version: u64) -> Result<Arc<Ruleset>, HistoryError> {
         self.engine
             .ruleset_at(self.ruleset, version)
+            .map(|book| book.ruleset().clone())
             .map_err(|e| HistoryError::Ruleset { version, message: e.to_string() })
     }
 }
 
-/// Replays a log onto a new character.
-pub(super) fn replay(ruleset: Arc<Ruleset>, log: &[Logged]) -> Result<Character, String> {
-    replay_each(ruleset, log, |_, _| {})
+/// Replays a log onto a new game.
+pub(super) fn replay(book: Arc<RuleBook>, log: &[Logged]) -> Result<Game, String> {
+    replay_each(book, log, |_, _| {})
 }
 
-/// Replays a log onto a new character, calling `after` with each revision and the state it left.
+/// Replays a log onto a new game, calling `after` with each revision and the character it left.
+/// A revision made by a game step plays the step again (its rules fire again, with the same
+/// answers and rolls, so the uses, the question pending and the values come out the same); one
+/// made by a batch applies its operations.
 fn replay_each(
-    ruleset: Arc<Ruleset>,
+    book: Arc<RuleBook>,
     log: &[Logged],
     mut after: impl FnMut(&Revision, &Character),
-) -> Result<Character, String> {
-    let mut c = Character::new(ruleset).map_err(|e| e.to_string())?;
+) -> Result<Game, String> {
+    let mut game = Game::new(book).map_err(|e| e.to_string())?;
     for e in log {
-        c.apply(&e.revision.operations).map_err(|err| format!("revision {}: {err}", e.revision.number))?;
-        after(&e.revision, &c);
+        let failed = |err: GameError| format!("revision {}: {err}", e.revision.number);
+        match &e.step {
+            Some(step) => game.apply(step).map(drop).map_err(failed)?,
+            None => game.apply_ops(&e.revision.operations).map(drop).map_err(failed)?,
+        }
+        after(&e.revision, game.character());
     }
-    Ok(c)
+    Ok(game)
 }
 
 /// `start` and every variable it depends on, transitively, breadth first, from the graph: each

@@ -217,9 +217,9 @@ impl Engine {
         let last = log.last().ok_or_else(|| EngineError::DataLoss("it has no revisions".to_owned()))?;
         let (revision, version) = (last.revision.number, last.revision.ruleset_version);
         let ruleset = self.ruleset_at(&entry, version)?;
-        let character =
+        let game =
             self.replay_checkpointed(&rec.id, ruleset, version, &log).map_err(EngineError::precondition)?;
-        let state = SheetState { character, version, revision, deleted: false };
+        let state = SheetState { game, version, revision, deleted: false };
         let sheet = LiveSheet::new(&rec.id, entry, state, self.limits.watch_buffer);
         self.write_sheets().insert(rec.id.clone(), sheet);
         Ok(())

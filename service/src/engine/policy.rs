@@ -103,6 +103,25 @@ pub fn check_id(what: &str, id: &str) -> Result<(), EngineError> {
     }
 }
 
+/// Checks a step against the limits: a batch as [`check_operations`]; an event's arguments and
+/// a choice's picks count as operations.
+pub fn check_step(step: &events::Step, limits: &OpLimits) -> Result<(), EngineError> {
+    let (n, what) = match step {
+        events::Step::Ops(ops) => return check_operations(ops, limits),
+        events::Step::Emit { args, .. } => (args.len(), "the event has {} arguments"),
+        events::Step::Choose { picks, .. } => (picks.len(), "the choice has {} picks"),
+        events::Step::Roll { .. } => return Ok(()),
+    };
+    if n > limits.max_operations {
+        return Err(EngineError::invalid(format!(
+            "{}; the limit is {} (--max-operations)",
+            what.replace("{}", &n.to_string()),
+            limits.max_operations
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a batch against the limits: how many operations, and each formula's length and (when
 /// it parses) nesting. Other formula errors are left to the solver, which reports them with
 /// more context.

@@ -11,6 +11,7 @@ use super::{Engine, lock, policy};
 use crate::store::{FileRecord, RulesetRecord, RulesetVersion};
 use arc_swap::ArcSwap;
 use data::Ruleset;
+use events::RuleBook;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -42,10 +43,18 @@ pub enum NewRuleset {
     Inline(String),
 }
 
-/// One compiled version of a ruleset.
+/// One compiled version of a ruleset, with its rules compiled into a book.
 pub struct Version {
     pub version: u64,
     pub ruleset: Arc<Ruleset>,
+    /// Its events and rules (empty for a ruleset without them); `book.ruleset()` is `ruleset`.
+    pub book: Arc<RuleBook>,
+}
+
+impl Version {
+    fn of(version: u64, book: Arc<RuleBook>) -> Version {
+        Version { version, ruleset: book.ruleset().clone(), book }
+    }
 }
 
 /// A loaded ruleset.
@@ -55,12 +64,12 @@ pub struct RulesetEntry {
     /// The version serving now; swapped whole by a successful reload.
     pub current: ArcSwap<Version>,
     /// Earlier versions compiled again from their stored content, for replaying history.
-    earlier: Mutex<HashMap<u64, Arc<Ruleset>>>,
+    earlier: Mutex<HashMap<u64, Arc<RuleBook>>>,
 }
 
-/// A compiled ruleset and the content it was compiled from.
+/// A compiled ruleset (its rules compiled too) and the content it was compiled from.
 pub(super) struct Compiled {
-    pub ruleset: Ruleset,
+    pub book: Arc<RuleBook>,
     pub content: RulesetVersion,
 }
 
@@ -117,34 +126,38 @@ impl Engine {
         version: u64,
         compiled: Compiled,
     ) -> Result<(), EngineError> {
-        let Compiled { ruleset, mut content } = compiled;
+        let Compiled { book, mut content } = compiled;
         content.version = version;
         let record = record_of(id, &source, version, &content);
         self.store.put_ruleset(&record, Some(&content))?;
         let entry = Arc::new(RulesetEntry {
             id: id.to_owned(),
             source: Mutex::new(source),
-            current: ArcSwap::from_pointee(Version { version, ruleset: Arc::new(ruleset) }),
+            current: ArcSwap::from_pointee(Version::of(version, book)),
             earlier: Mutex::default(),
         });
         self.rulesets.write().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned(), entry);
         Ok(())
     }
 
-    /// A version of a ruleset: the current one, or an earlier one compiled again from the content
-    /// stored with it. (A version stored before versions kept their content is served by the
-    /// current one, with a warning.)
-    pub(super) fn ruleset_at(&self, entry: &RulesetEntry, version: u64) -> Result<Arc<Ruleset>, EngineError> {
+    /// A version of a ruleset, as its rule book: the current one, or an earlier one compiled
+    /// again from the content stored with it. (A version stored before versions kept their
+    /// content is served by the current one, with a warning.)
+    pub(super) fn ruleset_at(
+        &self,
+        entry: &RulesetEntry,
+        version: u64,
+    ) -> Result<Arc<RuleBook>, EngineError> {
         let current = entry.current.load_full();
         if current.version == version {
-            return Ok(current.ruleset.clone());
+            return Ok(current.book.clone());
         }
         if let Some(r) = lock(&entry.earlier).get(&version) {
             return Ok(r.clone());
         }
         let Some(content) = self.store.ruleset_version(&entry.id, version)? else {
             tracing::warn!(ruleset = %entry.id, version, "no stored content for this version; using the current one");
-            return Ok(current.ruleset.clone());
+            return Ok(current.book.clone());
         };
         let ruleset = Arc::new(compile_content(&entry.id, &content).map_err(|d| {
             EngineError::precondition(format!(
@@ -203,7 +216,7 @@ impl Engine {
             }
         };
         content.content_hash = content_hash(&content);
-        Ok(Compiled { ruleset, content })
+        Ok(Compiled { book: Arc::new(RuleBook::compile(Arc::new(ruleset))?), content })
     }
 
     /// A client's path: a relative one is relative to the first ruleset root that has it (or to
@@ -256,7 +269,7 @@ impl Engine {
             }
         };
         let compiled = self.compile(id, &source).map_err(|d| ruleset_failed(id, &d))?;
-        let warnings = warnings(&compiled.ruleset);
+        let warnings = warnings(compiled.book.ruleset());
         self.insert_ruleset(id, source, 1, compiled)?;
         let info = self.ruleset_entry(id)?.info();
         Ok(RulesetOutcome { ok: true, info, diagnostics: vec![], warnings })
@@ -284,13 +297,13 @@ impl Engine {
             (other, _) => other.clone(),
         };
         match self.compile(&entry.id, &new_source) {
-            Ok(Compiled { ruleset, mut content }) => {
-                let warnings = warnings(&ruleset);
+            Ok(Compiled { book, mut content }) => {
+                let warnings = warnings(book.ruleset());
                 let version = entry.current.load().version + 1;
                 content.version = version;
                 let record = record_of(&entry.id, &new_source, version, &content);
                 self.store.put_ruleset(&record, Some(&content))?;
-                entry.current.store(Arc::new(Version { version, ruleset: Arc::new(ruleset) }));
+                entry.current.store(Arc::new(Version::of(version, book)));
                 *source = new_source;
                 drop(source);
                 tracing::info!(ruleset = %entry.id, version, "ruleset reloaded");
@@ -335,8 +348,12 @@ pub(super) fn content_hash(c: &RulesetVersion) -> Vec<u8> {
     h.finalize().to_vec()
 }
 
-/// Compiles a stored version's content, without reading any file.
-fn compile_content(id: &str, c: &RulesetVersion) -> Result<Ruleset, Vec<data::Diagnostic>> {
+/// Compiles a stored version's content, and its rules, without reading any file.
+fn compile_content(id: &str, c: &RulesetVersion) -> Result<RuleBook, Vec<data::Diagnostic>> {
+    RuleBook::compile(Arc::new(compile_ruleset(id, c)?))
+}
+
+fn compile_ruleset(id: &str, c: &RulesetVersion) -> Result<Ruleset, Vec<data::Diagnostic>> {
     if c.builtin {
         data::load_texts(c.files.iter().map(|f| (f.path.as_str(), f.text.as_str())))
     } else if !c.inline_text.is_empty() {

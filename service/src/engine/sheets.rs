@@ -12,7 +12,8 @@ use super::{CHECKPOINT_EVERY, Engine, lock, policy};
 use crate::store::{Logged, SNAPSHOT_EVERY, SheetRecord, Snapshot, StoreError};
 use data::history::Revision;
 use data::record::{self, Change, Variable};
-use data::{Character, SheetOp};
+use data::{Expired, SheetOp};
+use events::{Fired, Game, GameError, Pending, Step};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -27,15 +28,17 @@ pub struct LiveSheet {
 
 /// What one writer at a time may change.
 pub(super) struct SheetState {
-    pub character: Character,
-    /// The ruleset version `character` uses.
+    /// The character, played under the rule book of `version`: its rules' uses and the
+    /// question pending, if one is.
+    pub game: Game,
+    /// The ruleset version `game` uses.
     pub version: u64,
     pub revision: u64,
     pub deleted: bool,
 }
 
 /// What a sheet is, for listings.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SheetInfo {
     pub id: String,
     pub ruleset_id: String,
@@ -44,6 +47,8 @@ pub struct SheetInfo {
     pub revision: u64,
     /// Instance ids of the objects the sheet has, sorted.
     pub objects: Vec<String>,
+    /// The question a rule asked that waits for a `choose` or `roll`.
+    pub pending: Option<Pending>,
 }
 
 /// A move to another version of the sheet's ruleset.
@@ -56,7 +61,7 @@ pub struct Moved {
 }
 
 /// What an accepted change did.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Applied {
     pub revision: u64,
     /// Changed variables, old → new, in topological order.
@@ -65,7 +70,58 @@ pub struct Applied {
     pub recomputed: usize,
     pub moved: Option<Moved>,
     /// The effects its clock moves expired.
-    pub expired: Vec<data::Expired>,
+    pub expired: Vec<Expired>,
+    /// For an emit, choose or roll: the rules that fired, in order (each with its origin, and
+    /// its error when its batch failed).
+    pub fired: Vec<Fired>,
+    /// The question the step ended on, waiting for an answer.
+    pub pending: Option<Pending>,
+    /// Why the step's cascade stopped before its end (`events.cascade_loop`, with the chain).
+    pub stopped: Option<GameError>,
+}
+
+/// What a step did to a game, ready to be logged.
+#[derive(Default)]
+struct Played {
+    /// The revision's operations: the batch, or the operations the step's rules applied.
+    operations: Vec<SheetOp>,
+    /// The step, when it was an emit, choose or roll.
+    step: Option<Step>,
+    changes: Vec<Change>,
+    recomputed: usize,
+    expired: Vec<Expired>,
+    fired: Vec<Fired>,
+    pending: Option<Pending>,
+    stopped: Option<GameError>,
+}
+
+/// Plays one step on a game; a refused step changes nothing.
+fn play(game: &mut Game, step: Step) -> Result<Played, EngineError> {
+    match step {
+        Step::Ops(ops) => {
+            let report = game.apply_ops(&ops).map_err(|e| EngineError::game(&e, &ops))?;
+            Ok(Played {
+                changes: record::changes(&report, game.character().sheet()),
+                recomputed: report.recomputed,
+                expired: game.character().expired().to_vec(),
+                operations: ops,
+                ..Played::default()
+            })
+        }
+        step => {
+            let r = game.apply(&step).map_err(|e| EngineError::game(&e, &[]))?;
+            Ok(Played {
+                operations: r.applied,
+                step: Some(step),
+                changes: record::named_changes(&r.changed),
+                recomputed: r.recomputed,
+                expired: r.expired,
+                fired: r.fired,
+                pending: r.pending,
+                stopped: r.stopped,
+            })
+        }
+    }
 }
 
 /// An id reserved by a create in progress; released when dropped (created or failed).
@@ -107,7 +163,8 @@ impl LiveSheet {
     /// What the sheet is now.
     pub fn info(&self) -> SheetInfo {
         let st = self.state();
-        let mut objects: Vec<String> = st.character.object_ids().iter().map(|o| o.to_string()).collect();
+        let mut objects: Vec<String> =
+            st.game.character().object_ids().iter().map(|o| o.to_string()).collect();
         objects.sort();
         SheetInfo {
             id: self.id.clone(),
@@ -115,21 +172,24 @@ impl LiveSheet {
             ruleset_version: st.version,
             revision: st.revision,
             objects,
+            pending: st.game.pending().cloned(),
         }
     }
 }
 
 impl Engine {
-    /// Creates a sheet on a ruleset (the default one for an empty id), applying `ops` as its
-    /// revision 0; the id is generated when not given. Returns the sheet and every value.
+    /// Creates a sheet on a ruleset (the default one for an empty id), playing `step` (a batch
+    /// of operations, or a game step) as its revision 0; the id is generated when not given.
+    /// Returns the sheet and every value.
     pub fn create_sheet(
         &self,
         ruleset_id: &str,
         id: Option<&str>,
-        ops: Vec<SheetOp>,
+        step: impl Into<Step>,
     ) -> Result<(SheetInfo, Vec<Variable>), EngineError> {
+        let step = step.into();
         let ruleset = self.ruleset_entry(ruleset_id)?;
-        policy::check_operations(&ops, &self.limits.ops)?;
+        policy::check_step(&step, &self.limits.ops)?;
         self.check_room(self.read_sheets().len())?;
         let id = match id {
             Some(id) => {
@@ -139,19 +199,19 @@ impl Engine {
             None => self.generated_id()?,
         };
         let loaded = ruleset.current.load_full();
-        let mut character =
-            Character::new(loaded.ruleset.clone()).map_err(|e| EngineError::sheet(&e, &[]))?;
-        let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e, &ops))?;
-        let values = record::values(&character);
+        let mut game = Game::new(loaded.book.clone()).map_err(|e| EngineError::game(&e, &[]))?;
+        let played = play(&mut game, step)?;
+        let values = record::values(game.character());
         let reservation = self.reserve(&id)?;
         let first = Logged {
             revision: Revision {
                 number: 0,
                 ruleset_version: loaded.version,
-                operations: ops,
+                operations: played.operations,
                 moved_from: None,
             },
-            changes: record::changes(&report, character.sheet()),
+            changes: played.changes,
+            step: played.step,
         };
         let record = SheetRecord { id: id.clone(), ruleset_id: ruleset.id.clone() };
         let snapshot = Snapshot { revision: 0, values: values.clone() };
@@ -159,7 +219,7 @@ impl Engine {
             StoreError::Conflict(m) => EngineError::already_exists(Resource::Sheet, &id, m),
             e => e.into(),
         })?;
-        let state = SheetState { character, version: loaded.version, revision: 0, deleted: false };
+        let state = SheetState { game, version: loaded.version, revision: 0, deleted: false };
         let sheet = LiveSheet::new(&id, ruleset, state, self.limits.watch_buffer);
         let info = sheet.info();
         self.write_sheets().insert(id, sheet);
@@ -234,11 +294,18 @@ impl Engine {
         Ok(())
     }
 
-    /// Applies an atomic batch: if the sheet is at `expected` (when given), moved to its
-    /// ruleset's current version first when that changed.
-    pub fn apply(&self, id: &str, expected: Option<u64>, ops: Vec<SheetOp>) -> Result<Applied, EngineError> {
+    /// Plays a step — an atomic batch of operations, or an emit, choose or roll — if the sheet
+    /// is at `expected` (when given), moved to its ruleset's current version first when that
+    /// changed.
+    pub fn apply(
+        &self,
+        id: &str,
+        expected: Option<u64>,
+        step: impl Into<Step>,
+    ) -> Result<Applied, EngineError> {
+        let step = step.into();
         let sheet = self.sheet(id)?;
-        policy::check_operations(&ops, &self.limits.ops)?;
+        policy::check_step(&step, &self.limits.ops)?;
         let mut st = sheet.live_state()?;
         if let Some(expected) = expected
             && expected != st.revision
@@ -246,7 +313,7 @@ impl Engine {
             return Err(EngineError::Conflict { sheet: id.to_owned(), expected, actual: st.revision });
         }
         let migrated = self.migrate(&sheet, &st)?;
-        self.apply_and_log(&sheet, &mut st, migrated, ops)
+        self.apply_and_log(&sheet, &mut st, migrated, step)
     }
 
     /// Moves a sheet to its ruleset's current version: a new revision when any value moved.
@@ -259,10 +326,10 @@ impl Engine {
         if migrated.moved.changes.is_empty() {
             // Nothing observable moved: adopt the new version without a revision.
             st.version = migrated.moved.to_version;
-            st.character = migrated.character;
+            st.game = migrated.game;
             return Ok(Applied { revision: st.revision, moved: Some(migrated.moved), ..Default::default() });
         }
-        self.apply_and_log(&sheet, &mut st, Some(migrated), Vec::new())
+        self.apply_and_log(&sheet, &mut st, Some(migrated), Step::Ops(Vec::new()))
     }
 
     /// The sheet replayed against its ruleset's current version, when that is not the one it
@@ -273,36 +340,36 @@ impl Engine {
             return Ok(None);
         }
         let log = crate::store::log_all(&*self.store, &sheet.id, 0, st.revision)?;
-        let character = super::history::replay(current.ruleset.clone(), &log).map_err(|e| {
+        let game = super::history::replay(current.book.clone(), &log).map_err(|e| {
             EngineError::precondition(format!(
                 "sheet `{}` cannot move to version {} of ruleset `{}`: {e}",
                 sheet.id, current.version, sheet.ruleset.id
             ))
         })?;
-        let changes = record::diff(&record::values(&st.character), &record::values(&character));
+        let changes = record::diff(&record::values(st.game.character()), &record::values(game.character()));
         let moved = Moved { from_version: st.version, to_version: current.version, changes };
-        Ok(Some(Migrated { character, moved }))
+        Ok(Some(Migrated { game, moved }))
     }
 
-    /// Applies `ops` (to the migrated character when given), writes the revision durably, then
+    /// Plays `step` (on the migrated game when given), writes the revision durably, then
     /// publishes it. Nothing changes unless the write succeeds.
+    // long: the move, the step, the durable write and its undo, and the event, in one order
     fn apply_and_log(
         &self,
         sheet: &LiveSheet,
         st: &mut SheetState,
         migrated: Option<Migrated>,
-        ops: Vec<SheetOp>,
+        step: Step,
     ) -> Result<Applied, EngineError> {
-        // The batch applies to a copy when the sheet moves (the move is only real once logged)
-        // and in place otherwise (a rejected batch changes nothing; a failed write is undone).
+        // The step plays on a copy when the sheet moves (the move is only real once logged)
+        // and in place otherwise (a refused step changes nothing; a failed write is undone).
         let (mut moved_to, moved) = match migrated {
-            Some(m) => (Some(m.character), Some(m.moved)),
+            Some(m) => (Some(m.game), Some(m.moved)),
             None => (None, None),
         };
-        let character = moved_to.as_mut().unwrap_or(&mut st.character);
-        let report = character.apply(&ops).map_err(|e| EngineError::sheet(&e, &ops))?;
-        let changes: Vec<Change> = record::changes(&report, character.sheet());
-        let expired = character.expired().to_vec();
+        let game = moved_to.as_mut().unwrap_or(&mut st.game);
+        let Played { operations, step, changes, recomputed, expired, fired, pending, stopped } =
+            play(game, step)?;
         let revision = st.revision + 1;
         // The revision's changes are the move's, then the operations'. Without a move they are
         // the reply's too: the entry holds them and gives them back (copied only for
@@ -320,14 +387,15 @@ impl Engine {
             revision: Revision {
                 number: revision,
                 ruleset_version: version,
-                operations: ops,
+                operations,
                 moved_from: moved.as_ref().map(|m| m.from_version),
             },
             changes: all_changes,
+            step,
         };
         let snapshot = revision
             .is_multiple_of(SNAPSHOT_EVERY)
-            .then(|| Snapshot { revision, values: record::values(character) });
+            .then(|| Snapshot { revision, values: record::values(game.character()) });
         if let Err(e) = self.store.append(&sheet.id, &entry, snapshot.as_ref()) {
             // Not durable, so not accepted: put the sheet back as the log has it.
             if moved_to.is_none() {
@@ -335,13 +403,13 @@ impl Engine {
             }
             return Err(e.into());
         }
-        if let Some(c) = moved_to {
-            st.character = c;
+        if let Some(g) = moved_to {
+            st.game = g;
         }
         st.version = version;
         st.revision = revision;
         if revision.is_multiple_of(CHECKPOINT_EVERY) {
-            self.checkpoints.put(&sheet.id, revision, st.version, &st.character);
+            self.checkpoints.put(&sheet.id, revision, st.version, st.game.character());
         }
         // The logged changes go on to the watchers (the log entry is done with). Watchers
         // subscribe under the sheet's lock, which this holds: one that is not counted now
@@ -354,16 +422,16 @@ impl Engine {
         } else {
             own_reply.unwrap_or(entry.changes)
         };
-        Ok(Applied { revision, changes, recomputed: report.recomputed, moved, expired })
+        Ok(Applied { revision, changes, recomputed, moved, expired, fired, pending, stopped })
     }
 
     /// After a failed write: the sheet as its log has it.
     fn restore_from_log(&self, sheet: &LiveSheet, st: &mut SheetState) {
         let restored = crate::store::log_all(&*self.store, &sheet.id, 0, st.revision)
             .map_err(|e| e.to_string())
-            .and_then(|log| super::history::replay(st.character.ruleset().clone(), &log));
+            .and_then(|log| super::history::replay(st.game.book().clone(), &log));
         match restored {
-            Ok(c) => st.character = c,
+            Ok(g) => st.game = g,
             Err(e) => {
                 tracing::error!(sheet = %sheet.id, error = %e, "cannot restore the sheet after a store failure")
             }
@@ -373,6 +441,6 @@ impl Engine {
 
 /// A sheet replayed against a newer ruleset version, and what the move changed.
 struct Migrated {
-    character: Character,
+    game: Game,
     moved: Moved,
 }

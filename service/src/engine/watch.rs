@@ -96,7 +96,8 @@ impl Engine {
     /// A resync event: the sheet's current (filtered) values.
     pub fn resync(&self, sheet: &LiveSheet, filter: &Filter, reason: &str) -> Event {
         let st = sheet.state();
-        let values = record::values(&st.character).into_iter().filter(|v| filter.matches(&v.var)).collect();
+        let values =
+            record::values(st.game.character()).into_iter().filter(|v| filter.matches(&v.var)).collect();
         Event { revision: st.revision, kind: EventKind::Resync { reason: reason.to_owned(), values } }
     }
 }

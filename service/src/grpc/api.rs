@@ -274,9 +274,9 @@ impl Sheetd for Api {
     ) -> Result<Response<pb::CreateSheetResponse>, Status> {
         let req = req.into_inner();
         self.call(span("CreateSheet", &req.id, req.operations.len()), move |e, span| {
-            let ops = convert::operations(req.operations).map_err(to_status)?;
+            let step = convert::step(req.operations).map_err(to_status)?;
             let id = (!req.id.is_empty()).then_some(req.id.as_str());
-            let (sheet, values) = e.create_sheet(&req.ruleset_id, id, ops).map_err(to_status)?;
+            let (sheet, values) = e.create_sheet(&req.ruleset_id, id, step).map_err(to_status)?;
             span.record("sheet", sheet.id.as_str());
             span.record("revision", sheet.revision);
             Ok(pb::CreateSheetResponse {
@@ -319,8 +319,8 @@ impl Sheetd for Api {
     async fn apply(&self, req: Request<pb::ApplyRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
         let req = req.into_inner();
         self.call(span("Apply", &req.sheet_id, req.operations.len()), move |e, span| {
-            let ops = convert::operations(req.operations).map_err(to_status)?;
-            let r = e.apply(&req.sheet_id, req.expected_revision, ops).map_err(to_status)?;
+            let step = convert::step(req.operations).map_err(to_status)?;
+            let r = e.apply(&req.sheet_id, req.expected_revision, step).map_err(to_status)?;
             span.record("revision", r.revision);
             span.record("recomputed", r.recomputed);
             Ok(convert::applied(r))
@@ -607,6 +607,7 @@ mod tests {
                 parent: None,
                 until: None,
             })),
+            cause: String::new(),
         }
     }
 
@@ -697,7 +698,10 @@ mod tests {
             let op = if i % 2 == 0 {
                 add_object("EQUIPMENT", "Ring Hauberk", "armor")
             } else {
-                pb::Operation { op: Some(pb::operation::Op::RemoveObject("armor".into())) }
+                pb::Operation {
+                    op: Some(pb::operation::Op::RemoveObject("armor".into())),
+                    cause: String::new(),
+                }
             };
             engine.apply(&id, None, convert::operations(vec![op]).expect("ops")).expect("apply");
         }

@@ -23,8 +23,7 @@
 //! what decodes and what is rejected is exactly as before; a property test holds both on valid
 //! replies and on arbitrary bytes.
 
-use crate::grpc::proto::Expired;
-use crate::grpc::proto::{Change, RulesetMove};
+use crate::grpc::proto::{Change, Expired, Fired, Pending, RulesetMove, StepError};
 use crate::wire::put_change;
 use data::record;
 use prost::bytes::{Buf, BufMut};
@@ -43,6 +42,12 @@ pub struct ApplyResponse {
     pub moved: Option<RulesetMove>,
     /// The effects the Apply's clock moves expired.
     pub expired: Vec<Expired>,
+    /// For an emit, choose or roll: the rules that fired, in order.
+    pub fired: Vec<Fired>,
+    /// The question the step ended on.
+    pub pending: Option<Pending>,
+    /// Why the step's cascade stopped before its end.
+    pub stopped: Option<StepError>,
     /// Field-2 entries already encoded (see [`ApplyResponse::encoded`]), written after
     /// [`changes`](Self::changes).
     encoded: Vec<u8>,
@@ -61,7 +66,7 @@ impl ApplyResponse {
         for c in changes {
             put_change(2, c, &mut encoded);
         }
-        ApplyResponse { revision, changes: Vec::new(), recomputed, moved, expired: Vec::new(), encoded }
+        ApplyResponse { revision, recomputed, moved, encoded, ..ApplyResponse::default() }
     }
 
     /// Every change as a message: [`changes`](Self::changes), then the encoded ones decoded.
@@ -86,6 +91,13 @@ impl Message for ApplyResponse {
             message::encode(4, m, buf);
         }
         message::encode_repeated(5, &self.expired, buf);
+        message::encode_repeated(6, &self.fired, buf);
+        if let Some(p) = &self.pending {
+            message::encode(7, p, buf);
+        }
+        if let Some(e) = &self.stopped {
+            message::encode(8, e, buf);
+        }
     }
 
     fn merge_field(
@@ -117,6 +129,11 @@ impl Message for ApplyResponse {
             4 => message::merge(wire_type, self.moved.get_or_insert_with(RulesetMove::default), buf, ctx)
                 .map_err(located("moved")),
             5 => message::merge_repeated(wire_type, &mut self.expired, buf, ctx).map_err(located("expired")),
+            6 => message::merge_repeated(wire_type, &mut self.fired, buf, ctx).map_err(located("fired")),
+            7 => message::merge(wire_type, self.pending.get_or_insert_with(Pending::default), buf, ctx)
+                .map_err(located("pending")),
+            8 => message::merge(wire_type, self.stopped.get_or_insert_with(StepError::default), buf, ctx)
+                .map_err(located("stopped")),
             _ => skip_field(wire_type, tag, buf, ctx),
         }
     }
@@ -128,6 +145,9 @@ impl Message for ApplyResponse {
             + (if self.recomputed != 0 { uint64::encoded_len(3, &self.recomputed) } else { 0 })
             + self.moved.as_ref().map_or(0, |m| message::encoded_len(4, m))
             + message::encoded_len_repeated(5, &self.expired)
+            + message::encoded_len_repeated(6, &self.fired)
+            + self.pending.as_ref().map_or(0, |p| message::encoded_len(7, p))
+            + self.stopped.as_ref().map_or(0, |e| message::encoded_len(8, e))
     }
 
     fn clear(&mut self) {
@@ -236,6 +256,9 @@ impl PartialEq for ApplyResponse {
             && self.recomputed == other.recomputed
             && self.moved == other.moved
             && self.expired == other.expired
+            && self.fired == other.fired
+            && self.pending == other.pending
+            && self.stopped == other.stopped
     }
 }
 
@@ -247,6 +270,9 @@ impl std::fmt::Debug for ApplyResponse {
             .field("recomputed", &self.recomputed)
             .field("moved", &self.moved)
             .field("expired", &self.expired)
+            .field("fired", &self.fired)
+            .field("pending", &self.pending)
+            .field("stopped", &self.stopped)
             .finish()
     }
 }
@@ -261,7 +287,10 @@ impl serde::Serialize for ApplyResponse {
             + usize::from(!changes.is_empty())
             + usize::from(self.recomputed != 0)
             + usize::from(self.moved.is_some())
-            + usize::from(!self.expired.is_empty());
+            + usize::from(!self.expired.is_empty())
+            + usize::from(!self.fired.is_empty())
+            + usize::from(self.pending.is_some())
+            + usize::from(self.stopped.is_some());
         let mut st = s.serialize_struct("sheetd.v1.ApplyResponse", len)?;
         if self.revision != 0 {
             st.serialize_field("revision", self.revision.to_string().as_str())?;
@@ -277,6 +306,15 @@ impl serde::Serialize for ApplyResponse {
         }
         if !self.expired.is_empty() {
             st.serialize_field("expired", &self.expired)?;
+        }
+        if !self.fired.is_empty() {
+            st.serialize_field("fired", &self.fired)?;
+        }
+        if let Some(p) = &self.pending {
+            st.serialize_field("pending", p)?;
+        }
+        if let Some(e) = &self.stopped {
+            st.serialize_field("stopped", e)?;
         }
         st.end()
     }
@@ -300,6 +338,12 @@ impl<'de> serde::Deserialize<'de> for ApplyResponse {
             moved: Option<RulesetMove>,
             #[serde(default)]
             expired: Option<Vec<Expired>>,
+            #[serde(default)]
+            fired: Option<Vec<Fired>>,
+            #[serde(default)]
+            pending: Option<Pending>,
+            #[serde(default)]
+            stopped: Option<StepError>,
         }
         let json = Json::deserialize(d)?;
         Ok(ApplyResponse {
@@ -308,6 +352,9 @@ impl<'de> serde::Deserialize<'de> for ApplyResponse {
             recomputed: json.recomputed.map_or(0, |n| n.0),
             moved: json.moved,
             expired: json.expired.unwrap_or_default(),
+            fired: json.fired.unwrap_or_default(),
+            pending: json.pending,
+            stopped: json.stopped,
             encoded: Vec::new(),
         })
     }
@@ -355,19 +402,50 @@ mod tests {
             recomputed in prop_oneof![Just(0u64), 0..100_000u64],
             moved in a_move(),
             expired in prop::collection::vec(("[a-z `]{0,12}", "[A-Za-z.]{0,8}", 0..9u64), 0..3),
+            fired in prop::collection::vec(("[a-z]{1,8}", prop::option::of("[a-z0-9]{1,6}")), 0..3),
+            pending in prop::option::of((1..5u64, prop::collection::vec("[A-Za-z ]{1,9}", 0..4), 0..3u32)),
+            stopped in any::<bool>(),
         ) {
+            let fired: Vec<Fired> = fired
+                .into_iter()
+                .map(|(rule, this)| Fired {
+                    at: format!("{rule}.toml:3:1"),
+                    event: "e".into(),
+                    error: this.is_some().then(|| StepError { code: "solver.guard_failed".into(), ..StepError::default() }),
+                    rule,
+                    this,
+                })
+                .collect();
+            let pending = pending.map(|(choice, options, pick)| Pending {
+                choice,
+                prompt: "Which?".into(),
+                options,
+                pick,
+                ..Pending::default()
+            });
+            let stopped = stopped.then(|| StepError {
+                code: "events.cascade_loop".into(),
+                message: "a loop".into(),
+                chain: vec!["a".into(), "b".into()],
+            });
             let expired: Vec<Expired> = expired
                 .into_iter()
                 .map(|(what, clock, n)| Expired { what, clock, after: n.to_string(), now: (n + 1).to_string() })
                 .collect();
             let mut direct = ApplyResponse::encoded(revision, &changes, recomputed, moved.clone());
             direct.expired = expired.clone();
+            direct.fired = fired.clone();
+            direct.pending = pending.clone();
+            direct.stopped = stopped.clone();
             let as_messages = ApplyResponse {
                 revision,
                 changes: messages(&changes),
                 recomputed,
                 moved,
                 expired,
+                fired,
+                pending,
+                stopped,
                 encoded: Vec::new(),
             };
             prop_assert_eq!(direct.encoded_len(), as_messages.encoded_len());
@@ -395,16 +473,35 @@ mod tests {
         moved: Option<RulesetMove>,
         #[prost(message, repeated, tag = "5")]
         expired: Vec<Expired>,
+        #[prost(message, repeated, tag = "6")]
+        fired: Vec<Fired>,
+        #[prost(message, optional, tag = "7")]
+        pending: Option<Pending>,
+        #[prost(message, optional, tag = "8")]
+        stopped: Option<StepError>,
     }
 
-    type Decoded = (u64, Vec<Change>, u64, Option<RulesetMove>, Vec<Expired>);
+    type Decoded = (
+        u64,
+        Vec<Change>,
+        u64,
+        Option<RulesetMove>,
+        Vec<Expired>,
+        Vec<Fired>,
+        Option<Pending>,
+        Option<StepError>,
+    );
 
     fn ours(bytes: &[u8]) -> Option<Decoded> {
-        ApplyResponse::decode(bytes).ok().map(|r| (r.revision, r.changes, r.recomputed, r.moved, r.expired))
+        ApplyResponse::decode(bytes)
+            .ok()
+            .map(|r| (r.revision, r.changes, r.recomputed, r.moved, r.expired, r.fired, r.pending, r.stopped))
     }
 
     fn prost_s(bytes: &[u8]) -> Option<Decoded> {
-        Reference::decode(bytes).ok().map(|r| (r.revision, r.changes, r.recomputed, r.moved, r.expired))
+        Reference::decode(bytes)
+            .ok()
+            .map(|r| (r.revision, r.changes, r.recomputed, r.moved, r.expired, r.fired, r.pending, r.stopped))
     }
 
     /// A valid reply's bytes, with one byte replaced and maybe cut short.

@@ -1,5 +1,5 @@
 //! Conversions between the API's messages ([`super::proto`]) and the engine's domain types,
-//! once on the way in ([`operations`]) and once on the way out (everything else).
+//! once on the way in ([`step`], [`operations`]) and once on the way out (everything else).
 
 use super::proto as pb;
 use crate::engine::EngineError;
@@ -10,11 +10,42 @@ use crate::problem::Code;
 use data::SheetOp;
 use data::history::{Because, Cause, DiffKind, StepDiff, Typed, WhyChanged};
 use data::record::{self, Change, Kind, Variable};
+use events::Step;
 use formula::Value;
 use solver::{ModKind, ModifierSpec, Operation, Trace, TraceStep};
 
 // ---------------------------------------------------------------------------------------------
 // In
+
+/// A request's operations as a game step: one emit, choose or roll alone, or else a batch of
+/// sheet operations ([`operations`]).
+pub fn step(ops: Vec<pb::Operation>) -> Result<Step, EngineError> {
+    use pb::operation::Op;
+    let is_step = |o: &pb::Operation| matches!(o.op, Some(Op::Emit(_) | Op::Choose(_) | Op::Roll(_)));
+    let Some(at) = ops.iter().position(is_step) else {
+        return operations(ops).map(Step::Ops);
+    };
+    if ops.len() > 1 {
+        let mut p = Problem::of(
+            Code::StepNotAlone,
+            format!(
+                "an emit, choose or roll is a step of its own: send it as the only operation (this request has {})",
+                ops.len()
+            ),
+        );
+        p.operation = Some(at);
+        return Err(EngineError::problems(vec![p]));
+    }
+    // Invariant: `ops` has one element, found above to be a step.
+    Ok(match ops.into_iter().next().and_then(|o| o.op).expect("one step") {
+        Op::Emit(e) => {
+            Step::Emit { event: e.event, args: e.args.into_iter().map(|a| (a.name, a.value)).collect() }
+        }
+        Op::Choose(c) => Step::Choose { choice: c.choice, picks: c.picks },
+        Op::Roll(r) => Step::Roll { die: r.die, value: r.value },
+        _ => unreachable!("`is_step` matched one of the three"),
+    })
+}
 
 /// A batch of operation messages as sheet operations; an error names the offending operation
 /// and field.
@@ -35,6 +66,12 @@ pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
     use pb::operation::Op;
     let missing = || Box::new(Problem::of(Code::MissingOperation, "the operation is empty"));
     Ok(match op.op.ok_or_else(missing)? {
+        Op::Emit(_) | Op::Choose(_) | Op::Roll(_) => {
+            return Err(Box::new(Problem::of(
+                Code::StepNotAlone,
+                "an emit, choose or roll is a step of its own, not one of a batch's operations",
+            )));
+        }
         Op::AddObject(o) => {
             let add = SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent };
             lasting(add, o.until, "add_object.until")?
@@ -138,7 +175,11 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
         SheetOp::SetClock { clock, on, to } => {
             Op::SetClock(pb::SetClock { clock: clock.clone(), on: on.clone(), to: to.to_string() })
         }
-        SheetOp::Because { op, .. } => return operation_message(op),
+        SheetOp::Because { op, cause } => {
+            let mut m = operation_message(op);
+            m.cause = cause.to_string();
+            return m;
+        }
         SheetOp::Lasting { op, until } => {
             let mut m = operation_message(op);
             let u = pb::Until { clock: until.clock.clone(), on: until.on.clone(), after: until.after_text() };
@@ -190,7 +231,22 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
             on: g.on.clone(),
         }),
     };
-    pb::Operation { op: Some(op) }
+    pb::Operation { op: Some(op), cause: String::new() }
+}
+
+/// A game step as the operation message that asks for it (the client's direction).
+pub fn step_message(step: &Step) -> Vec<pb::Operation> {
+    use pb::operation::Op;
+    let op = match step {
+        Step::Ops(ops) => return ops.iter().map(operation_message).collect(),
+        Step::Emit { event, args } => Op::Emit(pb::Emit {
+            event: event.clone(),
+            args: args.iter().map(|(n, v)| pb::EventArg { name: n.clone(), value: v.clone() }).collect(),
+        }),
+        Step::Choose { choice, picks } => Op::Choose(pb::Choose { choice: *choice, picks: picks.clone() }),
+        Step::Roll { die, value } => Op::Roll(pb::Roll { die: die.clone(), value: *value }),
+    };
+    vec![pb::Operation { op: Some(op), cause: String::new() }]
 }
 
 pub fn value(v: &record::Value) -> pb::Value {
@@ -299,6 +355,41 @@ pub fn sheet_info(s: SheetInfo) -> pb::SheetInfo {
         ruleset_version: s.ruleset_version,
         revision: s.revision,
         objects: s.objects,
+        pending: s.pending.as_ref().map(pending),
+    }
+}
+
+/// A pending question as a message.
+pub fn pending(p: &events::Pending) -> pb::Pending {
+    pb::Pending {
+        choice: p.choice,
+        rule: p.rule.to_string(),
+        at: p.at.to_string(),
+        prompt: p.prompt.to_string(),
+        options: p.options.iter().map(|o| o.to_string()).collect(),
+        pick: p.pick,
+        decline: p.decline,
+        die: p.die.as_deref().map(str::to_owned),
+    }
+}
+
+/// A rule's firing as a message.
+pub fn fired(f: &events::Fired) -> pb::Fired {
+    pb::Fired {
+        rule: f.rule.to_string(),
+        at: f.at.to_string(),
+        event: f.event.to_string(),
+        this: f.this.as_deref().map(str::to_owned),
+        error: f.error.as_ref().map(step_error),
+    }
+}
+
+/// A firing's failure, or a stopped cascade, as a message.
+pub fn step_error(e: &events::GameError) -> pb::StepError {
+    pb::StepError {
+        code: e.code.as_str().to_owned(),
+        message: e.message.clone(),
+        chain: e.chain.iter().map(|r| r.to_string()).collect(),
     }
 }
 
@@ -343,6 +434,9 @@ pub fn applied(a: Applied) -> pb::ApplyResponse {
     });
     let mut reply = pb::ApplyResponse::encoded(a.revision, &a.changes, a.recomputed as u64, moved);
     reply.expired = a.expired.iter().map(expired).collect();
+    reply.fired = a.fired.iter().map(fired).collect();
+    reply.pending = a.pending.as_ref().map(pending);
+    reply.stopped = a.stopped.as_ref().map(step_error);
     reply
 }
 

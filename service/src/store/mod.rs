@@ -43,6 +43,9 @@ pub const SNAPSHOT_EVERY: u64 = 32;
 pub struct Logged {
     pub revision: Revision,
     pub changes: Vec<Change>,
+    /// The game step that made the revision, when it was an emit, choose or roll (its rules'
+    /// operations are `revision.operations`); `None` for a batch of operations.
+    pub step: Option<events::Step>,
 }
 
 /// Every value of a sheet at a revision.

@@ -5,12 +5,14 @@
 //! by earlier releases still load; a test opens one. Change a record only by adding fields.
 //!
 //! Each record converts to and from its domain type here, once: [`Logged`] (a revision with its
-//! operations and changes) and [`Snapshot`] (every value at a revision).
+//! operations and changes, and the game step that made it) and [`Snapshot`] (every value at a
+//! revision).
 
 use super::{Logged, Snapshot};
 use data::SheetOp;
 use data::history::Revision;
 use data::record::{Change, Kind, Value, Variable};
+use events::Step;
 use solver::{ModKind, ModifierSpec, Operation};
 
 /// Where a ruleset loads from.
@@ -87,6 +89,10 @@ pub struct LogRecord {
     /// Set when this revision moved the sheet to another ruleset version.
     #[prost(uint64, optional, tag = "5")]
     pub moved_from_version: Option<u64>,
+    /// The game step (emit, choose, roll) that made the revision, when it was one: `operations`
+    /// are then what its rules applied, each with its cause. A replay runs the step.
+    #[prost(message, optional, tag = "6")]
+    pub step: Option<OperationRecord>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -99,8 +105,11 @@ pub struct SnapshotRecord {
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct OperationRecord {
-    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
+    #[prost(oneof = "Op", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15")]
     pub op: Option<Op>,
+    /// The rule that applied the operation (`SheetOp::Because`); empty for a request's own.
+    #[prost(string, tag = "16")]
+    pub cause: String,
 }
 
 #[derive(Clone, PartialEq, prost::Oneof)]
@@ -129,6 +138,48 @@ pub enum Op {
     Tick(ClockRecord),
     #[prost(message, tag = "12")]
     SetClock(ClockRecord),
+    /// Game steps (`events::Step`), only in [`LogRecord::step`].
+    #[prost(message, tag = "13")]
+    Emit(EmitRecord),
+    #[prost(message, tag = "14")]
+    Choose(ChooseRecord),
+    #[prost(message, tag = "15")]
+    Roll(RollRecord),
+}
+
+/// An event emitted, with its arguments as text.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct EmitRecord {
+    #[prost(string, tag = "1")]
+    pub event: String,
+    #[prost(message, repeated, tag = "2")]
+    pub args: Vec<ArgRecord>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ArgRecord {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub value: String,
+}
+
+/// The answer to a pending choice: its number and the options picked (none: declined).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ChooseRecord {
+    #[prost(uint64, tag = "1")]
+    pub choice: u64,
+    #[prost(string, repeated, tag = "2")]
+    pub picks: Vec<String>,
+}
+
+/// A die's value, supplied by the client.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RollRecord {
+    #[prost(string, tag = "1")]
+    pub die: String,
+    #[prost(int64, tag = "2")]
+    pub value: i64,
 }
 
 /// An adjustment of a stock (`SheetOp::Adjust`), as logged: its formula as written (a replay
@@ -309,8 +360,28 @@ impl LogRecord {
             operations: Self::operations_of(&l.revision),
             changes: l.changes.iter().map(change_record).collect(),
             moved_from_version: l.revision.moved_from,
+            step: l.step.as_ref().map(step_record),
         }
     }
+}
+
+/// A game step as a record (an `Ops` step is the revision's operations, and has none).
+pub fn step_record(step: &Step) -> OperationRecord {
+    let op = match step {
+        Step::Ops(_) => None,
+        Step::Emit { event, args } => Some(Op::Emit(EmitRecord {
+            event: event.clone(),
+            args: args
+                .iter()
+                .map(|(name, value)| ArgRecord { name: name.clone(), value: value.clone() })
+                .collect(),
+        })),
+        Step::Choose { choice, picks } => {
+            Some(Op::Choose(ChooseRecord { choice: *choice, picks: picks.clone() }))
+        }
+        Step::Roll { die, value } => Some(Op::Roll(RollRecord { die: die.clone(), value: *value })),
+    };
+    OperationRecord { op, cause: String::new() }
 }
 
 impl SnapshotRecord {
@@ -342,7 +413,11 @@ fn operation_record(op: &SheetOp) -> OperationRecord {
         SheetOp::SetClock { clock, on, to } => {
             Op::SetClock(ClockRecord { clock: clock.clone(), on: on.clone(), value: to.to_string() })
         }
-        SheetOp::Because { op, .. } => return operation_record(op),
+        SheetOp::Because { op, cause } => {
+            let mut r = operation_record(op);
+            r.cause = cause.to_string();
+            return r;
+        }
         SheetOp::Lasting { op, until } => {
             let mut r = operation_record(op);
             let u =
@@ -397,7 +472,7 @@ fn operation_record(op: &SheetOp) -> OperationRecord {
             on: g.on.clone(),
         }),
     };
-    OperationRecord { op: Some(op) }
+    OperationRecord { op: Some(op), cause: String::new() }
 }
 
 fn value_record(v: &Value) -> ValueRecord {
@@ -446,6 +521,7 @@ impl LogRecord {
                 moved_from: self.moved_from_version,
             },
             changes,
+            step: self.step.map(step).transpose().map_err(|e| format!("its game step: {e}"))?,
         })
     }
 }
@@ -461,8 +537,32 @@ impl SnapshotRecord {
     }
 }
 
+/// A logged game step.
+fn step(op: OperationRecord) -> Result<Step, String> {
+    Ok(match op.op.ok_or("the step is empty")? {
+        Op::Emit(e) => {
+            Step::Emit { event: e.event, args: e.args.into_iter().map(|a| (a.name, a.value)).collect() }
+        }
+        Op::Choose(c) => Step::Choose { choice: c.choice, picks: c.picks },
+        Op::Roll(r) => Step::Roll { die: r.die, value: r.value },
+        _ => return Err("a sheet operation where a game step belongs".to_owned()),
+    })
+}
+
 fn operation(op: OperationRecord) -> Result<SheetOp, String> {
-    Ok(match op.op.ok_or("the operation is empty")? {
+    let cause = op.cause;
+    let op = sheet_operation(op.op.ok_or("the operation is empty")?)?;
+    Ok(match cause.is_empty() {
+        true => op,
+        false => SheetOp::Because { op: Box::new(op), cause: cause.into() },
+    })
+}
+
+fn sheet_operation(op: Op) -> Result<SheetOp, String> {
+    Ok(match op {
+        Op::Emit(_) | Op::Choose(_) | Op::Roll(_) => {
+            return Err("a game step where a sheet operation belongs".to_owned());
+        }
         Op::AddObject(o) => {
             lasting(SheetOp::AddObject { kind: o.kind, key: o.key, id: o.id, parent: o.parent }, o.until)?
         }

@@ -105,7 +105,7 @@ fn seal_message(key: &str, m: &impl Message, size_hint: usize) -> Vec<u8> {
 /// A revision's log record, sealed: what `seal(key, &LogRecord::of(entry).encode_to_vec())`
 /// gives, with the changes written straight from the entry (`crate::wire`) instead of copied
 /// into records first. The fields go in prost's order: revision, ruleset version, operations,
-/// changes, the version moved from.
+/// changes, the version moved from, the game step.
 fn seal_log(key: &str, entry: &Logged) -> Vec<u8> {
     let hint = 64 * (entry.revision.operations.len() + entry.changes.len()) + 32;
     sealed(key, hint, |out| {
@@ -115,6 +115,7 @@ fn seal_log(key: &str, entry: &Logged) -> Vec<u8> {
             operations: LogRecord::operations_of(&entry.revision),
             changes: Vec::new(),
             moved_from_version: None,
+            step: None,
         };
         ops.encode_raw(out);
         for c in &entry.changes {
@@ -122,6 +123,9 @@ fn seal_log(key: &str, entry: &Logged) -> Vec<u8> {
         }
         if let Some(v) = entry.revision.moved_from {
             prost::encoding::uint64::encode(5, &v, out);
+        }
+        if let Some(step) = &entry.step {
+            prost::encoding::message::encode(6, &super::records::step_record(step), out);
         }
     })
 }
@@ -745,6 +749,7 @@ mod tests {
         Logged {
             revision: Revision { number: revision, ruleset_version: 1, operations: vec![], moved_from: None },
             changes: vec![],
+            step: None,
         }
     }
 
@@ -772,6 +777,7 @@ mod tests {
                 }),
                 new: None,
             }],
+            step: None,
         };
         let rec = LogRecord::of(&entry);
         for hint in [0, 3, 1000] {
@@ -818,26 +824,40 @@ mod tests {
         changes.push(Change { var: long.clone(), old: None, new: Some(values[1].clone()) });
         changes.push(Change { var: "sword.Bonus".into(), old: Some(values[2].clone()), new: None });
         changes.push(Change { var: String::new(), old: None, new: None });
-        for (changes, moved_from) in [(changes.clone(), Some(0)), (changes, Some(3)), (vec![], None)] {
+        let emit = events::Step::Emit { event: "payday".into(), args: vec![("amount".into(), "2".into())] };
+        let choose = events::Step::Choose { choice: 3, picks: vec!["Ale".into()] };
+        for (changes, moved_from, step) in
+            [(changes.clone(), Some(0), Some(emit)), (changes, Some(3), None), (vec![], None, Some(choose))]
+        {
             let entry = Logged {
                 revision: Revision {
                     number: 300,
                     ruleset_version: 2,
                     operations: vec![
                         data::SheetOp::RemoveObject("armor-1".into()),
-                        data::SheetOp::AddObject {
-                            kind: "EQUIPMENT".into(),
-                            key: "Ring Hauberk".into(),
-                            id: Some("armor".into()),
-                            parent: None,
+                        data::SheetOp::Because {
+                            op: Box::new(data::SheetOp::AddObject {
+                                kind: "EQUIPMENT".into(),
+                                key: "Ring Hauberk".into(),
+                                id: Some("armor".into()),
+                                parent: None,
+                            }),
+                            cause: "rule `gift` (gifts.toml:3:1)".into(),
                         },
                     ],
                     moved_from,
                 },
                 changes,
+                step,
             };
             let want = seal("log a@300", &LogRecord::of(&entry).encode_to_vec());
-            assert_eq!(seal_log("log a@300", &entry), want, "moved from {moved_from:?}");
+            let sealed = seal_log("log a@300", &entry);
+            assert_eq!(sealed, want, "moved from {moved_from:?}");
+            // And it reads back as it was: the step, and each operation's cause.
+            let back =
+                decode::<LogRecord>("log a@300", &sealed).expect("decodes").into_domain().expect("reads");
+            assert_eq!(format!("{:?}", back.step), format!("{:?}", entry.step));
+            assert_eq!(format!("{:?}", back.revision.operations), format!("{:?}", entry.revision.operations));
         }
     }
 
