@@ -11,6 +11,11 @@
 //!   which fires 10 global rules, each adjusting its own stock by the argument: 11 batches
 //!   (the argument's, then one per rule), each recomputing its change, merged into one report.
 //!
+//! - `count_instance_added_1000`: a worker added to a scope that `count(PC.WORKER, Busy == 0)`
+//!   watches, with 1,000 workers present (the worker's instance, its variables, and its
+//!   modifier into the aggregate; the count and the global reading it recomputed); removed
+//!   again, untimed.
+//!
 //! The modifiers a tick expires are added again before each tick, untimed.
 
 #[global_allocator]
@@ -99,7 +104,50 @@ fn bench_moving(c: &mut Criterion) {
             black_box(r)
         })
     });
+    let mut guild = Character::new(guild_ruleset()).expect("a guild");
+    let worker = |id: &str| SheetOp::AddObject {
+        kind: "WORKER".into(),
+        key: "Worker".into(),
+        id: Some(id.into()),
+        parent: None,
+    };
+    let workers: Vec<SheetOp> = (0..1000).map(|k| worker(&format!("w{k}"))).collect();
+    guild.apply(&workers).expect("1,000 workers");
+    assert_eq!(guild.sheet().value("Idle").expect("Idle").expect("a value").to_string(), "1000");
+    let hire = [worker("new")];
+    let fire = [SheetOp::RemoveObject("new".into())];
+    g.bench_function("count_instance_added_1000", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let t = Instant::now();
+                black_box(guild.apply(&hire).expect("hires"));
+                total += t.elapsed();
+                guild.apply(&fire).expect("fires");
+            }
+            total
+        })
+    });
     g.finish();
+}
+
+/// The moving ruleset with workers (`PC.WORKER`, with a `Busy` channel) and a global `Idle`
+/// that counts the idle ones.
+fn guild_ruleset() -> Arc<data::Ruleset> {
+    let text = sheetd_benches::moving_ruleset_text(VARS)
+        .replacen("[variables.PC]\n", "[variables.PC]\nIdle = \"NUMBER\"\n", 1)
+        .replacen(
+            "modify = [\n",
+            "modify = [\n  { var = \"Idle\", set = \"count(PC.WORKER, Busy == 0)\" },\n",
+            1,
+        )
+        + concat!(
+            "[scopes]\n\"PC.WORKER\" = \"PC\"\n",
+            "[channels.\"PC.WORKER\"]\nBusy = \"NUMBER\"\n",
+            "[kinds.WORKER]\nscope = \"PC.WORKER\"\n",
+            "[[object]]\nkind = \"WORKER\"\nkey = \"Worker\"\n",
+        );
+    Arc::new(data::load_str(&text, "guild.toml").unwrap_or_else(|e| panic!("the guild ruleset loads: {e:?}")))
 }
 
 /// The moving ruleset with a `Ping` event (its `amount` into channel `Amount`) and 10 rules,

@@ -254,6 +254,9 @@ pub enum DiagCode {
     BadOrder,
     /// A stock's `bounds` that is not `clamp` or `reject`.
     BadBounds,
+    /// An aggregate (`count(SCOPE, WHERE)`, …) with the wrong arguments, over the global scope,
+    /// or whose `EXPR` or `WHERE` does not compile in its scope.
+    BadAggregate,
     /// *(warning)* A STRING (or data-format) literal that reads as a formula: it is taken as
     /// the text it is; a formula is written `=…`.
     LiteralLikeFormula,
@@ -286,6 +289,7 @@ impl DiagCode {
             DiagCode::BadPart => "data.bad_part",
             DiagCode::BadOrder => "data.bad_order",
             DiagCode::BadBounds => "data.bad_bounds",
+            DiagCode::BadAggregate => "data.bad_aggregate",
             DiagCode::LiteralLikeFormula => "data.literal_like_formula",
             DiagCode::Layer(code) => code,
         }
@@ -327,5 +331,6 @@ pub mod codes {
     pub const BAD_PART: DiagCode = DiagCode::BadPart;
     pub const BAD_ORDER: DiagCode = DiagCode::BadOrder;
     pub const BAD_BOUNDS: DiagCode = DiagCode::BadBounds;
+    pub const BAD_AGGREGATE: DiagCode = DiagCode::BadAggregate;
     pub const LITERAL_LIKE_FORMULA: DiagCode = DiagCode::LiteralLikeFormula;
 }

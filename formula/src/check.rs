@@ -87,6 +87,15 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The slot of variable `id` (named `name`, of `format`): its existing one, or a new one.
+    fn slot_of(&mut self, id: VarId, name: &Arc<str>, format: Format) -> (u32, Format) {
+        if let Some(i) = self.vars.iter().position(|(v, _, _)| *v == id) {
+            return (i as u32, format);
+        }
+        self.vars.push((id, name.clone(), format.clone()));
+        ((self.vars.len() - 1) as u32, format)
+    }
+
     fn variable_slot(&mut self, name: &Arc<str>, span: Span) -> Result<(u32, Format), FormulaError> {
         let Some((id, format)) = self.symbols.resolve(name) else {
             let mut err = FormulaError::new(
@@ -102,11 +111,7 @@ impl<'a> Checker<'a> {
             }
             return Err(err);
         };
-        if let Some(i) = self.vars.iter().position(|(v, _, _)| *v == id) {
-            return Ok((i as u32, format));
-        }
-        self.vars.push((id, name.clone(), format.clone()));
-        Ok(((self.vars.len() - 1) as u32, format))
+        Ok(self.slot_of(id, name, format))
     }
 
     /// Wraps a node, folding it to a constant when it reads nothing from outside.
@@ -199,7 +204,15 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Binary { op, op_span, lhs, rhs } => self.binary(*op, *op_span, lhs, rhs),
-            ExprKind::Call { name, name_span, args } => self.call(e, name, *name_span, args),
+            ExprKind::Call { name, name_span, args } => match self.symbols.resolve_call(e) {
+                None => self.call(e, name, *name_span, args),
+                Some(Ok((id, format))) => {
+                    let (slot, format) = self.slot_of(id, &Arc::from(e.to_string()), format);
+                    self.finish(Node::Var(slot), format, false, false)
+                }
+                Some(Err(message)) => Err(FormulaError::new(ErrorCode::UnknownVariable, e.span, message)
+                    .with_label("not available here")),
+            },
         }
     }
 

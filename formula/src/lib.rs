@@ -87,6 +87,16 @@ pub trait Symbols {
     /// The variable `name` (case-insensitive) as seen from here, with its format.
     fn resolve(&self, name: &str) -> Option<(VarId, Format)>;
 
+    /// A call that this environment reads as a variable of its own: an aggregate over the
+    /// instances of a scope (`count(PC.WORKER, Busy == 0)`), which the solver keeps as a
+    /// variable. `Some(Ok)`: the variable and its format, read like any variable (`call` is
+    /// then named by its canonical text); `Some(Err)`: why such a call is not available here;
+    /// `None` (the default): an ordinary function call.
+    fn resolve_call(&self, call: &ast::Expr) -> Option<Result<(VarId, Format), String>> {
+        let _ = call;
+        None
+    }
+
     /// Where "here" is, for messages: `scope PC.STAT`. Defaults to `this scope`.
     fn scope_description(&self) -> String {
         "this scope".to_owned()

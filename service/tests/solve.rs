@@ -378,3 +378,31 @@ fn the_tavern_example_fires_rules() {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(err.contains("events.self_emit") && err.contains("bad.toml:6:27"), "{err}");
 }
+
+/// `docs/examples/guild`: aggregates over the workers follow them as they join, work and
+/// leave, and a rule pays by one at the moment its event fires.
+#[test]
+fn the_guild_example_counts_its_workers() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let (rules, game) =
+        (docs.join("guild").display().to_string(), docs.join("guild-game.json").display().to_string());
+    let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &game, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out);
+    let changed = |i: usize, var: &str| {
+        lines[i]["changed"].as_array().expect("changes").iter().find(|c| c["var"] == var).cloned()
+    };
+    assert_eq!(changed(0, "Payroll"), Some(json!({"var": "Payroll", "old": "0", "new": "7"})));
+    assert_eq!(changed(1, "Idle"), Some(json!({"var": "Idle", "old": "2", "new": "1"})));
+    assert_eq!(changed(1, "Weakest").map(|c| c["new"].clone()), Some(json!("16")));
+    // Payday: two gold for each busy worker then (one), and after a second one got to work and
+    // the first left, one again.
+    assert_eq!(changed(3, "Gold"), Some(json!({"var": "Gold", "old": "10", "new": "12"})));
+    assert_eq!(changed(5, "Strongest"), Some(json!({"var": "Strongest", "old": "16", "new": "14"})));
+    assert_eq!(changed(6, "Gold"), Some(json!({"var": "Gold", "old": "12", "new": "14"})));
+    let values = &lines[7]["values"];
+    assert_eq!(
+        [&values["Payroll"], &values["Idle"], &values["Strongest"], &values["Weakest"]],
+        [&json!("5"), &json!("1"), &json!("14"), &json!("8")]
+    );
+}

@@ -78,6 +78,9 @@ pub enum Code {
     GuardFailed,
     /// An adjustment of a stock past a bound it rejects (or whose amount or bound has no value).
     OutOfBounds,
+    /// An aggregate call (`count(SCOPE, WHERE)`, …) with the wrong arguments, or over the
+    /// global scope.
+    BadAggregate,
 }
 
 impl Code {
@@ -105,6 +108,7 @@ impl Code {
             Code::UnknownTemplate => "solver.unknown_template",
             Code::GuardFailed => "solver.guard_failed",
             Code::OutOfBounds => "solver.out_of_bounds",
+            Code::BadAggregate => "solver.bad_aggregate",
         }
     }
 }
@@ -139,4 +143,5 @@ pub mod codes {
     pub const UNKNOWN_TEMPLATE: Code = Code::UnknownTemplate;
     pub const GUARD_FAILED: Code = Code::GuardFailed;
     pub const OUT_OF_BOUNDS: Code = Code::OutOfBounds;
+    pub const BAD_AGGREGATE: Code = Code::BadAggregate;
 }

@@ -1,8 +1,17 @@
-//! Rules: scope definitions, variable declarations, format defaults and the function library.
+//! Rules: scope definitions, variable declarations, format defaults, the function library and
+//! aggregates.
 //!
 //! Built once with [`RulesBuilder`], then immutable and shared (`Arc<Rules>`) by every sheet.
 //! Formulas are compiled against a scope through [`Rules::compile`], which resolves names through
 //! the scope and its ancestors and interns identical text per scope.
+//!
+//! **Aggregates.** `count(SCOPE[, WHERE])`, `sum(SCOPE, EXPR[, WHERE])`, `min(…)` and `max(…)`
+//! range over every instance of `SCOPE` on a sheet. Each one a ruleset writes is declared before
+//! the rules are built ([`RulesBuilder::declare_aggregates`]) as a global NUMBER variable named
+//! by its canonical text, with `EXPR` and `WHERE` compiled in `SCOPE`; a formula that calls it
+//! reads that variable ([`Symbols::resolve_call`]). The sheet keeps it up to date with one
+//! modifier per instance (see `Sheet`'s instances), so membership and the values `WHERE` reads
+//! are dependencies like any other.
 
 use crate::Map;
 use crate::error::{SolveError, codes};
@@ -92,6 +101,70 @@ pub struct VarDef {
     pub index: u32,
     /// The order its modifiers apply in (see [`RulesBuilder::set_order`]).
     pub order: Order,
+    /// Set for the variable of an aggregate: what it computes.
+    pub aggregate: Option<AggKind>,
+}
+
+/// What an aggregate computes over the instances of its scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AggKind {
+    /// How many instances pass `WHERE` (0 for none).
+    Count,
+    /// The sum of `EXPR` over the instances that pass (0 for none).
+    Sum,
+    /// The least `EXPR` (no value for none: `solver.empty_aggregate`).
+    Min,
+    /// The greatest `EXPR` (no value for none).
+    Max,
+}
+
+impl AggKind {
+    /// The aggregate a call of `name` is (case-insensitive), if it is one.
+    pub fn named(name: &str) -> Option<AggKind> {
+        [AggKind::Count, AggKind::Sum, AggKind::Min, AggKind::Max]
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(name))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AggKind::Count => "count",
+            AggKind::Sum => "sum",
+            AggKind::Min => "min",
+            AggKind::Max => "max",
+        }
+    }
+
+    /// Whether the aggregate starts from its first member's value, not from 0.
+    pub fn starts_empty(self) -> bool {
+        matches!(self, AggKind::Min | AggKind::Max)
+    }
+}
+
+/// An aggregate over the instances of a scope, kept as a global variable.
+#[derive(Debug)]
+pub struct Aggregate {
+    pub kind: AggKind,
+    /// The scope whose instances it ranges over.
+    pub scope: ScopeId,
+    /// Its variable (global, NUMBER, named by `text`).
+    pub var: VarDefId,
+    /// Its canonical text: `count(PC.WORKER, Busy == 0)`.
+    pub text: Arc<str>,
+    /// What an instance contributes (none for `count`), compiled in `scope`.
+    pub expr: Option<Arc<Formula>>,
+    /// Which instances count (none: all), compiled in `scope`.
+    pub filter: Option<Arc<Formula>>,
+}
+
+/// An aggregate declared, its formulas not compiled yet.
+struct PendingAggregate {
+    kind: AggKind,
+    scope: ScopeId,
+    var: VarDefId,
+    text: Arc<str>,
+    expr: Option<String>,
+    filter: Option<String>,
 }
 
 /// Builds [`Rules`]: scopes, variables, defaults, functions.
@@ -105,6 +178,9 @@ pub struct RulesBuilder {
     formats: FormatRegistry,
     /// The variables whose order was set (see [`RulesBuilder::set_order`]).
     ordered: std::collections::HashSet<VarDefId>,
+    /// Aggregates declared, by canonical text in lower case.
+    aggregates: Vec<PendingAggregate>,
+    aggregate_names: Map<String, usize>,
 }
 
 impl RulesBuilder {
@@ -119,6 +195,8 @@ impl RulesBuilder {
             library: Library::new(),
             formats: FormatRegistry::new(),
             ordered: Default::default(),
+            aggregates: Vec::new(),
+            aggregate_names: Map::default(),
         };
         b.scope_names.insert(global.to_ascii_uppercase(), ScopeId(0));
         b.scopes.push(ScopeDef { name: Arc::from(global), parent: None, vars: Vec::new() });
@@ -212,6 +290,7 @@ impl RulesBuilder {
             locked,
             index,
             order: Order::Inherent,
+            aggregate: None,
         });
         self.var_names.entry(key).or_default().push(id);
         Ok(id)
@@ -271,6 +350,84 @@ impl RulesBuilder {
         &self.formats
     }
 
+    /// How many aggregates are declared.
+    pub fn aggregate_count(&self) -> usize {
+        self.aggregates.len()
+    }
+
+    /// The canonical texts of the aggregates declared, in the order declared.
+    pub fn aggregate_texts(&self) -> impl Iterator<Item = &str> {
+        self.aggregates.iter().map(|a| &*a.text)
+    }
+
+    /// Declares every aggregate that formula `text` calls (nested ones first): a call of `count`,
+    /// `sum`, `min` or `max` whose first argument names a scope. Text that does not parse is
+    /// left to the formula's own compilation, which reports it; an aggregate with the wrong
+    /// arguments is a `solver.bad_aggregate`. Declaring the same aggregate again is harmless.
+    pub fn declare_aggregates(&mut self, text: &str) -> Result<(), SolveError> {
+        match formula::parse(text, &formula::Limits::default()) {
+            Ok(e) => self.aggregates_in(&e),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn aggregates_in(&mut self, e: &formula::ast::Expr) -> Result<(), SolveError> {
+        use formula::ast::ExprKind;
+        match &e.kind {
+            ExprKind::Unary { expr, .. } => self.aggregates_in(expr),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.aggregates_in(lhs)?;
+                self.aggregates_in(rhs)
+            }
+            ExprKind::Index { index, .. } => self.aggregates_in(index),
+            ExprKind::Call { name, args, .. } => {
+                for a in args {
+                    self.aggregates_in(a)?;
+                }
+                match aggregate_call(&self.scope_names, &self.scopes, e) {
+                    Some((kind, scope)) => self.declare_aggregate(e, name, kind, scope, args),
+                    None => Ok(()),
+                }
+            }
+            ExprKind::Number(_) | ExprKind::Str(_) | ExprKind::Var(_) => Ok(()),
+        }
+    }
+
+    fn declare_aggregate(
+        &mut self,
+        call: &formula::ast::Expr,
+        name: &str,
+        kind: AggKind,
+        scope: ScopeId,
+        args: &[formula::ast::Expr],
+    ) -> Result<(), SolveError> {
+        let text = call.to_string();
+        let key = text.to_ascii_lowercase();
+        if self.aggregate_names.contains_key(&key) {
+            return Ok(());
+        }
+        let bad = |m: String| SolveError::new(codes::BAD_AGGREGATE, format!("`{text}`: {m}"));
+        if scope == ScopeId(0) {
+            return Err(bad(format!(
+                "`{name}` ranges over the instances of a scope, and the global scope has just one"
+            )));
+        }
+        let (expr, filter) = match (kind, args.len()) {
+            (AggKind::Count, 1) => (None, None),
+            (AggKind::Count, 2) => (None, Some(args[1].to_string())),
+            (AggKind::Count, _) => return Err(bad("write count(SCOPE) or count(SCOPE, WHERE)".to_owned())),
+            (_, 2) => (Some(args[1].to_string()), None),
+            (_, 3) => (Some(args[1].to_string()), Some(args[2].to_string())),
+            (_, _) => return Err(bad(format!("write {name}(SCOPE, EXPR) or {name}(SCOPE, EXPR, WHERE)"))),
+        };
+        let global = self.scopes[0].name.clone();
+        let var = self.declare(&text, &global, Format::Number, true)?;
+        self.vars[var.0 as usize].aggregate = Some(kind);
+        self.aggregate_names.insert(key, self.aggregates.len());
+        self.aggregates.push(PendingAggregate { kind, scope, var, text: text.into(), expr, filter });
+        Ok(())
+    }
+
     /// Finishes the rules.
     pub fn build(self) -> Rules {
         let mut by_name: Map<Box<[u8]>, Vec<(ScopeId, VarDefId)>> = Map::default();
@@ -280,7 +437,12 @@ impl RulesBuilder {
                 .or_default()
                 .push((v.scope, VarDefId(i as u32)));
         }
+        let pending = self.aggregates;
         let mut rules = Rules {
+            aggregates: Vec::new(),
+            aggregate_names: self.aggregate_names,
+            aggregate_errors: Vec::new(),
+            aggregates_of: Vec::new(),
             compiler: Compiler::new(Arc::new(self.library)),
             scopes: self.scopes,
             scope_names: self.scope_names,
@@ -291,8 +453,50 @@ impl RulesBuilder {
             formats: self.formats,
         };
         rules.var_defaults = rules.vars.iter().map(|v| rules.default_value(&v.format)).collect();
+        // Aggregates' formulas, compiled in their scope now that every name is known (one may
+        // call another).
+        rules.aggregates_of = vec![Vec::new(); rules.scopes.len()];
+        for p in pending {
+            let expr =
+                p.expr.map(|t| rules.compile(&t, p.scope, None, Some(&Format::Number)).map_err(|e| (t, e)));
+            let filter = p
+                .filter
+                .map(|t| rules.compile(&t, p.scope, None, Some(&Format::Boolean)).map_err(|e| (t, e)));
+            let (expr, filter) = match (expr.transpose(), filter.transpose()) {
+                (Ok(expr), Ok(filter)) => (expr, filter),
+                (Err((t, e)), _) | (_, Err((t, e))) => {
+                    let what =
+                        format!("aggregate `{}`, in scope {}", p.text, rules.scopes[p.scope.0 as usize].name);
+                    rules.aggregate_errors.push((p.text.clone(), SolveError::formula(&what, &t, e)));
+                    continue;
+                }
+            };
+            rules.aggregates_of[p.scope.0 as usize].push(rules.aggregates.len());
+            rules.aggregates.push(Aggregate {
+                kind: p.kind,
+                scope: p.scope,
+                var: p.var,
+                text: p.text,
+                expr,
+                filter,
+            });
+        }
         rules
     }
+}
+
+/// The aggregate `e` is — a call of `count`, `sum`, `min` or `max` whose first argument names a
+/// scope — and that scope; `None` for any other expression.
+fn aggregate_call(
+    names: &Map<String, ScopeId>,
+    scopes: &[ScopeDef],
+    e: &formula::ast::Expr,
+) -> Option<(AggKind, ScopeId)> {
+    use formula::ast::ExprKind;
+    let ExprKind::Call { name, args, .. } = &e.kind else { return None };
+    let kind = AggKind::named(name)?;
+    let ExprKind::Var(scope) = &args.first()?.kind else { return None };
+    Some((kind, lookup_scope(names, scopes, scope).ok()?))
 }
 
 /// Whether `ancestor` is `scope` or one of its ancestors in `scopes`.
@@ -347,9 +551,30 @@ pub struct Rules {
     var_defaults: Arc<[Value]>,
     compiler: Compiler,
     formats: FormatRegistry,
+    /// Aggregates whose formulas compiled; by canonical text in lower case (an index into
+    /// `aggregates`, or one that failed); those of each scope, by `ScopeId`.
+    aggregates: Vec<Aggregate>,
+    aggregate_names: Map<String, usize>,
+    aggregate_errors: Vec<(Arc<str>, SolveError)>,
+    aggregates_of: Vec<Vec<usize>>,
 }
 
 impl Rules {
+    /// Every aggregate, in the order declared.
+    pub fn aggregates(&self) -> &[Aggregate] {
+        &self.aggregates
+    }
+
+    /// The aggregates over the instances of `scope`.
+    pub fn aggregates_of(&self, scope: ScopeId) -> impl Iterator<Item = &Aggregate> {
+        self.aggregates_of.get(scope.0 as usize).into_iter().flatten().map(|&i| &self.aggregates[i])
+    }
+
+    /// Aggregates whose `EXPR` or `WHERE` did not compile: each one's text and why.
+    pub fn aggregate_errors(&self) -> &[(Arc<str>, SolveError)] {
+        &self.aggregate_errors
+    }
+
     /// The global scope.
     pub fn global(&self) -> ScopeId {
         ScopeId(0)
@@ -484,6 +709,34 @@ impl Symbols for ScopeSymbols<'_> {
     fn resolve(&self, name: &str) -> Option<(VarId, Format)> {
         let id = self.rules.resolve(self.scope, name)?;
         Some((id.into(), self.rules.var(id).format.clone()))
+    }
+
+    fn resolve_call(&self, call: &formula::ast::Expr) -> Option<Result<(VarId, Format), String>> {
+        use formula::ast::ExprKind;
+        let r = self.rules;
+        if aggregate_call(&r.scope_names, &r.scopes, call).is_none() {
+            // `count(PC.NOPE, …)`: an aggregate over a scope that does not exist (a first
+            // argument that is neither a scope nor a variable here).
+            if let ExprKind::Call { name, args, .. } = &call.kind
+                && AggKind::named(name).is_some()
+                && let Some(ExprKind::Var(first)) = args.first().map(|a| &a.kind)
+                && r.resolve(self.scope, first).is_none()
+            {
+                return Some(Err(unknown_scope(first, &r.scopes).message));
+            }
+            return None;
+        }
+        let text = call.to_string();
+        Some(match r.aggregate_names.get(&text.to_ascii_lowercase()) {
+            Some(_) => {
+                // Declared, so its variable is (the same text names it).
+                let id = r.resolve(r.global(), &text)?;
+                Ok((id.into(), Format::Number))
+            }
+            None => Err(format!(
+                "`{text}` is an aggregate this ruleset does not set up: aggregates are set up at load, from the formulas the ruleset writes"
+            )),
+        })
     }
 
     fn scope_description(&self) -> String {

@@ -9,7 +9,7 @@
 use crate::Map;
 use crate::error::{SolveError, codes};
 use crate::modifier::{Instruction, ModKind, ModValue, ModifierSpec, Target};
-use crate::rules::{Rules, ScopeId, VarDefId};
+use crate::rules::{AggKind, Rules, ScopeId, VarDefId};
 use formula::{EvalContext, Format, Formula, FormulaError, Num, Value, VarId, number};
 use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
@@ -599,7 +599,13 @@ impl Sheet {
             .map(|&def| {
                 let node = graph.add_node(Node { def, owner: id, mods: ModList::new() });
                 plan.node_added(node);
-                vals.set(node.index(), Ok(defaults[def.0 as usize].clone()));
+                let var = rules.var(def);
+                let start = match var.aggregate {
+                    // A `min` or `max` aggregate has no value until an instance counts.
+                    Some(a) if a.starts_empty() => Err(compute::empty_aggregate(var)),
+                    _ => Ok(defaults[def.0 as usize].clone()),
+                };
+                vals.set(node.index(), start);
                 node
             })
             .collect();

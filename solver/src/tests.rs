@@ -4,6 +4,7 @@
 use super::*;
 use formula::{Format, Value};
 use proptest::prelude::*;
+use rust_decimal::Decimal;
 use std::sync::Arc;
 
 fn num(s: &Slot) -> String {
@@ -667,7 +668,7 @@ enum Step {
 
 fn arb_step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        6 => (0usize..8, 0usize..7, 0usize..7, prop::collection::vec(0usize..8, 0..3), -5i64..6, 0u32..3, prop::option::of(0usize..3))
+        6 => (0usize..8, 0usize..7, 0usize..7, prop::collection::vec(0usize..8 + AGGREGATES.len(), 0..3), -5i64..6, 0u32..3, prop::option::of(0usize..3))
             .prop_map(|(target, kind, shape, reads, constant, priority, local)| Step::Add { target, kind, shape, reads, constant, priority, local }),
         2 => (0usize..64).prop_map(Step::Remove),
         1 => (0usize..3).prop_map(Step::AddItem),
@@ -690,7 +691,71 @@ fn prop_rules() -> Arc<Rules> {
         }
     }
     b.declare("Weight", "PC.ITEM", Format::Number, false).unwrap();
+    for a in AGGREGATES {
+        b.declare_aggregates(a).unwrap();
+    }
     Arc::new(b.build())
+}
+
+/// Aggregates over the items, which modifiers may read (as reads `8..`): their membership
+/// changes as items come and go, and their values as the items' `Weight` (and `G1`) do.
+const AGGREGATES: [&str; 4] = [
+    "count(PC.ITEM, Weight > 2)",
+    "sum(PC.ITEM, Weight)",
+    "max(PC.ITEM, Weight + G1, Weight != 3)",
+    "min(PC.ITEM, Weight)",
+];
+
+/// Each aggregate of [`AGGREGATES`] equals what its definition gives over the items on the sheet
+/// now, computed directly from their values (when every item's `Weight` and `G1` have one).
+fn check_aggregates(sheet: &Sheet) -> Result<(), TestCaseError> {
+    let values = sheet.values();
+    let number = |s: &Slot| match s {
+        Ok(Value::Number(d)) => Some(*d),
+        _ => None,
+    };
+    let weights: Option<Vec<Decimal>> = values
+        .iter()
+        .filter(|(r, _)| r.instance.is_some() && &*r.name == "Weight")
+        .map(|(_, s)| number(s))
+        .collect();
+    let g1 = values.iter().find(|(r, _)| &*r.name == "G1").and_then(|(_, s)| number(s));
+    let (Some(weights), Some(g1)) = (weights, g1) else { return Ok(()) };
+    let three = Decimal::from(3);
+    let max = weights.iter().filter(|w| **w != three).map(|w| *w + g1).max();
+    let expected = [
+        Some(Decimal::from(weights.iter().filter(|w| **w > Decimal::TWO).count())),
+        Some(weights.iter().sum()),
+        max,
+        weights.iter().min().copied(),
+    ];
+    for (text, want) in AGGREGATES.iter().zip(expected) {
+        let got = sheet.value(text).unwrap();
+        match want {
+            Some(w) => prop_assert_eq!(
+                number(&got),
+                Some(w),
+                "{}: {:?} (weights {:?}, G1 {})",
+                text,
+                got,
+                weights,
+                g1
+            ),
+            None => prop_assert!(
+                matches!(&got, Err(e) if e.code == "solver.empty_aggregate"),
+                "{text}: {got:?} over no member"
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// The variable read `r` of a generated modifier names: `G{r}`, or an aggregate.
+fn read_name(r: usize) -> String {
+    match r.checked_sub(8) {
+        Some(a) => AGGREGATES[a % AGGREGATES.len()].to_owned(),
+        None => format!("G{r}"),
+    }
 }
 
 /// The operation a generated step stands for (`None`: nothing to remove yet).
@@ -698,7 +763,7 @@ fn step_operation(n: usize, step: Step, ids: &[String]) -> Option<Operation> {
     let kinds = ["SET", "ADD", "MULTIPLY", "MAX", "MIN", "ADD", "DIVIDE"];
     Some(match step {
         Step::Add { target, kind, shape, reads, constant, priority, local } => {
-            let mut terms: Vec<String> = reads.iter().map(|r| format!("G{r}")).collect();
+            let mut terms: Vec<String> = reads.iter().map(|&r| read_name(r)).collect();
             terms.push(constant.to_string());
             let sum = terms.join(" + ");
             // Whole-number programs (in one register, or with a stack), decimals (x / 3,
@@ -882,6 +947,8 @@ proptest! {
             let mut scratch = sheet.clone();
             scratch.solve_all();
             prop_assert_eq!(scratch.values(), sheet.values());
+            // Aggregates follow their members: exactly what their definitions give now.
+            check_aggregates(&sheet)?;
             // The plan kept across changes agrees with one laid out from nothing.
             prop_assert_eq!(sheet.replanned().values(), sheet.values());
             // Traces run the general path; values the NUMBER fast path: they must agree.
@@ -1186,7 +1253,8 @@ proptest! {
 /// undone: base modifiers put back), and one that replaces the first modifier by another under
 /// the same id.
 fn overlay_batches(sheet: &Sheet) -> [Vec<Operation>; 3] {
-    let ids = sorted_ids(sheet);
+    // (Not the aggregates' own modifiers, `…@item0`: they go with their items.)
+    let ids: Vec<String> = sorted_ids(sheet).into_iter().filter(|id| !id.contains('@')).collect();
     let mut fails: Vec<Operation> = ids.iter().cloned().map(Operation::RemoveModifier).collect();
     // Every item instance removed, and one added again under a removed key (in a freed slot),
     // before the batch fails: all of it undone, the base's instances live again.
@@ -1639,4 +1707,120 @@ fn select_lists_the_instances_that_match() {
     let e = sheet.select("PC.EQUIPMENT", "1 / MyPlusValue > 0").unwrap_err();
     assert_eq!(e.code, codes::FORMULA);
     assert!(e.message.contains("no value for instance `axe`"), "{}", e.message);
+}
+
+/// Aggregates over a scope's instances, table-driven: what each gives as workers join, change
+/// and leave; only the aggregates a change reaches are evaluated; nested aggregates; and the
+/// errors of aggregates written wrong.
+#[test]
+// long: one story told in order, each step on the sheet the one before left
+fn aggregates_follow_their_members() {
+    let mut b = RulesBuilder::new("PC");
+    b.add_scope("PC.WORKER", "PC").unwrap();
+    b.add_scope("PC.PET", "PC").unwrap();
+    b.declare("Wage", "PC.WORKER", Format::Number, false).unwrap();
+    b.declare("Busy", "PC.WORKER", Format::Number, false).unwrap();
+    b.declare("Bite", "PC.PET", Format::Number, false).unwrap();
+    b.declare("Pay", "PC", Format::Number, false).unwrap();
+    let aggregates = [
+        "count(PC.WORKER)",
+        "count(pc.worker, Busy == 0)",
+        "sum(PC.WORKER, Wage, Busy == 1)",
+        "min(PC.WORKER, Wage)",
+        "max(PC.WORKER, Wage * 2)",
+        // Nested: the pets' bites against the number of workers.
+        "sum(PC.PET, Bite * count(PC.WORKER))",
+    ];
+    for a in aggregates {
+        b.declare_aggregates(&format!("1 + {a}")).unwrap();
+    }
+    // Wrong arguments, the global scope: rejected when declared.
+    for (bad, why) in [
+        ("count(PC.WORKER, Busy == 0, 1)", "write count(SCOPE) or count(SCOPE, WHERE)"),
+        ("sum(PC.WORKER)", "write sum(SCOPE, EXPR)"),
+        ("count(PC)", "the global scope has just one"),
+    ] {
+        let e = b.declare_aggregates(bad).unwrap_err();
+        assert_eq!(e.code, codes::BAD_AGGREGATE);
+        assert!(e.message.contains(why), "{bad}: {}", e.message);
+    }
+    // `max(1, 2)` and `count` of something that is not a scope are ordinary calls.
+    b.declare_aggregates("max(1, 2) + Pay").unwrap();
+    let rules = Arc::new(b.build());
+    assert!(rules.aggregate_errors().is_empty());
+    assert_eq!(rules.aggregates().len(), aggregates.len(), "count(PC.WORKER) is declared once, nested too");
+    let mut sheet = Sheet::new(rules.clone());
+    sheet.record_evaluations(true);
+    let pay = ModifierSpec::new("pay", "Pay", ModKind::Set, "sum(PC.WORKER, Wage, Busy == 1) + 100", "t");
+    sheet.add_modifier(&pay).unwrap();
+    let worker = |key: &str, wage: &str, busy: &str| {
+        vec![
+            Operation::AddInstance { key: key.into(), scope: "PC.WORKER".into(), parent: None },
+            Operation::AddModifier(
+                ModifierSpec::new(&format!("w-{key}"), "Wage", ModKind::Set, wage, "t").on(key),
+            ),
+            Operation::AddModifier(
+                ModifierSpec::new(&format!("b-{key}"), "Busy", ModKind::Set, busy, "t").on(key),
+            ),
+        ]
+    };
+    let row = |s: &Sheet| -> Vec<String> {
+        ["count(PC.WORKER)", "count(PC.WORKER, Busy == 0)", "sum(PC.WORKER, Wage, Busy == 1)"]
+            .into_iter()
+            .chain([
+                "min(PC.WORKER, Wage)",
+                "max(PC.WORKER, Wage * 2)",
+                "sum(PC.PET, Bite * count(PC.WORKER))",
+                "Pay",
+            ])
+            .map(|r| val(s, r))
+            .collect()
+    };
+    let empty = "error: no instance counts towards it";
+    assert_eq!(row(&sheet), ["0", "0", "0", empty, empty, "0", "100"]);
+    sheet.apply(&worker("ann", "3", "1")).unwrap();
+    assert_eq!(row(&sheet), ["1", "0", "3", "3", "6", "0", "103"]);
+    sheet.apply(&worker("bob", "5", "0")).unwrap();
+    assert_eq!(row(&sheet), ["2", "1", "3", "3", "10", "0", "103"]);
+    sheet.add_instance("rex", "PC.PET", None).unwrap();
+    sheet.add_modifier(&ModifierSpec::new("bite", "Bite", ModKind::Set, "4", "t").on("rex")).unwrap();
+    assert_eq!(row(&sheet)[5], "8");
+    // Bob gets to work: the aggregates whose WHERE reads Busy move, and only what they reach
+    // is evaluated (not `max`, whose members did not change, nor the pets' sum).
+    sheet.remove_modifier("b-bob").unwrap();
+    let r =
+        sheet.add_modifier(&ModifierSpec::new("b-bob2", "Busy", ModKind::Set, "1", "t").on("bob")).unwrap();
+    let evaluated = names(&r.evaluated);
+    assert_eq!(row(&sheet), ["2", "0", "8", "3", "10", "8", "108"]);
+    assert!(evaluated.contains(&"Pay".to_owned()), "{evaluated:?}");
+    assert!(!evaluated.iter().any(|v| v.starts_with("max(") || v.starts_with("sum(PC.PET")), "{evaluated:?}");
+    // Ann leaves: every aggregate over the workers moves, the nested one with them.
+    sheet.remove_instance("ann").unwrap();
+    assert_eq!(row(&sheet), ["1", "0", "5", "5", "10", "4", "105"]);
+    // An aggregate's own modifiers go with their instance, not otherwise.
+    let e = sheet.remove_modifier("count(PC.WORKER)@bob").unwrap_err();
+    assert_eq!(e.code, codes::LOCKED);
+    assert_eq!(sheet.remove_source("count(PC.WORKER)").unwrap_err().code, codes::LOCKED);
+    // A user modifier on an aggregate is refused: its variable is locked.
+    let e =
+        sheet.add_modifier(&ModifierSpec::new("x", "count(PC.WORKER)", ModKind::Add, "1", "t")).unwrap_err();
+    assert_eq!(e.code, codes::LOCKED);
+    // An aggregate a formula writes later, that the rules did not set up: an error naming it.
+    let late = ModifierSpec::new("late", "Pay", ModKind::Add, "count(PC.PET, Bite > 1)", "t");
+    let e = sheet.add_modifier(&late).unwrap_err();
+    assert_eq!(e.code, codes::FORMULA);
+    assert!(
+        e.message.contains("`count(PC.PET, Bite > 1)` is an aggregate this ruleset does not set up"),
+        "{}",
+        e.message
+    );
+    // The trace of an aggregate names each member's contribution, from its instance.
+    let t = sheet.trace("sum(PC.WORKER, Wage, Busy == 1)").unwrap();
+    let steps: Vec<(String, Option<bool>)> =
+        t.steps.iter().map(|s| (s.modifier.to_string(), s.condition)).collect();
+    assert_eq!(steps, [("sum(PC.WORKER, Wage, Busy == 1)@bob".to_owned(), Some(true))]);
+    // From scratch, the same values.
+    let mut scratch = sheet.clone();
+    scratch.solve_all();
+    assert_eq!(scratch.values(), sheet.values());
 }

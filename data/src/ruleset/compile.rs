@@ -9,14 +9,14 @@ use super::{
 };
 use crate::Map;
 use crate::diag::{Diagnostic, Origin, Text, codes};
-use crate::draft::{Draft, FormatKind, ModDraft, ObjectDraft, Presence, Selector, VarDecl};
+use crate::draft::{Draft, FormatKind, ModDraft, ObjectDraft, Presence, Raw, RawValue, Selector, VarDecl};
 use crate::formats::{Dice, Enumeration, OrderedPair};
 use formula::{ErrorCode, Format, Value};
 use solver::{
     Catalog, Instruction, InstructionError, ModKind, Order, Rules, RulesBuilder, ScopeId, TemplateSpec,
     VarDefId,
 };
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// What compiling found wrong so far.
@@ -65,7 +65,9 @@ impl Compiler {
         let channels: HashSet<VarDefId> = declared.channels.iter().map(|&c| VarDefId(c)).collect();
         self.input_function(&draft, &mut b, declared.channels.clone());
         let kinds = self.kinds(&draft, &b);
+        let aggregates = self.aggregates(&draft, &mut b);
         let rules = Arc::new(b.build());
+        self.aggregate_errors(&rules, &aggregates);
         let stocks = self.stocks(&draft, &rules);
         let clocks: HashSet<VarDefId> = draft
             .variables
@@ -230,6 +232,65 @@ impl Compiler {
                 None => Diagnostic::at(codes::BAD_FUNCTION, name, e.message),
             };
             self.errors.push(d);
+        }
+    }
+
+    /// Declares the aggregates (`count(SCOPE, WHERE)`, …) that the ruleset's formulas call —
+    /// its modifiers', its stocks' bounds, and the strings of the sections a layer above reads
+    /// (its rules' guards and amounts) — before the rules are built (see
+    /// [`RulesBuilder::declare_aggregates`]). Returns where each is first written, by its
+    /// canonical text in lower case.
+    fn aggregates(&mut self, draft: &Draft, b: &mut RulesBuilder) -> HashMap<String, Text> {
+        let mut texts: Vec<&Text> = Vec::new();
+        let mods = draft.global_mods.iter().chain(draft.objects.iter().flat_map(|o| {
+            o.modify.iter().chain(o.other.iter().map(|x| &x.m)).chain(o.parts.iter().map(|(_, m)| m))
+        }));
+        for m in mods {
+            texts.push(&m.value);
+            texts.extend(&m.condition);
+        }
+        for v in &draft.variables {
+            if let Some(stock) = &v.stock {
+                texts.extend(stock.min.iter().chain(&stock.max));
+            }
+        }
+        fn strings<'a>(raw: &'a Raw, out: &mut Vec<&'a Text>) {
+            match &raw.value {
+                RawValue::String(t) => out.push(t),
+                RawValue::Array(items) => items.iter().for_each(|r| strings(r, out)),
+                RawValue::Table(entries) => entries.iter().for_each(|(_, r)| strings(r, out)),
+                RawValue::Number(_) | RawValue::Boolean(_) => {}
+            }
+        }
+        for (_, raw) in &draft.sections {
+            strings(raw, &mut texts);
+        }
+        let mut first: HashMap<String, Text> = HashMap::new();
+        for t in texts {
+            // Most text has no call at all: only what could hold one is parsed.
+            if !t.text.contains('(') {
+                continue;
+            }
+            let before = b.aggregate_count();
+            match b.declare_aggregates(&t.text) {
+                Ok(()) => {
+                    for text in b.aggregate_texts().skip(before) {
+                        first.entry(text.to_ascii_lowercase()).or_insert_with(|| t.clone());
+                    }
+                }
+                Err(e) => self.errors.push(Diagnostic::at(codes::BAD_AGGREGATE, t, e.message)),
+            }
+        }
+        first
+    }
+
+    /// Aggregates whose `EXPR` or `WHERE` did not compile, each reported where the ruleset
+    /// first writes it (`first`, from [`Compiler::aggregates`]).
+    fn aggregate_errors(&mut self, rules: &Rules, first: &HashMap<String, Text>) {
+        for (text, e) in rules.aggregate_errors() {
+            if let Some(at) = first.get(&text.to_ascii_lowercase()) {
+                self.errors.push(Diagnostic::at(codes::BAD_AGGREGATE, at, e.message.clone()));
+            }
         }
     }
 

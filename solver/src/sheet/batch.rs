@@ -375,6 +375,13 @@ impl Sheet {
         let id = self.create_instance(key.clone(), scope_id, Some(parent_id));
         pending.created.extend(self.shape.instance(id).nodes.iter().copied());
         pending.undo.push(Undo::AddedInstance(id, reused));
+        // It takes part in the aggregates over its scope: one modifier each (removing the
+        // instance removes them, with the modifiers from it).
+        let rules = Arc::clone(&self.shape.rules);
+        for agg in rules.aggregates_of(scope_id) {
+            let m = self.shape.member_modifier(agg, id, key, pending.bulk)?;
+            self.op_link(m, pending)?;
+        }
         Ok(())
     }
 
@@ -463,11 +470,21 @@ impl Sheet {
         let key = self.shape.mods.key_of(id).ok_or_else(|| {
             SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
         })?;
+        // Only the aggregates' own modifiers are on their (locked) variables.
+        if let Some(m) = self.shape.mods.get(key)
+            && let Some(n) = self.shape.graph.node_weight(m.target)
+            && self.shape.rules.var(n.def).aggregate.is_some()
+        {
+            return Err(member_removed(id));
+        }
         self.op_unlink(key, pending);
         Ok(())
     }
 
     pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
+        if self.shape.rules.aggregates().iter().any(|a| *a.text == *source) {
+            return Err(member_removed(source));
+        }
         if !self.shape.has_source(source) {
             return Err(SolveError::new(
                 codes::UNKNOWN_MODIFIER,
@@ -647,4 +664,13 @@ impl Sheet {
             }
         }
     }
+}
+
+/// A removal of an aggregate's own modifiers (its members'), which come and go with the
+/// instances.
+fn member_removed(what: &str) -> SolveError {
+    SolveError::new(
+        codes::LOCKED,
+        format!("`{what}` is an aggregate's own: it goes when its instance does (remove the instance)"),
+    )
 }

@@ -356,6 +356,8 @@ impl Sheet {
     /// `Value` built per modifier. A property test and the trace tests hold it to `compute_any`.
     pub(super) fn compute_number(&self, n: &Node, start: Decimal) -> Slot {
         let mut cur = Num::from_decimal(start);
+        // A `min` or `max` aggregate starts from its first member's value (see `starts_empty`).
+        let mut started = !self.starts_empty(n);
         for &k in &n.mods {
             let Some(m) = self.shape.mods.get(k) else { continue };
             let body = m.held.body(self.shape.catalog.as_deref());
@@ -384,16 +386,35 @@ impl Sheet {
                 // A NUMBER variable's modifiers have NUMBER values (checked when added).
                 (None, ModValue::Const(_)) => continue,
             };
+            if !started {
+                (cur, started) = (v, true);
+                continue;
+            }
             match m.kind.apply_num(cur, v) {
                 Ok(d) => cur = d,
                 Err(e) => return Err(self.value_error(m, math_error(m.kind, e))),
             }
         }
+        if !started {
+            return Err(self.empty_aggregate(n));
+        }
         Ok(Value::Number(cur.to_decimal()))
+    }
+
+    /// Whether `n` is a `min` or `max` aggregate's variable: its value is its first member's,
+    /// then folded with the others', and it has none without members.
+    fn starts_empty(&self, n: &Node) -> bool {
+        self.shape.rules.var(n.def).aggregate.is_some_and(AggKind::starts_empty)
+    }
+
+    /// The value of a `min` or `max` aggregate that no instance counts towards.
+    fn empty_aggregate(&self, n: &Node) -> Arc<ValueError> {
+        empty_aggregate(self.shape.rules.var(n.def))
     }
 
     pub(super) fn compute_any(&self, n: &Node, mut trace: Option<&mut Vec<TraceStep>>) -> Slot {
         let mut cur = self.shape.defaults[n.def.0 as usize].clone();
+        let mut started = !self.starts_empty(n);
         for &k in &n.mods {
             let Some(m) = self.shape.mods.get(k) else { continue };
             let body = m.held.body(self.shape.catalog.as_deref());
@@ -416,16 +437,18 @@ impl Sheet {
                 self.record(&mut trace, m, condition, None);
                 continue;
             }
+            let fold = |cur: Value, v: Value| if started { apply(m.kind, cur, v) } else { Ok(v) };
             let result = match &body.value {
-                ModValue::Const(v) => apply(m.kind, cur, v.clone()),
+                ModValue::Const(v) => fold(cur, v.clone()),
                 ModValue::Formula(f) => match f.evaluate(
                     &ModContext { vals: &self.vals, reads: &m.reads, slots: Slots::Reads(m.value_slots()) },
                     Some(&cur),
                 ) {
-                    Ok(v) => apply(m.kind, cur, v),
+                    Ok(v) => fold(cur, v),
                     Err(e) => Err(e),
                 },
             };
+            started = true;
             match result {
                 Ok(v) => {
                     if trace.is_some() {
@@ -439,6 +462,9 @@ impl Sheet {
                     return Err(err);
                 }
             }
+        }
+        if !started {
+            return Err(self.empty_aggregate(n));
         }
         Ok(cur)
     }
@@ -531,4 +557,14 @@ pub(super) fn apply(kind: ModKind, cur: Value, v: Value) -> Result<Value, Formul
             format!("{kind} cannot combine {cur} with {v}"),
         )),
     }
+}
+
+/// The value of `min` or `max` aggregate `var` that no instance counts towards (also what its
+/// variable holds before anything is computed).
+pub(super) fn empty_aggregate(var: &crate::VarDef) -> Arc<ValueError> {
+    Arc::new(ValueError {
+        code: "solver.empty_aggregate",
+        message: "no instance counts towards it".to_owned(),
+        modifier: var.name.clone(),
+    })
 }

@@ -123,6 +123,53 @@ impl Shape {
         self.make(link, Held::Template(t), bulk)
     }
 
+    /// The modifier through which instance `from` (keyed `key`) takes part in aggregate `agg`:
+    /// on the aggregate's global variable, its formulas read from `from`, its id
+    /// `count(PC.WORKER, Busy == 0)@worker1` and its source the aggregate's text. `count` adds 1,
+    /// `sum` adds `EXPR`, `min` and `max` fold `EXPR`; `WHERE` is its condition.
+    pub(super) fn member_modifier(
+        &self,
+        agg: &crate::rules::Aggregate,
+        from: InstanceId,
+        key: &str,
+        bulk: bool,
+    ) -> Result<Arc<Modifier>, SolveError> {
+        let (kind, value, text, const_num) = match (&agg.kind, &agg.expr) {
+            (AggKind::Count, _) | (_, None) => (
+                ModKind::Add,
+                ModValue::Const(Value::Number(Decimal::ONE)),
+                Arc::from("1"),
+                Some(Num::Int(1)),
+            ),
+            (AggKind::Sum, Some(f)) => {
+                (ModKind::Add, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
+            }
+            (AggKind::Min, Some(f)) => {
+                (ModKind::Min, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
+            }
+            (AggKind::Max, Some(f)) => {
+                (ModKind::Max, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
+            }
+        };
+        // The global instance holds every global variable, the aggregate's among them.
+        let target = self.node_from(GLOBAL, agg.var).ok_or_else(|| {
+            SolveError::new(codes::UNKNOWN_VARIABLE, format!("aggregate `{}` has no variable", agg.text))
+        })?;
+        let id: Arc<str> = Arc::from(format!("{}@{key}", agg.text));
+        let body = Body { value, condition: agg.filter.clone(), text, source: agg.text.clone() };
+        let link = Link {
+            id: &id,
+            on: GLOBAL,
+            from,
+            target,
+            kind,
+            rank: self.rules.var(agg.var).order.rank(kind),
+            priority: 0,
+            const_num,
+        };
+        self.make(link, Held::Own(body), bulk)
+    }
+
     /// Rejects a taken id (unless `bulk`: see [`Shape::prepare`]).
     #[inline]
     fn check_id(&self, id: &str, bulk: bool) -> Result<(), SolveError> {

@@ -94,6 +94,7 @@ impl Shape {
 }
 
 pub(super) struct Source<'a> {
+    rules: &'a crate::Rules,
     graph: &'a StableDiGraph<Node, u32>,
     mods: &'a super::mods::ModTable,
     catalog: Option<&'a super::Catalog>,
@@ -103,8 +104,8 @@ pub(super) struct Source<'a> {
 impl Shape {
     /// The plan, to change, and what it is laid out from.
     pub(super) fn plan_and_source(&mut self) -> (&mut Plan, Source<'_>) {
-        let Shape { plan, graph, mods, defaults, catalog, .. } = self;
-        (plan, Source { graph, mods, catalog: catalog.as_deref(), defaults })
+        let Shape { plan, graph, mods, defaults, catalog, rules, .. } = self;
+        (plan, Source { rules, graph, mods, catalog: catalog.as_deref(), defaults })
     }
 }
 
@@ -619,6 +620,8 @@ impl Plan {
             return;
         };
         let mut start = match &sheet.defaults[n.def.0 as usize] {
+            // A `min` or `max` aggregate does not start from its default (`Sheet::compute`).
+            _ if sheet.rules.var(n.def).aggregate.is_some_and(crate::AggKind::starts_empty) => None,
             Value::Number(d) => Some(Num::from_decimal(*d)),
             _ => None,
         };

@@ -1,0 +1,75 @@
+//! Aggregates over the instances of a scope (`count`, `sum`, `min`, `max`:
+//! `docs/examples/guild/`): set up at load from the formulas the ruleset writes, following the
+//! workers as they join, work and leave; and the load errors of aggregates written wrong, each
+//! at its text.
+
+mod common;
+
+use common::{add, value};
+use data::{Character, SheetOp};
+use formula::Value;
+use std::sync::Arc;
+
+fn guild() -> Character {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/guild");
+    let r = data::load(&[dir]).unwrap_or_else(|e| panic!("{e:?}"));
+    Character::new(Arc::new(r)).unwrap()
+}
+
+fn busy(worker: &str, v: i64) -> SheetOp {
+    SheetOp::SetInput { channel: "Busy".into(), on: Some(worker.into()), value: Value::Number(v.into()) }
+}
+
+fn row(c: &Character) -> [String; 4] {
+    let shown = |r: &str| match c.sheet().value(r) {
+        Ok(Ok(v)) => v.to_string(),
+        Ok(Err(e)) => e.code.to_owned(),
+        Err(e) => panic!("{r}: {e}"),
+    };
+    ["Payroll", "Idle", "Strongest", "Weakest"].map(shown)
+}
+
+#[test]
+fn the_guild_follows_its_workers() {
+    let mut c = guild();
+    // No worker: no strongest (min and max of nothing have no value).
+    assert_eq!(row(&c), ["0", "0", "solver.depends_on_error", "solver.depends_on_error"]);
+    let e = c.sheet().value("max(PC.WORKER, STR)").unwrap().unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), ("solver.empty_aggregate", "no instance counts towards it"));
+    c.apply(&[add("WORKER", "Porter", Some("porter"), None), add("WORKER", "Smith", Some("smith"), None)])
+        .unwrap();
+    assert_eq!(row(&c), ["7", "2", "16", "solver.depends_on_error"]);
+    c.apply(&[busy("smith", 1)]).unwrap();
+    assert_eq!(row(&c), ["7", "1", "16", "16"]);
+    c.apply(&[add("WORKER", "Scribe", Some("scribe"), None), busy("scribe", 1)]).unwrap();
+    assert_eq!(row(&c), ["10", "1", "16", "8"]);
+    c.apply(&[SheetOp::RemoveObject("smith".into())]).unwrap();
+    assert_eq!(row(&c), ["5", "1", "14", "8"]);
+    // Explain names each worker's part, from the worker.
+    let t = c.sheet().trace("sum(PC.WORKER, Wage)").unwrap();
+    let parts: Vec<String> = t.steps.iter().map(|s| format!("{} {}", s.modifier, s.instruction)).collect();
+    assert_eq!(parts, ["sum(PC.WORKER, Wage)@porter Wage", "sum(PC.WORKER, Wage)@scribe Wage"]);
+    assert_eq!(value(&c, "count(PC.WORKER, Busy == 1)"), "1", "the rule's aggregate is set up too");
+}
+
+/// Each aggregate written wrong is an error at its text, and nothing loads.
+#[test]
+fn aggregates_written_wrong_are_errors_at_their_text() {
+    let head = "[scopes]\n\"PC.WORKER\" = \"PC\"\n[variables.PC]\nN = \"NUMBER\"\n[variables.\"PC.WORKER\"]\nWage = \"NUMBER\"\n";
+    for (modify, code, says) in [
+        ("count(PC.NOPE)", "data.formula", "unknown scope `PC.NOPE` (known: PC, PC.WORKER)"),
+        ("count(PC.WORKER, Wage > 1, 2)", "data.bad_aggregate", "write count(SCOPE) or count(SCOPE, WHERE)"),
+        ("sum(PC.WORKER, Salary)", "data.bad_aggregate", "unknown variable `Salary` in scope PC.WORKER"),
+        ("count(PC.WORKER, Wage)", "data.bad_aggregate", "produces NUMBER, but BOOLEAN is required"),
+        ("count(PC)", "data.bad_aggregate", "the global scope has just one"),
+    ] {
+        let text = format!("{head}[global]\nmodify = [{{ var = \"N\", set = \"{modify}\" }}]\n");
+        let errors = data::load_str(&text, "guild.toml").expect_err(modify);
+        let e =
+            errors.iter().find(|e| e.code.as_str() == code).unwrap_or_else(|| panic!("{modify}: {errors:?}"));
+        let shown = e.to_string();
+        assert!(shown.starts_with("guild.toml:8:"), "{modify}: {shown}");
+        assert!(shown.contains(says), "{modify}: {shown}");
+        assert!(shown.contains(code), "{modify}: {shown}");
+    }
+}
