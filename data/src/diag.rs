@@ -257,6 +257,9 @@ pub enum DiagCode {
     /// An aggregate (`count(SCOPE, WHERE)`, …) with the wrong arguments, over the global scope,
     /// or whose `EXPR` or `WHERE` does not compile in its scope.
     BadAggregate,
+    /// A reference to another instance's variable (`@id.Var`) naming a variable no scope
+    /// declares, or one declared with different formats.
+    BadReference,
     /// *(warning)* A STRING (or data-format) literal that reads as a formula: it is taken as
     /// the text it is; a formula is written `=…`.
     LiteralLikeFormula,
@@ -290,6 +293,7 @@ impl DiagCode {
             DiagCode::BadOrder => "data.bad_order",
             DiagCode::BadBounds => "data.bad_bounds",
             DiagCode::BadAggregate => "data.bad_aggregate",
+            DiagCode::BadReference => "data.bad_reference",
             DiagCode::LiteralLikeFormula => "data.literal_like_formula",
             DiagCode::Layer(code) => code,
         }
@@ -332,5 +336,6 @@ pub mod codes {
     pub const BAD_ORDER: DiagCode = DiagCode::BadOrder;
     pub const BAD_BOUNDS: DiagCode = DiagCode::BadBounds;
     pub const BAD_AGGREGATE: DiagCode = DiagCode::BadAggregate;
+    pub const BAD_REFERENCE: DiagCode = DiagCode::BadReference;
     pub const LITERAL_LIKE_FORMULA: DiagCode = DiagCode::LiteralLikeFormula;
 }

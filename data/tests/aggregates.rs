@@ -1,7 +1,7 @@
-//! Aggregates over the instances of a scope (`count`, `sum`, `min`, `max`:
-//! `docs/examples/guild/`): set up at load from the formulas the ruleset writes, following the
-//! workers as they join, work and leave; and the load errors of aggregates written wrong, each
-//! at its text.
+//! Aggregates over the instances of a scope (`count`, `sum`, `min`, `max`) and references to
+//! one instance's variable (`@id.Var`), `docs/examples/guild/`: set up at load from the
+//! formulas the ruleset writes, following the workers as they join, work and leave; and the
+//! load errors of aggregates and references written wrong, each at its text.
 
 mod common;
 
@@ -43,8 +43,11 @@ fn the_guild_follows_its_workers() {
     assert_eq!(row(&c), ["7", "1", "16", "16"]);
     c.apply(&[add("WORKER", "Scribe", Some("scribe"), None), busy("scribe", 1)]).unwrap();
     assert_eq!(row(&c), ["10", "1", "16", "8"]);
+    assert_eq!(value(&c, "SmithSTR"), "16", "`@smith.STR` reads the smith's STR by its id");
     c.apply(&[SheetOp::RemoveObject("smith".into())]).unwrap();
     assert_eq!(row(&c), ["5", "1", "14", "8"]);
+    let e = c.sheet().value("@smith.STR").unwrap().unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), ("solver.missing_instance", "no instance `smith` on the sheet"));
     // Explain names each worker's part, from the worker.
     let t = c.sheet().trace("sum(PC.WORKER, Wage)").unwrap();
     let parts: Vec<String> = t.steps.iter().map(|s| format!("{} {}", s.modifier, s.instruction)).collect();
@@ -62,6 +65,8 @@ fn aggregates_written_wrong_are_errors_at_their_text() {
         ("sum(PC.WORKER, Salary)", "data.bad_aggregate", "unknown variable `Salary` in scope PC.WORKER"),
         ("count(PC.WORKER, Wage)", "data.bad_aggregate", "produces NUMBER, but BOOLEAN is required"),
         ("count(PC)", "data.bad_aggregate", "the global scope has just one"),
+        ("@smith.Salary", "data.bad_reference", "no scope declares a variable `Salary`"),
+        ("@smith + 1", "data.bad_reference", "write @id.Var"),
     ] {
         let text = format!("{head}[global]\nmodify = [{{ var = \"N\", set = \"{modify}\" }}]\n");
         let errors = data::load_str(&text, "guild.toml").expect_err(modify);

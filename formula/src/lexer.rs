@@ -80,8 +80,10 @@ pub struct Token {
     pub span: Span,
 }
 
+/// A name starts with a letter, or with `@` (`@goblin.STR`: another instance's variable, which
+/// the solver resolves).
 fn is_name_start(b: u8) -> bool {
-    b.is_ascii_alphabetic()
+    b.is_ascii_alphabetic() || b == b'@'
 }
 
 fn is_name_inner(b: u8) -> bool {

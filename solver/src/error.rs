@@ -81,6 +81,9 @@ pub enum Code {
     /// An aggregate call (`count(SCOPE, WHERE)`, …) with the wrong arguments, or over the
     /// global scope.
     BadAggregate,
+    /// A reference to another instance's variable (`@id.Var`) naming a variable no scope
+    /// declares, or one declared with different formats.
+    BadReference,
 }
 
 impl Code {
@@ -109,6 +112,7 @@ impl Code {
             Code::GuardFailed => "solver.guard_failed",
             Code::OutOfBounds => "solver.out_of_bounds",
             Code::BadAggregate => "solver.bad_aggregate",
+            Code::BadReference => "solver.bad_reference",
         }
     }
 }
@@ -144,4 +148,5 @@ pub mod codes {
     pub const GUARD_FAILED: Code = Code::GuardFailed;
     pub const OUT_OF_BOUNDS: Code = Code::OutOfBounds;
     pub const BAD_AGGREGATE: Code = Code::BadAggregate;
+    pub const BAD_REFERENCE: Code = Code::BadReference;
 }

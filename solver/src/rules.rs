@@ -116,10 +116,13 @@ pub enum AggKind {
     Min,
     /// The greatest `EXPR` (no value for none).
     Max,
+    /// A read of one instance's variable, `@id.Var`: its value while instance `id` is on the
+    /// sheet, no value otherwise.
+    Ref,
 }
 
 impl AggKind {
-    /// The aggregate a call of `name` is (case-insensitive), if it is one.
+    /// The aggregate a call of `name` is (case-insensitive), if it is one (`Ref` is not a call).
     pub fn named(name: &str) -> Option<AggKind> {
         [AggKind::Count, AggKind::Sum, AggKind::Min, AggKind::Max]
             .into_iter()
@@ -132,12 +135,13 @@ impl AggKind {
             AggKind::Sum => "sum",
             AggKind::Min => "min",
             AggKind::Max => "max",
+            AggKind::Ref => "ref",
         }
     }
 
     /// Whether the aggregate starts from its first member's value, not from 0.
     pub fn starts_empty(self) -> bool {
-        matches!(self, AggKind::Min | AggKind::Max)
+        matches!(self, AggKind::Min | AggKind::Max | AggKind::Ref)
     }
 }
 
@@ -155,6 +159,17 @@ pub struct Aggregate {
     pub expr: Option<Arc<Formula>>,
     /// Which instances count (none: all), compiled in `scope`.
     pub filter: Option<Arc<Formula>>,
+}
+
+/// A read of another instance's variable, `@id.Var`, kept as a global variable named so.
+#[derive(Debug)]
+pub struct Reference {
+    /// The instance's key, `id`.
+    pub key: Arc<str>,
+    /// Its variable (global, of the read variable's format, named `@id.Var`).
+    pub var: VarDefId,
+    /// The variable read, compiled as a formula in each scope where the name resolves.
+    pub reads: Vec<(ScopeId, Arc<Formula>)>,
 }
 
 /// An aggregate declared, its formulas not compiled yet.
@@ -181,6 +196,8 @@ pub struct RulesBuilder {
     /// Aggregates declared, by canonical text in lower case.
     aggregates: Vec<PendingAggregate>,
     aggregate_names: Map<String, usize>,
+    /// References declared (`@id.Var`): the variable, the key, the name read.
+    references: Vec<(VarDefId, Arc<str>, Arc<str>)>,
 }
 
 impl RulesBuilder {
@@ -197,6 +214,7 @@ impl RulesBuilder {
             ordered: Default::default(),
             aggregates: Vec::new(),
             aggregate_names: Map::default(),
+            references: Vec::new(),
         };
         b.scope_names.insert(global.to_ascii_uppercase(), ScopeId(0));
         b.scopes.push(ScopeDef { name: Arc::from(global), parent: None, vars: Vec::new() });
@@ -379,7 +397,10 @@ impl RulesBuilder {
                 self.aggregates_in(lhs)?;
                 self.aggregates_in(rhs)
             }
-            ExprKind::Index { index, .. } => self.aggregates_in(index),
+            ExprKind::Index { name, index, .. } => {
+                self.reference(name)?;
+                self.aggregates_in(index)
+            }
             ExprKind::Call { name, args, .. } => {
                 for a in args {
                     self.aggregates_in(a)?;
@@ -389,8 +410,42 @@ impl RulesBuilder {
                     None => Ok(()),
                 }
             }
-            ExprKind::Number(_) | ExprKind::Str(_) | ExprKind::Var(_) => Ok(()),
+            ExprKind::Var(name) => self.reference(name),
+            ExprKind::Number(_) | ExprKind::Str(_) => Ok(()),
         }
+    }
+
+    /// Declares `name` as a reference when it is one (`@id.Var`): a global variable of that
+    /// name and of the format every declaration of `Var` shares.
+    fn reference(&mut self, name: &str) -> Result<(), SolveError> {
+        let Some(rest) = name.strip_prefix('@') else { return Ok(()) };
+        let bad = |m: String| SolveError::new(codes::BAD_REFERENCE, format!("`{name}`: {m}"));
+        let Some((key, var)) = rest.split_once('.').filter(|(k, v)| !k.is_empty() && !v.is_empty()) else {
+            return Err(bad("write @id.Var: an instance's id, a dot, and one of its variables".to_owned()));
+        };
+        let declared = self.var_names.get(&var.to_ascii_lowercase()).cloned().unwrap_or_default();
+        let Some(&first) = declared.first() else {
+            return Err(bad(format!("no scope declares a variable `{var}`")));
+        };
+        let format = self.vars[first.0 as usize].format.clone();
+        if let Some(&other) = declared.iter().find(|d| self.vars[d.0 as usize].format != format) {
+            let (a, b) = (&self.vars[first.0 as usize], &self.vars[other.0 as usize]);
+            return Err(bad(format!(
+                "`{var}` is {} in scope {} but {} in scope {}: a reference reads one format",
+                a.format,
+                self.scopes[a.scope.0 as usize].name,
+                b.format,
+                self.scopes[b.scope.0 as usize].name
+            )));
+        }
+        if self.references.iter().any(|(v, ..)| self.vars[v.0 as usize].name.eq_ignore_ascii_case(name)) {
+            return Ok(());
+        }
+        let global = self.scopes[0].name.clone();
+        let id = self.declare(name, &global, format, true)?;
+        self.vars[id.0 as usize].aggregate = Some(AggKind::Ref);
+        self.references.push((id, Arc::from(key), Arc::from(var)));
+        Ok(())
     }
 
     fn declare_aggregate(
@@ -438,11 +493,13 @@ impl RulesBuilder {
                 .push((v.scope, VarDefId(i as u32)));
         }
         let pending = self.aggregates;
+        let references = self.references;
         let mut rules = Rules {
             aggregates: Vec::new(),
             aggregate_names: self.aggregate_names,
             aggregate_errors: Vec::new(),
             aggregates_of: Vec::new(),
+            references: Map::default(),
             compiler: Compiler::new(Arc::new(self.library)),
             scopes: self.scopes,
             scope_names: self.scope_names,
@@ -480,6 +537,15 @@ impl RulesBuilder {
                 expr,
                 filter,
             });
+        }
+        // References: the variable read, compiled in every scope where its name resolves.
+        for (var, key, name) in references {
+            let reads = (0..rules.scopes.len() as u32)
+                .map(ScopeId)
+                .filter(|&s| rules.resolve(s, &name).is_some())
+                .filter_map(|s| Some((s, rules.compile(&name, s, None, None).ok()?)))
+                .collect();
+            rules.references.entry(key.clone()).or_default().push(Reference { key, var, reads });
         }
         rules
     }
@@ -557,6 +623,8 @@ pub struct Rules {
     aggregate_names: Map<String, usize>,
     aggregate_errors: Vec<(Arc<str>, SolveError)>,
     aggregates_of: Vec<Vec<usize>>,
+    /// References (`@id.Var`), by the key of the instance they read.
+    references: Map<Arc<str>, Vec<Reference>>,
 }
 
 impl Rules {
@@ -568,6 +636,11 @@ impl Rules {
     /// The aggregates over the instances of `scope`.
     pub fn aggregates_of(&self, scope: ScopeId) -> impl Iterator<Item = &Aggregate> {
         self.aggregates_of.get(scope.0 as usize).into_iter().flatten().map(|&i| &self.aggregates[i])
+    }
+
+    /// The references (`@id.Var`) to the instance keyed `key`.
+    pub fn references_to(&self, key: &str) -> &[Reference] {
+        self.references.get(key).map_or(&[], Vec::as_slice)
     }
 
     /// Aggregates whose `EXPR` or `WHERE` did not compile: each one's text and why.

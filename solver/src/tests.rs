@@ -699,11 +699,13 @@ fn prop_rules() -> Arc<Rules> {
 
 /// Aggregates over the items, which modifiers may read (as reads `8..`): their membership
 /// changes as items come and go, and their values as the items' `Weight` (and `G1`) do.
-const AGGREGATES: [&str; 4] = [
+const AGGREGATES: [&str; 5] = [
     "count(PC.ITEM, Weight > 2)",
     "sum(PC.ITEM, Weight)",
     "max(PC.ITEM, Weight + G1, Weight != 3)",
     "min(PC.ITEM, Weight)",
+    // A reference to one item's variable, by its id.
+    "@item1.Weight",
 ];
 
 /// Each aggregate of [`AGGREGATES`] equals what its definition gives over the items on the sheet
@@ -728,6 +730,10 @@ fn check_aggregates(sheet: &Sheet) -> Result<(), TestCaseError> {
         Some(weights.iter().sum()),
         max,
         weights.iter().min().copied(),
+        values
+            .iter()
+            .find(|(r, _)| r.instance.as_deref() == Some("item1") && &*r.name == "Weight")
+            .and_then(|(_, s)| number(s)),
     ];
     for (text, want) in AGGREGATES.iter().zip(expected) {
         let got = sheet.value(text).unwrap();
@@ -742,7 +748,7 @@ fn check_aggregates(sheet: &Sheet) -> Result<(), TestCaseError> {
                 g1
             ),
             None => prop_assert!(
-                matches!(&got, Err(e) if e.code == "solver.empty_aggregate"),
+                matches!(&got, Err(e) if e.code == "solver.empty_aggregate" || e.code == "solver.missing_instance"),
                 "{text}: {got:?} over no member"
             ),
         }
@@ -1820,6 +1826,58 @@ fn aggregates_follow_their_members() {
         t.steps.iter().map(|s| (s.modifier.to_string(), s.condition)).collect();
     assert_eq!(steps, [("sum(PC.WORKER, Wage, Busy == 1)@bob".to_owned(), Some(true))]);
     // From scratch, the same values.
+    let mut scratch = sheet.clone();
+    scratch.solve_all();
+    assert_eq!(scratch.values(), sheet.values());
+}
+
+/// `@id.Var` reads instance `id`'s variable: no value (`solver.missing_instance`) while the
+/// instance is not on the sheet, its value while it is, followed as it changes; and the
+/// references written wrong are errors when declared.
+#[test]
+fn references_read_another_instance() {
+    let mut b = RulesBuilder::new("PC");
+    b.add_scope("PC.CREATURE", "PC").unwrap();
+    b.add_scope("PC.ITEM", "PC").unwrap();
+    b.declare("Speed", "PC.CREATURE", Format::Number, false).unwrap();
+    b.declare("Name", "PC.CREATURE", Format::String, false).unwrap();
+    b.declare("Name", "PC.ITEM", Format::Number, false).unwrap();
+    b.declare("Chase", "PC", Format::Number, false).unwrap();
+    b.declare_aggregates("@goblin.Speed + 5").unwrap();
+    for (bad, why) in [
+        ("@goblin.Nope", "no scope declares a variable `Nope`"),
+        ("@goblin.Name", "`Name` is STRING in scope PC.CREATURE but NUMBER in scope PC.ITEM"),
+        ("@goblin + 1", "write @id.Var"),
+    ] {
+        let e = b.declare_aggregates(bad).unwrap_err();
+        assert_eq!(e.code, codes::BAD_REFERENCE, "{bad}");
+        assert!(e.message.contains(why), "{bad}: {}", e.message);
+    }
+    let mut sheet = Sheet::new(Arc::new(b.build()));
+    sheet.add_modifier(&ModifierSpec::new("chase", "Chase", ModKind::Set, "@goblin.Speed + 5", "t")).unwrap();
+    let missing = "error: depends on `@goblin.Speed`, which has no value: no instance `goblin` on the sheet";
+    assert_eq!(val(&sheet, "Chase"), missing);
+    assert_eq!(sheet.value("@goblin.Speed").unwrap().unwrap_err().code, "solver.missing_instance");
+    sheet.add_instance("goblin", "PC.CREATURE", None).unwrap();
+    assert_eq!(val(&sheet, "Chase"), "5");
+    let r = sheet
+        .add_modifier(&ModifierSpec::new("fast", "Speed", ModKind::Set, "30", "t").on("goblin"))
+        .unwrap();
+    assert_eq!(val(&sheet, "Chase"), "35");
+    assert_eq!(r.changed.len(), 3, "goblin.Speed, @goblin.Speed, Chase");
+    // An instance of another scope under the key: read where the name resolves (here not).
+    sheet.remove_instance("goblin").unwrap();
+    assert_eq!(val(&sheet, "Chase"), missing);
+    sheet.add_instance("goblin", "PC.ITEM", None).unwrap();
+    assert_eq!(val(&sheet, "Chase"), missing);
+    sheet.remove_instance("goblin").unwrap();
+    sheet.add_instance("goblin", "PC.CREATURE", None).unwrap();
+    assert_eq!(val(&sheet, "Chase"), "5");
+    // A reference the rules did not set up is an unknown variable in a formula added later.
+    let e =
+        sheet.add_modifier(&ModifierSpec::new("x", "Chase", ModKind::Add, "@orc.Speed", "t")).unwrap_err();
+    assert_eq!(e.code, codes::FORMULA);
+    assert!(e.message.contains("unknown variable `@orc.Speed`"), "{}", e.message);
     let mut scratch = sheet.clone();
     scratch.solve_all();
     assert_eq!(scratch.values(), sheet.values());

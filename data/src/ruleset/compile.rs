@@ -235,7 +235,8 @@ impl Compiler {
         }
     }
 
-    /// Declares the aggregates (`count(SCOPE, WHERE)`, …) that the ruleset's formulas call —
+    /// Declares the aggregates (`count(SCOPE, WHERE)`, …) that the ruleset's formulas call, and
+    /// the references to other instances' variables (`@id.Var`) they read —
     /// its modifiers', its stocks' bounds, and the strings of the sections a layer above reads
     /// (its rules' guards and amounts) — before the rules are built (see
     /// [`RulesBuilder::declare_aggregates`]). Returns where each is first written, by its
@@ -267,8 +268,8 @@ impl Compiler {
         }
         let mut first: HashMap<String, Text> = HashMap::new();
         for t in texts {
-            // Most text has no call at all: only what could hold one is parsed.
-            if !t.text.contains('(') {
+            // Most text has no call and no reference: only what could hold one is parsed.
+            if !t.text.contains('(') && !t.text.contains('@') {
                 continue;
             }
             let before = b.aggregate_count();
@@ -278,7 +279,13 @@ impl Compiler {
                         first.entry(text.to_ascii_lowercase()).or_insert_with(|| t.clone());
                     }
                 }
-                Err(e) => self.errors.push(Diagnostic::at(codes::BAD_AGGREGATE, t, e.message)),
+                Err(e) => {
+                    let code = match e.code {
+                        solver::Code::BadReference => codes::BAD_REFERENCE,
+                        _ => codes::BAD_AGGREGATE,
+                    };
+                    self.errors.push(Diagnostic::at(code, t, e.message));
+                }
             }
         }
         first

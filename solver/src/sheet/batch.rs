@@ -382,6 +382,12 @@ impl Sheet {
             let m = self.shape.member_modifier(agg, id, key, pending.bulk)?;
             self.op_link(m, pending)?;
         }
+        // And the references to it by key (`@key.Var`) read it now.
+        for r in rules.references_to(key) {
+            if let Some(m) = self.shape.reference_modifier(r, id, pending.bulk) {
+                self.op_link(m?, pending)?;
+            }
+        }
         Ok(())
     }
 

@@ -562,9 +562,19 @@ pub(super) fn apply(kind: ModKind, cur: Value, v: Value) -> Result<Value, Formul
 /// The value of `min` or `max` aggregate `var` that no instance counts towards (also what its
 /// variable holds before anything is computed).
 pub(super) fn empty_aggregate(var: &crate::VarDef) -> Arc<ValueError> {
-    Arc::new(ValueError {
-        code: "solver.empty_aggregate",
-        message: "no instance counts towards it".to_owned(),
-        modifier: var.name.clone(),
+    Arc::new(match var.aggregate {
+        Some(AggKind::Ref) => ValueError {
+            code: "solver.missing_instance",
+            message: format!(
+                "no instance `{}` on the sheet",
+                var.name.trim_start_matches('@').split('.').next().unwrap_or_default()
+            ),
+            modifier: var.name.clone(),
+        },
+        _ => ValueError {
+            code: "solver.empty_aggregate",
+            message: "no instance counts towards it".to_owned(),
+            modifier: var.name.clone(),
+        },
     })
 }

@@ -150,20 +150,64 @@ impl Shape {
             (AggKind::Max, Some(f)) => {
                 (ModKind::Max, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
             }
+            // (References are not aggregates: see `reference_modifier`.)
+            (AggKind::Ref, Some(f)) => {
+                (ModKind::Set, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
+            }
         };
-        // The global instance holds every global variable, the aggregate's among them.
-        let target = self.node_from(GLOBAL, agg.var).ok_or_else(|| {
-            SolveError::new(codes::UNKNOWN_VARIABLE, format!("aggregate `{}` has no variable", agg.text))
-        })?;
-        let id: Arc<str> = Arc::from(format!("{}@{key}", agg.text));
         let body = Body { value, condition: agg.filter.clone(), text, source: agg.text.clone() };
+        self.part_modifier(agg.var, from, key, kind, body, const_num, bulk)
+    }
+
+    /// The modifier through which instance `from`, keyed `key`, is read by reference `r`
+    /// (`@key.Var`): SET, on the reference's global variable, to the variable as read from
+    /// `from` — `None` when the instance's scope does not see that variable.
+    pub(super) fn reference_modifier(
+        &self,
+        r: &crate::rules::Reference,
+        from: InstanceId,
+        bulk: bool,
+    ) -> Option<Result<Arc<Modifier>, SolveError>> {
+        let scope = self.instance(from).scope;
+        let (_, read) = r.reads.iter().find(|(s, _)| *s == scope)?;
+        let name = self.rules.var(r.var).name.clone();
+        let body = Body {
+            value: ModValue::Formula(read.clone()),
+            condition: None,
+            text: read.text_arc().clone(),
+            source: name,
+        };
+        Some(self.part_modifier(r.var, from, &r.key, ModKind::Set, body, None, bulk))
+    }
+
+    /// A modifier an instance gives an aggregate or a reference (global variable `var`): its
+    /// id `VAR@key`, read from the instance, its source `var`'s name.
+    #[allow(clippy::too_many_arguments)]
+    fn part_modifier(
+        &self,
+        var: VarDefId,
+        from: InstanceId,
+        key: &str,
+        kind: ModKind,
+        body: Body,
+        const_num: Option<Num>,
+        bulk: bool,
+    ) -> Result<Arc<Modifier>, SolveError> {
+        // The global instance holds every global variable, the aggregate's among them.
+        let target = self.node_from(GLOBAL, var).ok_or_else(|| {
+            SolveError::new(
+                codes::UNKNOWN_VARIABLE,
+                format!("`{}` has no variable on this sheet", self.rules.var(var).name),
+            )
+        })?;
+        let id: Arc<str> = Arc::from(format!("{}@{key}", self.rules.var(var).name));
         let link = Link {
             id: &id,
             on: GLOBAL,
             from,
             target,
             kind,
-            rank: self.rules.var(agg.var).order.rank(kind),
+            rank: self.rules.var(var).order.rank(kind),
             priority: 0,
             const_num,
         };
