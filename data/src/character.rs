@@ -14,7 +14,6 @@
 //! Every change is a batch of [`SheetOp`]s turned into one atomic solver batch: either all of it
 //! applies, with one recomputation, or nothing does and the error names the failing operation.
 
-use crate::Map;
 use crate::draft::Presence;
 use crate::ruleset::{Kind, ModTemplate, ObjectId, Ruleset, Select};
 use formula::{Format, Value};
@@ -222,21 +221,27 @@ struct Inst {
 }
 
 /// Channel inputs set: (instance, channel variable) → modifier id.
-type Inputs = Map<(Option<Arc<str>>, VarDefId), Arc<str>>;
+type Inputs = PMap<(Option<Arc<str>>, VarDefId), Arc<str>>;
+
+/// A persistent map (`imbl`): a copy shares every entry, and a change copies only the path to
+/// what it changes — so the copy kept before every batch costs nothing however many objects a
+/// character has, where a hash table copied on its first change was a pass over all of them
+/// (with 1,000 workers on the sheet, most of adding one).
+type PMap<K, V> = imbl::GenericHashMap<K, V, foldhash::fast::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
 
 /// The bookkeeping around the solver sheet; copied before a batch and restored if it fails.
 ///
-/// Its parts are shared, copy on write: a copy (before every batch, and for every new
-/// character from the ruleset's starting one) is three reference counts, and a batch copies
-/// only what it changes — the table of objects (each object a reference count) and the
-/// objects it changes, not every object's lists. Before, the copy was deep: on the example
-/// character about 11k instructions of a 69k Apply, and it grew with every object on the
-/// sheet.
+/// Its parts are persistent (`imbl`): a copy (before every batch, and for every new character
+/// from the ruleset's starting one) shares them whole, and a batch copies only the paths to what
+/// it changes — the objects it changes, not the table of every object. Before, the copy was
+/// deep: on the example character about 11k instructions of a 69k Apply, and it grew with every
+/// object on the sheet; then a shared table copied whole on a batch's first change, which still
+/// grew with every object.
 #[derive(Clone, Debug, Default)]
 struct State {
-    active: Arc<Map<Arc<str>, Arc<Active>>>,
-    instances: Arc<Vec<Inst>>,
-    inputs: Arc<Inputs>,
+    active: PMap<Arc<str>, Arc<Active>>,
+    instances: imbl::Vector<Inst>,
+    inputs: Inputs,
     next_seq: u64,
     /// The clocks and the effects waiting on them (`clocks.rs`); `None` until a clock is used,
     /// so a character that has none copies nothing for them.
@@ -244,44 +249,23 @@ struct State {
 }
 
 impl State {
-    /// The objects, to change (copied first if shared, with room for the objects a batch
-    /// adds: a copy of exactly this size grew, moving every entry, on the batch's first few).
-    fn active_mut(&mut self) -> &mut Map<Arc<str>, Arc<Active>> {
-        if Arc::get_mut(&mut self.active).is_none() {
-            self.active = Arc::new(with_room(&self.active));
-        }
-        Arc::make_mut(&mut self.active)
+    /// The objects, to change.
+    fn active_mut(&mut self) -> &mut PMap<Arc<str>, Arc<Active>> {
+        &mut self.active
     }
 
-    /// Object `id`, to change (it and the table copied first if shared).
+    /// Object `id`, to change (copied first if shared).
     fn object_mut(&mut self, id: &str) -> Option<&mut Active> {
-        self.active_mut().get_mut(id).map(Arc::make_mut)
+        self.active.get_mut(id).map(Arc::make_mut)
     }
 
-    fn instances_mut(&mut self) -> &mut Vec<Inst> {
-        // Copied with room for the instances the change is about to add (a copy of exactly
-        // this length would move on the first push).
-        if Arc::get_mut(&mut self.instances).is_none() {
-            let mut room = Vec::with_capacity(self.instances.len() + self.instances.len() / 8 + 8);
-            room.extend_from_slice(&self.instances);
-            self.instances = Arc::new(room);
-        }
-        Arc::make_mut(&mut self.instances)
+    fn instances_mut(&mut self) -> &mut imbl::Vector<Inst> {
+        &mut self.instances
     }
 
     fn inputs_mut(&mut self) -> &mut Inputs {
-        if Arc::get_mut(&mut self.inputs).is_none() {
-            self.inputs = Arc::new(with_room(&self.inputs));
-        }
-        Arc::make_mut(&mut self.inputs)
+        &mut self.inputs
     }
-}
-
-/// A copy of `map` with room for an eighth more entries and 16 besides.
-fn with_room<K: Clone + Eq + std::hash::Hash, V: Clone>(map: &Map<K, V>) -> Map<K, V> {
-    let mut room = Map::with_capacity_and_hasher(map.len() + map.len() / 8 + 16, Default::default());
-    room.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
-    room
 }
 
 /// A ruleset's new character, without the ruleset (which holds it: holding the ruleset back
@@ -742,13 +726,13 @@ impl Edit<'_> {
         }
         ops.push(Step::Instance { key: id.clone(), scope: kdef.scope, parent: parent.cloned() });
         new_instances.push(self.state.instances.len());
-        self.state.instances_mut().push(Inst { id: id.clone(), scope: kdef.scope, object });
+        self.state.instances_mut().push_back(Inst { id: id.clone(), scope: kdef.scope, object });
         if let Some(ps) = kdef.parts {
             for n in 1..=o.part_count {
                 let pid: Arc<str> = id_of(&[id, "#", itoa::Buffer::new().format(n)]);
                 ops.push(Step::Instance { key: pid.clone(), scope: ps, parent: Some(id.clone()) });
                 new_instances.push(self.state.instances.len());
-                self.state.instances_mut().push(Inst { id: pid, scope: ps, object });
+                self.state.instances_mut().push_back(Inst { id: pid, scope: ps, object });
             }
         }
         (Some(id.clone()), Some(id.clone()), new_instances)
