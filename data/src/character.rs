@@ -242,6 +242,10 @@ struct State {
     active: PMap<Arc<str>, Arc<Active>>,
     instances: imbl::Vector<Inst>,
     inputs: Inputs,
+    /// The objects whose MODIFYOTHER reaches instances added later (`Active::reaching`, with
+    /// such modifiers), by the order they came: a new instance is offered to these, not to
+    /// every object on the sheet.
+    reaching: imbl::OrdMap<u64, Arc<str>>,
     next_seq: u64,
     /// The clocks and the effects waiting on them (`clocks.rs`); `None` until a clock is used,
     /// so a character that has none copies nothing for them.
@@ -775,21 +779,18 @@ impl Edit<'_> {
         if let Some(a) = self.state.object_mut(id) {
             a.mods.extend(reach);
             a.reaching = true;
+            if !r.object(object).other.is_empty() {
+                let seq = a.seq;
+                self.state.reaching.insert(seq, id.clone());
+            }
         }
     }
 
     /// Other objects' MODIFYOTHER reach the new instances, in the order those objects came.
     fn reached_by_others(&mut self, id: &Arc<str>, new_instances: &[usize], ops: &mut Vec<Step>) {
         let r = self.r;
-        let mut others: Vec<(u64, Arc<str>)> = self
-            .state
-            .active
-            .iter()
-            .filter(|(k, a)| a.reaching && *k != id && !r.object(a.object).other.is_empty())
-            .map(|(k, a)| (a.seq, k.clone()))
-            .collect();
-        others.sort();
-        for (_, other) in others {
+        let others: Vec<Arc<str>> = self.state.reaching.values().filter(|k| *k != id).cloned().collect();
+        for other in others {
             let oo = r.object(self.state.active[&other].object);
             let mut added = Vec::new();
             for &ni in new_instances {
@@ -832,6 +833,7 @@ impl Edit<'_> {
     /// Takes object `id` off the sheet, with its attached objects and the grants only it held.
     fn deactivate(&mut self, id: &Arc<str>, ops: &mut Vec<Step>) {
         let Some(a) = self.state.active_mut().remove(id) else { return };
+        self.state.reaching.remove(&a.seq);
         self.forget_object(id);
         for c in &a.children {
             self.deactivate(c, ops);

@@ -51,7 +51,18 @@ fn the_guild_follows_its_workers() {
     // Explain names each worker's part, from the worker.
     let t = c.sheet().trace("sum(PC.WORKER, Wage)").unwrap();
     let parts: Vec<String> = t.steps.iter().map(|s| format!("{} {}", s.modifier, s.instruction)).collect();
-    assert_eq!(parts, ["sum(PC.WORKER, Wage)@porter Wage", "sum(PC.WORKER, Wage)@scribe Wage"]);
+    assert_eq!(
+        parts,
+        [
+            "sum(PC.WORKER, Wage)@porter part of sum(PC.WORKER, Wage)",
+            "sum(PC.WORKER, Wage)@scribe part of sum(PC.WORKER, Wage)"
+        ]
+    );
+    assert_eq!(
+        value(&c, "scribe.part of sum(PC.WORKER, Wage)"),
+        "3",
+        "each worker's part, kept in the worker"
+    );
     assert_eq!(value(&c, "count(PC.WORKER, Busy == 1)"), "1", "the rule's aggregate is set up too");
 }
 

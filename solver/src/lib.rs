@@ -44,7 +44,8 @@ mod sheet;
 pub use error::{Code, SolveError, codes};
 pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec, Target, is_literal};
 pub use rules::{
-    AggKind, Aggregate, InstructionError, Order, Rules, RulesBuilder, ScopeDef, ScopeId, VarDef, VarDefId,
+    AggKind, Aggregate, InstructionError, Order, Part, Reference, Rules, RulesBuilder, ScopeDef, ScopeId,
+    VarDef, VarDefId,
 };
 pub use sheet::{
     Adjust, BatchError, Catalog, Change, Guard, InstanceId, Operation, Report, Sheet, Slot, Step, TemplateId,

@@ -159,6 +159,22 @@ pub struct Aggregate {
     pub expr: Option<Arc<Formula>>,
     /// Which instances count (none: all), compiled in `scope`.
     pub filter: Option<Arc<Formula>>,
+    /// For a `sum`, or a `count` with a filter: each instance's part, kept in a variable of
+    /// the instance, so that a change in one instance evaluates its part alone and the
+    /// aggregate adds the parts up (a whole-number pass the plan makes, not a formula per
+    /// instance).
+    pub part: Option<Part>,
+}
+
+/// An instance's part in an aggregate: variable `part of TEXT` in the aggregate's scope, SET to
+/// `value` (`if(WHERE, EXPR, 0)`, `if(WHERE, 1, 0)`, or `EXPR`), which the aggregate's
+/// modifier from the instance adds (`read`).
+#[derive(Debug)]
+pub struct Part {
+    pub var: VarDefId,
+    pub value: Arc<Formula>,
+    /// A formula that reads `var` (and nothing else).
+    pub read: Arc<Formula>,
 }
 
 /// A read of another instance's variable, `@id.Var`, kept as a global variable named so.
@@ -180,6 +196,7 @@ struct PendingAggregate {
     text: Arc<str>,
     expr: Option<String>,
     filter: Option<String>,
+    part: Option<VarDefId>,
 }
 
 /// Builds [`Rules`]: scopes, variables, defaults, functions.
@@ -478,8 +495,19 @@ impl RulesBuilder {
         let global = self.scopes[0].name.clone();
         let var = self.declare(&text, &global, Format::Number, true)?;
         self.vars[var.0 as usize].aggregate = Some(kind);
+        // A sum, or a count with a filter, keeps each instance's part in a variable of the
+        // instance (see `Aggregate::part`).
+        let part = match (kind, &filter) {
+            (AggKind::Sum, _) | (AggKind::Count, Some(_)) => {
+                let scope_name = self.scopes[scope.0 as usize].name.clone();
+                let part = self.declare(&format!("part of {text}"), &scope_name, Format::Number, true)?;
+                self.vars[part.0 as usize].aggregate = Some(kind);
+                Some(part)
+            }
+            _ => None,
+        };
         self.aggregate_names.insert(key, self.aggregates.len());
-        self.aggregates.push(PendingAggregate { kind, scope, var, text: text.into(), expr, filter });
+        self.aggregates.push(PendingAggregate { kind, scope, var, text: text.into(), expr, filter, part });
         Ok(())
     }
 
@@ -528,6 +556,20 @@ impl RulesBuilder {
                     continue;
                 }
             };
+            let part = match p.part {
+                None => None,
+                Some(var) => match rules.part(var, p.scope, p.kind, &expr, &filter) {
+                    Ok(part) => Some(part),
+                    Err((t, e)) => {
+                        let what = format!(
+                            "aggregate `{}`, in scope {}",
+                            p.text, rules.scopes[p.scope.0 as usize].name
+                        );
+                        rules.aggregate_errors.push((p.text.clone(), SolveError::formula(&what, &t, e)));
+                        continue;
+                    }
+                },
+            };
             rules.aggregates_of[p.scope.0 as usize].push(rules.aggregates.len());
             rules.aggregates.push(Aggregate {
                 kind: p.kind,
@@ -536,6 +578,7 @@ impl RulesBuilder {
                 text: p.text,
                 expr,
                 filter,
+                part,
             });
         }
         // References: the variable read, compiled in every scope where its name resolves.
@@ -636,6 +679,30 @@ impl Rules {
     /// The aggregates over the instances of `scope`.
     pub fn aggregates_of(&self, scope: ScopeId) -> impl Iterator<Item = &Aggregate> {
         self.aggregates_of.get(scope.0 as usize).into_iter().flatten().map(|&i| &self.aggregates[i])
+    }
+
+    /// The part of an aggregate of `kind` over `scope` kept in variable `var` (see
+    /// [`Aggregate::part`]), from its compiled `EXPR` and `WHERE`; a formula's text and error
+    /// when it does not compile.
+    fn part(
+        &self,
+        var: VarDefId,
+        scope: ScopeId,
+        kind: AggKind,
+        expr: &Option<Arc<Formula>>,
+        filter: &Option<Arc<Formula>>,
+    ) -> Result<Part, (String, formula::FormulaError)> {
+        let expr = expr.as_ref().map_or("1", |f| f.text());
+        let text = match filter {
+            Some(f) => format!("if({}, {expr}, 0)", f.text()),
+            None if kind == AggKind::Count => "1".to_owned(),
+            None => expr.to_owned(),
+        };
+        let value = self.compile(&text, scope, None, Some(&Format::Number)).map_err(|e| (text, e))?;
+        let symbols = PartSymbols(var);
+        let read =
+            self.compiler.compile("part", &CheckEnv::new(&symbols)).map_err(|e| ("part".to_owned(), e))?;
+        Ok(Part { var, value, read })
     }
 
     /// The references (`@id.Var`) to the instance keyed `key`.
@@ -773,6 +840,15 @@ pub enum InstructionError {
 }
 
 /// The symbol table of one scope, for the formula checker.
+/// Names for an aggregate's read of an instance's part: `part` is the part's variable.
+struct PartSymbols(VarDefId);
+
+impl Symbols for PartSymbols {
+    fn resolve(&self, name: &str) -> Option<(VarId, Format)> {
+        (name == "part").then_some((self.0.into(), Format::Number))
+    }
+}
+
 struct ScopeSymbols<'a> {
     rules: &'a Rules,
     scope: ScopeId,

@@ -379,6 +379,9 @@ impl Sheet {
         // instance removes them, with the modifiers from it).
         let rules = Arc::clone(&self.shape.rules);
         for agg in rules.aggregates_of(scope_id) {
+            if let Some(part) = self.shape.part_of(agg, id, key, pending.bulk) {
+                self.op_link(part?, pending)?;
+            }
             let m = self.shape.member_modifier(agg, id, key, pending.bulk)?;
             self.op_link(m, pending)?;
         }
@@ -519,8 +522,11 @@ impl Sheet {
         // Only a batch with a guard or an adjustment recomputed before its end (nearly none
         // do: nothing is moved or dropped for the others).
         let mut interim = (pending.interim.recomputed > 0).then(|| std::mem::take(&mut pending.interim));
+        // Variables created and removed around a guard: dropped from the graph like the others,
+        // reported by neither list.
+        let mut unreported = Vec::new();
         if let Some(interim) = interim.as_mut().filter(|i| !i.changed.is_empty()) {
-            self.removed_after_interim(&mut interim.changed, pending);
+            unreported = self.removed_after_interim(&mut interim.changed, pending);
         }
         let mut removed = Vec::new();
         if !pending.removed.is_empty() {
@@ -534,6 +540,9 @@ impl Sheet {
         }
         for (n, change) in pending.removed.drain(..) {
             // Created and removed before a recomputation: it never existed as far as reports go.
+            if unreported.contains(&n) {
+                continue;
+            }
             if let Some(i) = pending.created.iter().position(|c| *c == n) {
                 pending.created.swap_remove(i);
             } else if let Some(d) = self.deferred.as_mut()
@@ -566,21 +575,19 @@ impl Sheet {
     }
 
     /// The variables a batch removed after an interim recomputation (see `guard.rs`): one it
-    /// created is reported by neither list; another is reported removed with its value before
-    /// the batch. Either leaves `interim`.
-    fn removed_after_interim(&self, interim: &mut Vec<Delta>, pending: &mut Pending) {
-        let mut drop_removed = Vec::new();
-        for (i, (n, change)) in pending.removed.iter_mut().enumerate() {
+    /// created is reported by neither list (returned: it still leaves the graph); another is
+    /// reported removed with its value before the batch. Either leaves `interim`.
+    fn removed_after_interim(&self, interim: &mut Vec<Delta>, pending: &mut Pending) -> Vec<NodeIndex> {
+        let mut unreported = Vec::new();
+        for (n, change) in pending.removed.iter_mut() {
             let Some(at) = interim.iter().position(|d| d.var.0 == *n) else { continue };
             let d = interim.remove(at);
             match d.old_value() {
-                None => drop_removed.push(i),
+                None => unreported.push(*n),
                 Some(old) => change.old = Some(old),
             }
         }
-        for i in drop_removed.into_iter().rev() {
-            pending.removed.remove(i);
-        }
+        unreported
     }
 
     /// Recomputes what deferred batches touched: their dirty and created variables (those

@@ -134,6 +134,17 @@ impl Shape {
         key: &str,
         bulk: bool,
     ) -> Result<Arc<Modifier>, SolveError> {
+        if let Some(part) = &agg.part {
+            // The instance's part (kept by `part_of`), added up.
+            let name = self.rules.var(part.var).name.clone();
+            let body = Body {
+                value: ModValue::Formula(part.read.clone()),
+                condition: None,
+                text: name,
+                source: agg.text.clone(),
+            };
+            return self.part_modifier(agg.var, GLOBAL, from, key, ModKind::Add, body, None, bulk);
+        }
         let (kind, value, text, const_num) = match (&agg.kind, &agg.expr) {
             (AggKind::Count, _) | (_, None) => (
                 ModKind::Add,
@@ -156,7 +167,26 @@ impl Shape {
             }
         };
         let body = Body { value, condition: agg.filter.clone(), text, source: agg.text.clone() };
-        self.part_modifier(agg.var, from, key, kind, body, const_num, bulk)
+        self.part_modifier(agg.var, GLOBAL, from, key, kind, body, const_num, bulk)
+    }
+
+    /// The modifier that keeps instance `from`'s part in aggregate `agg` (when it keeps parts:
+    /// see [`crate::Aggregate::part`]): SET, on the instance's part variable, to its value.
+    pub(super) fn part_of(
+        &self,
+        agg: &crate::rules::Aggregate,
+        from: InstanceId,
+        key: &str,
+        bulk: bool,
+    ) -> Option<Result<Arc<Modifier>, SolveError>> {
+        let part = agg.part.as_ref()?;
+        let body = Body {
+            value: ModValue::Formula(part.value.clone()),
+            condition: None,
+            text: part.value.text_arc().clone(),
+            source: agg.text.clone(),
+        };
+        Some(self.part_modifier(part.var, from, from, key, ModKind::Set, body, None, bulk))
     }
 
     /// The modifier through which instance `from`, keyed `key`, is read by reference `r`
@@ -177,15 +207,16 @@ impl Shape {
             text: read.text_arc().clone(),
             source: name,
         };
-        Some(self.part_modifier(r.var, from, &r.key, ModKind::Set, body, None, bulk))
+        Some(self.part_modifier(r.var, GLOBAL, from, &r.key, ModKind::Set, body, None, bulk))
     }
 
-    /// A modifier an instance gives an aggregate or a reference (global variable `var`): its
-    /// id `VAR@key`, read from the instance, its source `var`'s name.
+    /// A modifier an instance gives an aggregate or a reference (variable `var`, on instance
+    /// `on`): its id `VAR@key`, read from the instance.
     #[allow(clippy::too_many_arguments)]
     fn part_modifier(
         &self,
         var: VarDefId,
+        on: InstanceId,
         from: InstanceId,
         key: &str,
         kind: ModKind,
@@ -193,8 +224,7 @@ impl Shape {
         const_num: Option<Num>,
         bulk: bool,
     ) -> Result<Arc<Modifier>, SolveError> {
-        // The global instance holds every global variable, the aggregate's among them.
-        let target = self.node_from(GLOBAL, var).ok_or_else(|| {
+        let target = self.node_from(on, var).ok_or_else(|| {
             SolveError::new(
                 codes::UNKNOWN_VARIABLE,
                 format!("`{}` has no variable on this sheet", self.rules.var(var).name),
@@ -203,7 +233,7 @@ impl Shape {
         let id: Arc<str> = Arc::from(format!("{}@{key}", self.rules.var(var).name));
         let link = Link {
             id: &id,
-            on: GLOBAL,
+            on,
             from,
             target,
             kind,
