@@ -241,6 +241,9 @@ impl Formula {
                 }),
                 _ => None,
             },
+            // A read of one NUMBER variable (`SET STR`, an aggregate adding up its parts): the
+            // one-instruction program, so that the solver's whole-number path takes it too.
+            Node::Var(slot) if typed.format == Format::Number => Some(Box::from([IntOp::Var(*slot)])),
             _ => None,
         };
         Ok(Formula {
