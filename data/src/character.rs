@@ -904,7 +904,12 @@ impl Edit<'_> {
                 (solver::Instruction::Literal(v.clone(), literal_text(&v)), true)
             }
         };
-        self.state.inputs_mut().insert((on.clone(), def), mid.clone());
+        // (The id is made from the channel: an input already there keeps it, and the table
+        // shared with the copy kept for the batch is not copied to write it again.)
+        let key = (on.clone(), def);
+        if !self.state.inputs.contains_key(&key) {
+            self.state.inputs_mut().insert(key, mid.clone());
+        }
         ops.push(Step::Op(Box::new(Operation::Adjust(solver::Adjust {
             id: mid,
             var: Target::Def(def),
@@ -989,8 +994,12 @@ impl Edit<'_> {
         };
         let v = convert(value, &var.format)
             .map_err(|m| err(codes::BAD_VALUE, format!("channel `{}`: {m}", var.name)))?;
-        if self.state.inputs_mut().insert((on.clone(), def), mid.clone()).is_some() {
+        let key = (on.clone(), def);
+        if self.state.inputs.contains_key(&key) {
+            // Its modifier (the id is made from the channel) is replaced.
             ops.push(Step::Op(Box::new(Operation::RemoveModifier(mid.to_string()))));
+        } else {
+            self.state.inputs_mut().insert(key, mid.clone());
         }
         let text = literal_text(&v);
         ops.push(Step::Op(Box::new(Operation::AddModifier(ModifierSpec {
