@@ -395,6 +395,24 @@ impl RulesBuilder {
         self.aggregates.iter().map(|a| &*a.text)
     }
 
+    /// Whether formula `text` may call an aggregate or read a reference — it holds `@`, or a
+    /// `count(`, `sum(`, `min(` or `max(` whose first argument names a scope — by a look at the
+    /// text, without parsing it (a ruleset's formulas are mostly neither, and PCGen's use
+    /// `min` and `max` of numbers a great deal).
+    pub fn may_declare(&self, text: &str) -> bool {
+        if text.contains('@') {
+            return true;
+        }
+        let lower = text.to_ascii_lowercase();
+        ["count(", "sum(", "min(", "max("].iter().any(|call| {
+            lower.match_indices(call).any(|(at, _)| {
+                let rest = &text[at + call.len()..];
+                let first = rest.split([',', ')']).next().unwrap_or("").trim();
+                lookup_scope(&self.scope_names, &self.scopes, first).is_ok()
+            })
+        })
+    }
+
     /// Declares every aggregate that formula `text` calls (nested ones first): a call of `count`,
     /// `sum`, `min` or `max` whose first argument names a scope. Text that does not parse is
     /// left to the formula's own compilation, which reports it; an aggregate with the wrong

@@ -268,8 +268,8 @@ impl Compiler {
         }
         let mut first: HashMap<String, Text> = HashMap::new();
         for t in texts {
-            // Most text has no call and no reference: only what could hold one is parsed.
-            if !t.text.contains('(') && !t.text.contains('@') {
+            // Most text has no aggregate and no reference: only what could hold one is parsed.
+            if !b.may_declare(&t.text) {
                 continue;
             }
             let before = b.aggregate_count();
