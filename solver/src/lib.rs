@@ -21,6 +21,10 @@
 //! - Native code: [`Sheet::compile_native`] compiles a sheet's plan to machine code with
 //!   Cranelift, shared by its copies; full solves and large recomputations then run as
 //!   straight-line code, handing anything else back to the interpreter.
+//! - Aggregates and references ([`Aggregate`], [`Reference`]): `count`/`sum`/`min`/`max` over
+//!   every instance of a scope, and `@id.Var` reads of one instance, declared with the rules
+//!   and kept as variables by modifiers each instance gives them when it is added — so
+//!   membership is a dependency like any other.
 //! - Cycles are rejected when the modifier that would close one is added, naming the path.
 //! - [`Trace`]s: a variable's default, then every modifier with its inputs and the value after.
 //!
