@@ -143,6 +143,14 @@ pub(crate) struct Ask {
     pub decline: bool,
 }
 
+/// How long what an action adds lasts: `until`, on the clock of the instance `on` names (the
+/// rule's own for an object's rule, a global clock by default, or one an argument names).
+#[derive(Clone, Debug)]
+pub(crate) struct Lasting {
+    pub until: Until,
+    pub on: On,
+}
+
 /// What a rule does, in order.
 #[derive(Clone, Debug)]
 pub(crate) enum Action {
@@ -151,7 +159,7 @@ pub(crate) enum Action {
         key: Field,
         id: Option<Field>,
         parent: Option<Field>,
-        until: Option<Until>,
+        until: Option<Lasting>,
     },
     RemoveObject(Field),
     /// `format`: the channel's, when its instance is known at load.
@@ -178,7 +186,7 @@ pub(crate) enum Action {
         value: Instruction,
         priority: u32,
         on: On,
-        until: Option<Until>,
+        until: Option<Lasting>,
     },
     RemoveModifier(Field),
     Require {
@@ -773,7 +781,8 @@ impl<'r> Checker<'r> {
     fn channel(&mut self, v: &Raw, on: &On, what: Kind, cx: &RuleCx<'_>) -> Option<Arc<str>> {
         let name = self.string(v, "a channel")?;
         let scope = match on {
-            On::Rule => cx.scope,
+            // `$this`: the rule's object, of the rule's scope.
+            On::Rule | On::Field(Field::This) => cx.scope,
             On::Global => self.r.rules().global(),
             // The instance is known only when the rule runs: checked then.
             On::Field(_) => return Some(name.text.clone()),
@@ -852,9 +861,9 @@ impl<'r> Checker<'r> {
             }
             v
         };
-        let until = |s: &mut Self| -> Option<Option<Until>> {
+        let until = |s: &mut Self| -> Option<Option<Lasting>> {
             let Some(u) = get("until") else { return Some(None) };
-            s.until(u, &label).map(Some)
+            s.until(u, &label, cx).map(Some)
         };
         Some(match &*verb.text {
             "add_object" => {
@@ -1024,18 +1033,21 @@ impl<'r> Checker<'r> {
         }
     }
 
-    /// `until = { clock, after }` on a global clock.
-    fn until(&mut self, v: &Raw, label: &str) -> Option<Until> {
+    /// `until = { clock, on, after }`: a clock — global, unless `on` names an instance
+    /// (`$this`, an argument, an id) — and the value after which the effect ends. A clock
+    /// whose instance is known at load is checked then.
+    fn until(&mut self, v: &Raw, label: &str, cx: &RuleCx<'_>) -> Option<Lasting> {
         let t = self.table(v, "`until`")?;
-        let (mut clock, mut after) = (None, None);
+        let (mut clock, mut after, mut on) = (None, None, None);
         for (k, x) in t {
             match &*k.text {
-                "clock" => clock = self.string(x, "a clock"),
+                "clock" => clock = Some(x),
                 "after" => after = self.scalar(x, "`after`"),
+                "on" => on = Some(x),
                 other => self.error(
                     codes::SYNTAX,
                     k,
-                    format!("unknown key `{other}` in `until` (expected clock, after)"),
+                    format!("unknown key `{other}` in `until` (expected clock, on, after)"),
                 ),
             }
         }
@@ -1043,8 +1055,14 @@ impl<'r> Checker<'r> {
             self.error(codes::SYNTAX, &v.at, format!("{label}: `until` needs `clock` and `after`"));
             return None;
         };
-        match Until::parse(&clock.text, None, &after.text) {
-            Ok(u) => Some(u),
+        // Without `on`, a global clock (the effect may outlive the rule's object).
+        let on = match on {
+            None => On::Global,
+            Some(o) => self.on(Some(o), cx)?,
+        };
+        let clock = self.channel(clock, &on, Kind::Clock, cx)?;
+        match Until::parse(&clock, None, &after.text) {
+            Ok(until) => Some(Lasting { until, on }),
             Err(m) => {
                 self.error(codes::BAD_RULE, &after, format!("{label}: {m}"));
                 None
@@ -1111,7 +1129,7 @@ impl<'r> Checker<'r> {
             None => None,
         };
         let until = match get("until") {
-            Some(u) => Some(self.until(u, label)?),
+            Some(u) => Some(self.until(u, label, cx)?),
             None => None,
         };
         Some(Action::AddModifier { id, var: target, kind, value, priority, on, until })

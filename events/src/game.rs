@@ -35,7 +35,7 @@
 //! pending, every other step is refused (`events.choice_pending`).
 
 use crate::Map;
-use crate::book::{Action, ArgKind, EventId, Field, Filter, On, Options, RuleBook, RuleId};
+use crate::book::{Action, ArgKind, EventId, Field, Filter, Lasting, On, Options, RuleBook, RuleId};
 use data::{Character, Expired, Origin, SheetCode, SheetError, SheetOp};
 use formula::Value;
 use rust_decimal::Decimal;
@@ -869,6 +869,24 @@ impl Game {
         }
     }
 
+    /// `op`, lasting as `until` says when it does: on the clock of the instance its `on`
+    /// names now (the firing's own, one an argument names, or a global clock).
+    fn lasting(
+        &self,
+        op: SheetOp,
+        until: &Option<Lasting>,
+        f: &Firing,
+        pick: &dyn Fn(&Field) -> Option<Arc<str>>,
+    ) -> SheetOp {
+        match until {
+            Some(l) => {
+                let until = data::Until { on: self.on(&l.on, f, pick), ..l.until.clone() };
+                SheetOp::Lasting { op: Box::new(op), until }
+            }
+            None => op,
+        }
+    }
+
     /// The operations (or emits) of one action: once, or once per pick of an ask it reads.
     // long: one arm per action, each building its sheet operation from resolved parts
     fn build(
@@ -906,7 +924,7 @@ impl Game {
                         id: id.as_ref().map(&text).transpose()?,
                         parent: parent.as_ref().map(&text).transpose()?,
                     };
-                    lasting(add, until)
+                    self.lasting(add, until, f, &pick)
                 }
                 Action::RemoveObject(id) => SheetOp::RemoveObject(text(id)?),
                 Action::SetInput { channel, on, value, format } => {
@@ -947,7 +965,7 @@ impl Game {
                         source: rule.name.clone(),
                         condition: None,
                     };
-                    lasting(SheetOp::Solver(Operation::AddModifier(spec)), until)
+                    self.lasting(SheetOp::Solver(Operation::AddModifier(spec)), until, f, &pick)
                 }
                 Action::RemoveModifier(id) => SheetOp::Solver(Operation::RemoveModifier(text(id)?)),
                 Action::Require { formula, message, on } => SheetOp::Solver(Operation::Require(Guard {
@@ -983,25 +1001,23 @@ fn action_fields(action: &Action) -> Vec<&Field> {
             _ => None,
         }
     }
+    fn until(u: &Option<Lasting>) -> Option<&Field> {
+        u.as_ref().and_then(|l| on(&l.on))
+    }
     match action {
-        Action::AddObject { key, id, parent, .. } => {
-            [Some(key), id.as_ref(), parent.as_ref()].into_iter().flatten().collect()
+        Action::AddObject { key, id, parent, until: u, .. } => {
+            [Some(key), id.as_ref(), parent.as_ref(), until(u)].into_iter().flatten().collect()
         }
         Action::RemoveObject(x) | Action::RemoveModifier(x) => vec![x],
         Action::SetInput { on: o, value, .. } => [on(o), Some(value)].into_iter().flatten().collect(),
         Action::Adjust { on: o, .. } | Action::Tick { on: o, .. } | Action::Require { on: o, .. } => {
             on(o).into_iter().collect()
         }
-        Action::AddModifier { id, on: o, .. } => [id.as_ref(), on(o)].into_iter().flatten().collect(),
+        Action::AddModifier { id, on: o, until: u, .. } => {
+            [id.as_ref(), on(o), until(u)].into_iter().flatten().collect()
+        }
         Action::Emit { args, .. } => args.iter().collect(),
         Action::Ask(_) | Action::Roll { .. } => Vec::new(),
-    }
-}
-
-fn lasting(op: SheetOp, until: &Option<data::Until>) -> SheetOp {
-    match until {
-        Some(u) => SheetOp::Lasting { op: Box::new(op), until: u.clone() },
-        None => op,
     }
 }
 

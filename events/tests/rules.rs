@@ -466,3 +466,60 @@ do = [
     g.apply(&Step::Choose { choice: 1, picks: vec!["a3".into()] }).expect("picked");
     assert_eq!((value(&g, "a2.Wounds"), value(&g, "a3.Wounds")), ("2".into(), "0".into()));
 }
+
+/// An effect a rule adds may last until a clock of an instance passes a value: the rule's own
+/// object's (`on = "$this"`), one an argument names, or a global one; a clock that is not one
+/// there is an error at its text.
+#[test]
+fn what_a_rule_adds_may_last_until_an_instance_clock() {
+    let rules = r#"
+[clocks."PC.UNIT"]
+Ready = {}
+
+[events]
+Rally = {}
+Mark = { who = { instance = true } }
+
+[[rule]]
+name = "Rally"
+on = "Rally"
+object = { kind = "UNIT", key = "Archer" }
+do = [{ add_modifier = { var = "Power", type = "ADD", value = "2", until = { clock = "Ready", on = "$this", after = "+0" } } }]
+
+[[rule]]
+name = "Mark"
+on = "Mark"
+do = [{ add_object = { kind = "ITEM", key = "Ring", until = { clock = "Ready", on = "$who", after = "+1" } } }]
+"#;
+    let mut game = Game::new(book(rules)).expect("a game");
+    game.apply(&ops(vec![add("UNIT", "Archer", "a1"), add("UNIT", "Archer", "a2")])).expect("units");
+    game.apply(&emit("Rally", &[])).expect("rally");
+    assert_eq!((value(&game, "a1.Power"), value(&game, "a2.Power")), ("5".into(), "5".into()));
+    let tick =
+        |on: &str| ops(vec![SheetOp::Tick { clock: "Ready".into(), on: Some(on.into()), by: 1.into() }]);
+    // The global Turn does not end it; a1's own clock ends a1's only.
+    game.apply(&ops(vec![SheetOp::Tick { clock: "Turn".into(), on: None, by: 1.into() }])).expect("turn");
+    assert_eq!(value(&game, "a1.Power"), "5");
+    let r = game.apply(&tick("a1")).expect("a1 ready");
+    assert_eq!(r.expired.len(), 1, "{:?}", r.expired);
+    assert_eq!((value(&game, "a1.Power"), value(&game, "a2.Power")), ("3".into(), "5".into()));
+    // The clock of the instance an argument names, relative to its value then.
+    game.apply(&emit("Mark", &[("who", "a2")])).expect("mark");
+    assert_eq!(value(&game, "Armor"), "1");
+    game.apply(&tick("a2")).expect("a2 ready");
+    assert_eq!(value(&game, "Armor"), "1", "a2's Ready went from 0 to 1: not past +1 yet");
+    game.apply(&tick("a2")).expect("a2 ready again");
+    assert_eq!(value(&game, "Armor"), "0");
+    // A clock that is not one where the effect lasts.
+    let bad = r#"
+[events]
+Rally = {}
+
+[[rule]]
+name = "Rally"
+on = "Rally"
+object = { kind = "UNIT", key = "Archer" }
+do = [{ add_modifier = { var = "Power", type = "ADD", value = "2", until = { clock = "Power", on = "$this", after = "1" } } }]
+"#;
+    assert_eq!(errors(bad), ["9:87 events.bad_rule"], "at `Power`, which is not a clock of the archer");
+}
