@@ -929,8 +929,16 @@ impl Game {
                 Action::RemoveObject(id) => SheetOp::RemoveObject(text(id)?),
                 Action::SetInput { channel, on, value, format } => {
                     let v = text(value)?;
-                    let value = match format {
-                        Some(fm) => Value::parse_literal(fm, &v).map_err(|m| {
+                    let on = self.on(on, f, &pick);
+                    // A channel whose instance is known only now: its format as that instance
+                    // sees it (one it does not see is refused by the sheet, with its reason).
+                    let seen = || {
+                        let at =
+                            on.as_deref().map_or_else(|| channel.to_string(), |i| format!("{i}.{channel}"));
+                        self.character.sheet().typed_value(&at).ok().map(|(_, fm, _)| fm)
+                    };
+                    let value = match format.clone().or_else(seen) {
+                        Some(fm) => Value::parse_literal(&fm, &v).map_err(|m| {
                             GameError::new(
                                 Code::BadArgs,
                                 format!("rule `{}`: set_input {channel} = `{v}`: {m}", rule.name),
@@ -938,7 +946,7 @@ impl Game {
                         })?,
                         None => guess(&v),
                     };
-                    SheetOp::SetInput { channel: channel.to_string(), on: self.on(on, f, &pick), value }
+                    SheetOp::SetInput { channel: channel.to_string(), on, value }
                 }
                 Action::Adjust { channel, on, by } => SheetOp::Adjust {
                     channel: channel.to_string(),
@@ -1021,8 +1029,8 @@ fn action_fields(action: &Action) -> Vec<&Field> {
     }
 }
 
-/// A value whose channel is known only at run time: a number if it reads as one, a boolean,
-/// else text.
+/// A value for a channel the sheet does not have (the sheet refuses the operation, naming
+/// it): a number if it reads as one, a boolean, else text.
 fn guess(v: &str) -> Value {
     if let Ok(d) = formula::parse_decimal(v) {
         return Value::Number(d);

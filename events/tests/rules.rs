@@ -523,3 +523,42 @@ do = [{ add_modifier = { var = "Power", type = "ADD", value = "2", until = { clo
 "#;
     assert_eq!(errors(bad), ["9:87 events.bad_rule"], "at `Power`, which is not a clock of the archer");
 }
+
+/// A `set_input` on an instance an argument names takes the value in the channel's format as
+/// that instance has it: the text "12" into a STRING channel stays text.
+#[test]
+fn a_set_input_on_an_instance_known_when_it_runs_reads_its_channel_format() {
+    let rules = r#"
+[channels."PC.UNIT"]
+Motto = "STRING"
+Rank = "NUMBER"
+
+[events]
+Name = { who = { instance = true }, text = {} }
+Promote = { who = { instance = true }, rank = {} }
+
+[[rule]]
+name = "Name"
+on = "Name"
+do = [{ set_input = { channel = "Motto", on = "$who", value = "$text" } }]
+
+[[rule]]
+name = "Promote"
+on = "Promote"
+do = [{ set_input = { channel = "Rank", on = "$who", value = "$rank" } }]
+"#;
+    let mut game = Game::new(book(rules)).expect("a game");
+    game.apply(&ops(vec![add("UNIT", "Archer", "a1")])).expect("a unit");
+    let r = game.apply(&emit("Name", &[("who", "a1"), ("text", "12")])).expect("named");
+    assert_eq!(fired(&r), ["Name"]);
+    assert_eq!(
+        game.character().sheet().value("a1.Motto").expect("Motto").expect("a value"),
+        formula::Value::String("12".into())
+    );
+    game.apply(&emit("Promote", &[("who", "a1"), ("rank", "3")])).expect("promoted");
+    assert_eq!(value(&game, "a1.Rank"), "3");
+    // Not a number for a NUMBER channel: the firing fails, naming the value.
+    let r = game.apply(&emit("Promote", &[("who", "a1"), ("rank", "high")])).expect("runs");
+    assert_eq!(fired(&r), ["Promote!events.bad_args"]);
+    assert_eq!(value(&game, "a1.Rank"), "3");
+}
