@@ -64,19 +64,23 @@ impl Sheet {
             condition: None,
         };
         let (def, node) = self.shape.target(&probe, on)?;
-        let label = format!("adjustment of `{}`", self.shape.var_ref(node));
+        // What the errors call it: made only for one (this runs for every adjustment).
+        let label = || format!("adjustment of `{}`", self.shape.var_ref(node));
         if self.shape.rules.var(def).format != Format::Number {
             return Err(SolveError::new(
                 codes::BAD_VALUE,
-                format!("{label}: a stock is a NUMBER, not a {}", self.shape.rules.var(def).format),
+                format!("{}: a stock is a NUMBER, not a {}", label(), self.shape.rules.var(def).format),
             ));
         }
         let number = &Format::Number;
         let by = self.formula_now(&label, &a.by, on, number)?;
-        let min = a.min.as_ref().map(|m| self.formula_now(&format!("{label}: its minimum"), m, on, number));
-        let max = a.max.as_ref().map(|m| self.formula_now(&format!("{label}: its maximum"), m, on, number));
+        let min =
+            a.min.as_ref().map(|m| self.formula_now(&|| format!("{}: its minimum", label()), m, on, number));
+        let max =
+            a.max.as_ref().map(|m| self.formula_now(&|| format!("{}: its maximum", label()), m, on, number));
         let (min, max) = (min.transpose()?, max.transpose()?);
         self.settle_pending(pending);
+        let label = || format!("adjustment of `{}`", self.shape.var_ref(node));
         let amount = self.number_now(&label, &by, "the amount")?;
         let current = self.input_value(&a.id, def);
         let (verb, new) = if a.to {
@@ -84,11 +88,14 @@ impl Sheet {
         } else {
             let sum = formula::number::add(current, amount).map_err(|e| {
                 let e = compute::math_error(ModKind::Add, e);
-                SolveError::new(codes::OUT_OF_BOUNDS, format!("{label}: {current} + {amount}: {}", e.message))
+                SolveError::new(
+                    codes::OUT_OF_BOUNDS,
+                    format!("{}: {current} + {amount}: {}", label(), e.message),
+                )
             })?;
             ("by", sum)
         };
-        let what = format!("{label} {verb} `{}` = {amount}", by.formula.text());
+        let what = || format!("{} {verb} `{}` = {amount}", label(), by.formula.text());
         let (new, note) = self.within_bounds(&label, &what, new, [&min, &max], a.clamp)?;
         let source = format!("{}: adjust {verb} `{}` = {amount}{note}", a.source, by.formula.text());
         if self.shape.mods.key_of(&a.id).is_some() {
@@ -105,14 +112,20 @@ impl Sheet {
     }
 
     /// `f`'s NUMBER value now, or an error naming `what` it is of the adjustment `label`.
-    fn number_now(&self, label: &str, f: &NowFormula, what: &str) -> Result<Decimal, SolveError> {
+    fn number_now(
+        &self,
+        label: &dyn Fn() -> String,
+        f: &NowFormula,
+        what: &str,
+    ) -> Result<Decimal, SolveError> {
         match self.evaluate_now(f) {
             Ok(Value::Number(d)) => Ok(d),
-            Ok(other) => Err(SolveError::new(codes::BAD_VALUE, format!("{label}: {what} is {other}"))),
+            Ok(other) => Err(SolveError::new(codes::BAD_VALUE, format!("{}: {what} is {other}", label()))),
             Err(e) => Err(SolveError::new(
                 codes::OUT_OF_BOUNDS,
                 format!(
-                    "{label}: {what} `{}` has no value: {} [{}]{}",
+                    "{}: {what} `{}` has no value: {} [{}]{}",
+                    label(),
                     f.formula.text(),
                     e.message,
                     e.code,
@@ -126,8 +139,8 @@ impl Sheet {
     /// so, or (`clamp` false) an error saying `what` would pass which bound.
     fn within_bounds(
         &self,
-        label: &str,
-        what: &str,
+        label: &dyn Fn() -> String,
+        what: &dyn Fn() -> String,
         mut new: Decimal,
         bounds: [&Option<NowFormula>; 2],
         clamp: bool,
@@ -144,7 +157,8 @@ impl Sheet {
                 return Err(SolveError::new(
                     codes::OUT_OF_BOUNDS,
                     format!(
-                        "{what} would make it {new}, past its {bound} `{}` = {limit}{}",
+                        "{} would make it {new}, past its {bound} `{}` = {limit}{}",
+                        what(),
                         f.formula.text(),
                         self.read_values(f)
                     ),

@@ -71,7 +71,7 @@ impl Sheet {
         }
         let on = self.shape.lookup_instance_hinted(g.on.as_deref(), &mut None)?;
         let label = format!("guard `{}`", g.message);
-        let f = self.formula_now(&label, &g.formula, on, &Format::Boolean)?;
+        let f = self.formula_now(&|| label.clone(), &g.formula, on, &Format::Boolean)?;
         self.settle_pending(pending);
         match self.evaluate_now(&f) {
             Ok(Value::Boolean(true)) => Ok(()),
@@ -94,10 +94,11 @@ impl Sheet {
 
     /// A formula an operation evaluates at its point of the batch (a guard's, an adjustment's):
     /// `ins` compiled in instance `on`'s scope when given as text, checked to produce
-    /// `expected`, with the nodes it reads from there. `label` names the operation in errors.
+    /// `expected`, with the nodes it reads from there. `label` names the operation in errors
+    /// (made only for one).
     pub(super) fn formula_now(
         &self,
-        label: &str,
+        label: &dyn Fn() -> String,
         ins: &Instruction,
         on: InstanceId,
         expected: &Format,
@@ -108,16 +109,25 @@ impl Sheet {
                 .shape
                 .rules
                 .compile(t, scope, None, Some(expected))
-                .map_err(|e| SolveError::formula(label, t, e))?,
+                .map_err(|e| SolveError::formula(&label(), t, e))?,
             Instruction::Compiled(f) if f.format() == expected => f.clone(),
             Instruction::Compiled(f) => {
                 return Err(SolveError::new(
                     codes::BAD_VALUE,
-                    format!("{label}: `{}` produces {}, but {expected} is required", f.text(), f.format()),
+                    format!(
+                        "{}: `{}` produces {}, but {expected} is required",
+                        label(),
+                        f.text(),
+                        f.format()
+                    ),
                 ));
             }
         };
-        let reads = self.shape.reads(label, on, [Some(&formula), None])?;
+        // (Named in the error only: `reads` names a modifier, and this is an operation.)
+        let reads = self.shape.reads("", on, [Some(&formula), None]).map_err(|mut e| {
+            e.message = e.message.replacen("modifier ``", &label(), 1);
+            e
+        })?;
         Ok(NowFormula { formula, reads })
     }
 
