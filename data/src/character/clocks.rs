@@ -67,7 +67,7 @@ impl fmt::Display for Until {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expired {
     pub what: String,
-    pub clock: String,
+    pub clock: std::sync::Arc<str>,
     pub after: Decimal,
     pub now: Decimal,
 }
@@ -172,7 +172,8 @@ impl Edit<'_> {
         ops: &mut Vec<Step>,
     ) -> Result<(), SheetError> {
         let key = self.clock(clock, on)?;
-        let name = self.clock_name(&key);
+        // Shared by every effect the move expires (a tick may expire hundreds).
+        let name: std::sync::Arc<str> = self.clock_name(&key).into();
         let now = self.clock_value(&key);
         let new = match to {
             Move::By(by) if by < Decimal::ZERO => {

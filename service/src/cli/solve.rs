@@ -236,7 +236,7 @@ pub fn step_json(index: usize, result: &Result<Stepped, Rejection>) -> Json {
         j["expired"] = r
             .expired
             .iter()
-            .map(|e| json!({"what": e.what, "clock": e.clock, "after": e.after.to_string(), "now": e.now.to_string()}))
+            .map(|e| json!({"what": e.what, "clock": &*e.clock, "after": e.after.to_string(), "now": e.now.to_string()}))
             .collect();
     }
     if !r.fired.is_empty() {

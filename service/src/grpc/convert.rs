@@ -444,7 +444,7 @@ pub fn applied(a: Applied) -> pb::ApplyResponse {
 pub fn expired(e: &data::Expired) -> pb::Expired {
     pb::Expired {
         what: e.what.clone(),
-        clock: e.clock.clone(),
+        clock: e.clock.to_string(),
         after: e.after.to_string(),
         now: e.now.to_string(),
     }
