@@ -1890,6 +1890,9 @@ fn references_read_another_instance() {
     sheet.remove_instance("goblin").unwrap();
     sheet.add_instance("goblin", "PC.CREATURE", None).unwrap();
     assert_eq!(val(&sheet, "Chase"), "5");
+    // The reference's modifier goes with the instance, not otherwise.
+    assert_eq!(sheet.remove_source("@goblin.Speed").unwrap_err().code, codes::LOCKED);
+    assert_eq!(sheet.remove_modifier("@goblin.Speed@goblin").unwrap_err().code, codes::LOCKED);
     // A reference the rules did not set up is an unknown variable in a formula added later.
     let e =
         sheet.add_modifier(&ModifierSpec::new("x", "Chase", ModKind::Add, "@orc.Speed", "t")).unwrap_err();

@@ -42,7 +42,7 @@ impl Engine {
             .ruleset_entry(ruleset_id)
             .map_err(|e| vec![Problem::of(crate::problem::Code::UnknownRuleset, e.to_string())])?;
         policy::check_operations(ops, &self.limits.ops).map_err(problems)?;
-        let mut c = Character::new(ruleset.current.load().ruleset.clone())
+        let mut c = Character::new(ruleset.current.load().ruleset().clone())
             .map_err(|e| vec![Problem::of_sheet_error(&e, &[])])?;
         c.apply(ops).map_err(|e| vec![Problem::of_sheet_error(&e, ops)])?;
         Ok(c)

@@ -106,16 +106,15 @@ pub fn check_id(what: &str, id: &str) -> Result<(), EngineError> {
 /// Checks a step against the limits: a batch as [`check_operations`]; an event's arguments and
 /// a choice's picks count as operations.
 pub fn check_step(step: &events::Step, limits: &OpLimits) -> Result<(), EngineError> {
-    let (n, what) = match step {
+    let (n, holder, what) = match step {
         events::Step::Ops(ops) => return check_operations(ops, limits),
-        events::Step::Emit { args, .. } => (args.len(), "the event has {} arguments"),
-        events::Step::Choose { picks, .. } => (picks.len(), "the choice has {} picks"),
+        events::Step::Emit { args, .. } => (args.len(), "the event has", "arguments"),
+        events::Step::Choose { picks, .. } => (picks.len(), "the choice has", "picks"),
         events::Step::Roll { .. } => return Ok(()),
     };
     if n > limits.max_operations {
         return Err(EngineError::invalid(format!(
-            "{}; the limit is {} (--max-operations)",
-            what.replace("{}", &n.to_string()),
+            "{holder} {n} {what}; the limit is {} (--max-operations)",
             limits.max_operations
         )));
     }
@@ -200,6 +199,20 @@ impl fmt::Display for LogSafe<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_s_arguments_and_a_choice_s_picks_count_as_operations() {
+        let limits = OpLimits { max_operations: 2, formula: formula::Limits::default() };
+        let args = |n: usize| (0..n).map(|i| (format!("a{i}"), "1".to_owned())).collect();
+        let emit = |n| events::Step::Emit { event: "Hit".into(), args: args(n) };
+        assert!(check_step(&emit(2), &limits).is_ok());
+        let e = check_step(&emit(3), &limits).expect_err("too many").to_string();
+        assert_eq!(e, "the event has 3 arguments; the limit is 2 (--max-operations)");
+        let choose = events::Step::Choose { choice: 1, picks: vec!["a".into(); 3] };
+        let e = check_step(&choose, &limits).expect_err("too many").to_string();
+        assert_eq!(e, "the choice has 3 picks; the limit is 2 (--max-operations)");
+        assert!(check_step(&events::Step::Roll { die: "d6".into(), value: 4 }, &limits).is_ok());
+    }
 
     #[test]
     fn ids_exclude_dots_and_control_characters_and_are_bounded() {

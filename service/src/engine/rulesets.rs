@@ -43,17 +43,17 @@ pub enum NewRuleset {
     Inline(String),
 }
 
-/// One compiled version of a ruleset, with its rules compiled into a book.
+/// One compiled version of a ruleset: its book holds the ruleset ([`RuleBook::ruleset`]) and
+/// its events and rules (none for a ruleset without them).
 pub struct Version {
     pub version: u64,
-    pub ruleset: Arc<Ruleset>,
-    /// Its events and rules (empty for a ruleset without them); `book.ruleset()` is `ruleset`.
     pub book: Arc<RuleBook>,
 }
 
 impl Version {
-    fn of(version: u64, book: Arc<RuleBook>) -> Version {
-        Version { version, ruleset: book.ruleset().clone(), book }
+    /// The compiled ruleset.
+    pub fn ruleset(&self) -> &Arc<Ruleset> {
+        self.book.ruleset()
     }
 }
 
@@ -108,7 +108,7 @@ impl RulesetEntry {
                 Source::Inline(_) => vec![],
             },
             inline: matches!(&*source, Source::Inline(_)),
-            summary: loaded.ruleset.summary().clone(),
+            summary: loaded.ruleset().summary().clone(),
         }
     }
 }
@@ -133,7 +133,7 @@ impl Engine {
         let entry = Arc::new(RulesetEntry {
             id: id.to_owned(),
             source: Mutex::new(source),
-            current: ArcSwap::from_pointee(Version::of(version, book)),
+            current: ArcSwap::from_pointee(Version { version, book }),
             earlier: Mutex::default(),
         });
         self.rulesets.write().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned(), entry);
@@ -303,7 +303,7 @@ impl Engine {
                 content.version = version;
                 let record = record_of(&entry.id, &new_source, version, &content);
                 self.store.put_ruleset(&record, Some(&content))?;
-                entry.current.store(Arc::new(Version::of(version, book)));
+                entry.current.store(Arc::new(Version { version, book }));
                 *source = new_source;
                 drop(source);
                 tracing::info!(ruleset = %entry.id, version, "ruleset reloaded");

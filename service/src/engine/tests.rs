@@ -38,7 +38,7 @@ fn requests_in_flight_finish_on_the_version_they_started_with() {
     assert!(engine.load_ruleset("t", NewRuleset::Inline(RULES.into())).expect("load").ok);
     let in_flight = engine.ruleset_entry("t").expect("entry").current.load_full();
     assert!(engine.reload_ruleset("t", Some(RULES.replace("10", "20"))).expect("reload").ok);
-    let old = data::Character::new(in_flight.ruleset.clone()).expect("sheet");
+    let old = data::Character::new(in_flight.ruleset().clone()).expect("sheet");
     assert_eq!((in_flight.version, base(&data::record::values(&old))), (1, "10".to_owned()));
     assert_eq!(base(&engine.solve("t", &[], &[]).expect("values")), "20");
     // A failed reload swaps nothing.

@@ -491,7 +491,10 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        if self.shape.rules.aggregates().iter().any(|a| *a.text == *source) {
+        // The modifiers instances give an aggregate or a reference (parts included) take its
+        // variable's name as their source: such a source is one of those variables.
+        let rules = &self.shape.rules;
+        if rules.resolve(rules.global(), source).is_some_and(|v| rules.var(v).aggregate.is_some()) {
             return Err(member_removed(source));
         }
         if !self.shape.has_source(source) {
@@ -679,11 +682,13 @@ impl Sheet {
     }
 }
 
-/// A removal of an aggregate's own modifiers (its members'), which come and go with the
-/// instances.
+/// A removal of the modifiers instances give an aggregate or a reference, which come and go
+/// with the instances.
 fn member_removed(what: &str) -> SolveError {
     SolveError::new(
         codes::LOCKED,
-        format!("`{what}` is an aggregate's own: it goes when its instance does (remove the instance)"),
+        format!(
+            "`{what}` belongs to an aggregate or a reference: it goes when its instance does (remove the instance)"
+        ),
     )
 }
