@@ -56,6 +56,17 @@ pub struct VarDecl {
     /// A clock (`[clocks.SCOPE]`): a NUMBER channel that only moves forward, by `tick` and
     /// `set_clock` steps; effects may last until it passes a value.
     pub clock: bool,
+    /// For a STRING variable that holds an instance's id: the scope of the instances it holds
+    /// (`{ format = "STRING", holds = "PC.CREATURE" }`), read through as `Name.Var`.
+    pub holds: Option<Text>,
+}
+
+impl VarDecl {
+    /// A NUMBER channel `name` of `scope` (a stock or a clock says which on top of it).
+    pub fn number_channel(name: Text, scope: Text) -> VarDecl {
+        let format = Text::new("NUMBER", name.at.clone());
+        VarDecl { name, scope, format, channel: true, order: None, stock: None, clock: false, holds: None }
+    }
 }
 
 /// A stock's bounds, as written: `{ min = "0", max = "MaxHP", bounds = "clamp" }`.

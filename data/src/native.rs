@@ -274,18 +274,10 @@ impl Reader<'_, '_> {
                     let t = r.table(vars, "a scope's variables")?;
                     for (name, decl) in t.iter() {
                         let name = r.cx.key_text(name);
-                        if let Some((format, order)) = r.variable(decl, channel) {
-                            let scope = scope.clone();
-                            let (stock, clock) = (None, false);
-                            r.draft.variables.push(VarDecl {
-                                name,
-                                scope,
-                                format,
-                                channel,
-                                order,
-                                stock,
-                                clock,
-                            });
+                        if let Some((format, order, holds)) = r.variable(decl, channel) {
+                            let (scope, stock, clock) = (scope.clone(), None, false);
+                            let decl = VarDecl { name, scope, format, channel, order, stock, clock, holds };
+                            r.draft.variables.push(decl);
                         }
                     }
                     Some(())
@@ -296,10 +288,8 @@ impl Reader<'_, '_> {
                 for (name, decl) in t.iter() {
                     let name = r.cx.key_text(name);
                     if let Some(stock) = r.stock(decl) {
-                        let format = Text::new("NUMBER", name.at.clone());
-                        let (scope, stock) = (scope.clone(), Some(stock));
                         let decl =
-                            VarDecl { name, scope, format, channel: true, order: None, stock, clock: false };
+                            VarDecl { stock: Some(stock), ..VarDecl::number_channel(name, scope.clone()) };
                         r.draft.variables.push(decl);
                     }
                 }
@@ -318,10 +308,7 @@ impl Reader<'_, '_> {
                         }
                         None => continue,
                     }
-                    let format = Text::new("NUMBER", name.at.clone());
-                    let scope = scope.clone();
-                    let decl =
-                        VarDecl { name, scope, format, channel: true, order: None, stock: None, clock: true };
+                    let decl = VarDecl { clock: true, ..VarDecl::number_channel(name, scope.clone()) };
                     r.draft.variables.push(decl);
                 }
                 Some(())
@@ -344,21 +331,27 @@ impl Reader<'_, '_> {
         }
     }
 
-    /// A variable's declaration: its format, `"NUMBER"`, or a table with the format and the
-    /// order its modifiers apply in, `{ format = "NUMBER", order = "applied" }` (not for a
-    /// channel, which takes no modifiers).
-    fn variable(&mut self, v: &Spanned<DeValue<'_>>, channel: bool) -> Option<(Text, Option<Text>)> {
+    /// A variable's declaration: its format, `"NUMBER"`, or a table with the format, the
+    /// order its modifiers apply in (not for a channel, which takes no modifiers) and the
+    /// scope whose instances it holds, `{ format = "NUMBER", order = "applied" }`,
+    /// `{ format = "STRING", holds = "PC.CREATURE" }`.
+    fn variable(
+        &mut self,
+        v: &Spanned<DeValue<'_>>,
+        channel: bool,
+    ) -> Option<(Text, Option<Text>, Option<Text>)> {
         if !matches!(v.get_ref(), DeValue::Table(_)) {
-            return Some((self.string(v, "a variable's format")?, None));
+            return Some((self.string(v, "a variable's format")?, None, None));
         }
         let t = self.table(v, "a variable's declaration")?;
-        let (mut format, mut order) = (None, None);
+        let (mut format, mut order, mut holds) = (None, None, None);
         for (k, v) in t.iter() {
             match &**k.get_ref() {
                 "format" => format = self.string(v, "a variable's format"),
                 "order" if !channel => order = self.string(v, "a variable's order"),
+                "holds" => holds = self.string(v, "the scope whose instances a variable holds"),
                 other => {
-                    let expected = if channel { "format" } else { "format, order" };
+                    let expected = if channel { "format, holds" } else { "format, order, holds" };
                     self.error(
                         k.span(),
                         format!("unknown key `{other}` in a variable's declaration (expected {expected})"),
@@ -369,7 +362,7 @@ impl Reader<'_, '_> {
         if format.is_none() && !t.iter().any(|(k, _)| &**k.get_ref() == "format") {
             self.error(v.span(), "a variable's declaration needs a `format`".to_owned());
         }
-        Some((format?, order))
+        Some((format?, order, holds))
     }
 
     /// A stock's declaration: a table of its bounds, `{ min = "0", max = "MaxHP", bounds =

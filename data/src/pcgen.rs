@@ -407,6 +407,7 @@ impl<'d> PcgenReader<'d> {
             order: None,
             stock: None,
             clock: false,
+            holds: None,
         });
     }
 

@@ -1,7 +1,8 @@
-//! Aggregates over the instances of a scope (`count`, `sum`, `min`, `max`) and references to
-//! one instance's variable (`@id.Var`), `docs/examples/guild/`: set up at load from the
-//! formulas the ruleset writes, following the workers as they join, work and leave; and the
-//! load errors of aggregates and references written wrong, each at its text.
+//! Aggregates over the instances of a scope (`count`, `sum`, `min`, `max`), references to
+//! one instance's variable (`@id.Var`) and reads through a variable holding an instance's id
+//! (`Foreman.STR`), `docs/examples/guild/`: set up at load from the formulas the ruleset
+//! writes, following the workers as they join, work and leave; and the load errors of each
+//! written wrong, at its text.
 
 mod common;
 
@@ -64,6 +65,71 @@ fn the_guild_follows_its_workers() {
         "each worker's part, kept in the worker"
     );
     assert_eq!(value(&c, "count(PC.WORKER, Busy == 1)"), "1", "the rule's aggregate is set up too");
+}
+
+fn foreman(who: &str) -> SheetOp {
+    SheetOp::SetInput { channel: "Foreman".into(), on: None, value: Value::String(who.into()) }
+}
+
+/// `Foreman.STR` reads the STR of the worker whose id the `Foreman` channel holds: none while
+/// it names no worker on the sheet; the named worker's, followed as it changes; another's once
+/// the channel names another — and explain says whose.
+#[test]
+fn the_foreman_is_read_through_the_channel_that_names_him() {
+    let mut c = guild();
+    let missing = "`Foreman` holds no id of an instance on the sheet that has `STR`";
+    let e = c.sheet().value("Foreman.STR").unwrap().unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), ("solver.missing_instance", missing));
+    c.apply(&[foreman("smith")]).unwrap();
+    assert_eq!(c.sheet().value("Foreman.STR").unwrap().unwrap_err().message, missing, "no smith yet");
+    c.apply(&[add("WORKER", "Porter", Some("porter"), None), add("WORKER", "Smith", Some("smith"), None)])
+        .unwrap();
+    assert_eq!(value(&c, "ForemanSTR"), "16");
+    let t = c.sheet().trace("Foreman.STR").unwrap();
+    let steps: Vec<String> = t.steps.iter().map(|s| format!("{} {}", s.modifier, s.instruction)).collect();
+    assert_eq!(steps, ["Foreman.STR@PC:smith STR"]);
+    let report = c.apply(&[foreman("porter")]).unwrap();
+    assert_eq!(value(&c, "ForemanSTR"), "14");
+    assert!(report.named(c.sheet()).iter().any(|ch| ch.var.to_string() == "ForemanSTR"));
+    c.apply(&[SheetOp::RemoveObject("porter".into())]).unwrap();
+    assert_eq!(c.sheet().value("Foreman.STR").unwrap().unwrap_err().message, missing);
+}
+
+/// Holders declared wrong, and reads through them written wrong, are errors at their text.
+#[test]
+fn holders_written_wrong_are_errors_at_their_text() {
+    let head = "[scopes]\n\"PC.WORKER\" = \"PC\"\n[variables.\"PC.WORKER\"]\nWage = \"NUMBER\"\n";
+    for (decl, modify, code, says) in [
+        (
+            "{ format = \"NUMBER\", holds = \"PC.WORKER\" }",
+            "1",
+            "data.bad_reference",
+            "a variable that holds an instance's id is a STRING",
+        ),
+        (
+            "{ format = \"STRING\", holds = \"PC.NOPE\" }",
+            "1",
+            "data.unknown_scope",
+            "unknown scope `PC.NOPE`",
+        ),
+        (
+            "{ format = \"STRING\", holds = \"PC.WORKER\" }",
+            "Boss.Salary",
+            "data.bad_reference",
+            "`Boss` holds instances of PC.WORKER, which have no variable `Salary`",
+        ),
+    ] {
+        let text = format!(
+            "{head}[variables.PC]\nN = \"NUMBER\"\nBoss = {decl}\n[global]\nmodify = [{{ var = \"N\", set = \"{modify}\" }}]\n"
+        );
+        let errors = data::load_str(&text, "guild.toml").expect_err(decl);
+        let e =
+            errors.iter().find(|e| e.code.as_str() == code).unwrap_or_else(|| panic!("{decl}: {errors:?}"));
+        let shown = e.to_string();
+        let line = if modify == "1" { "guild.toml:7:" } else { "guild.toml:9:" };
+        assert!(shown.starts_with(line), "{decl}: {shown}");
+        assert!(shown.contains(says), "{decl}: {shown}");
+    }
 }
 
 /// Each aggregate written wrong is an error at its text, and nothing loads.

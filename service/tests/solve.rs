@@ -400,7 +400,13 @@ fn the_guild_example_counts_its_workers() {
     assert_eq!(changed(3, "Gold"), Some(json!({"var": "Gold", "old": "10", "new": "12"})));
     assert_eq!(changed(5, "Strongest"), Some(json!({"var": "Strongest", "old": "16", "new": "14"})));
     assert_eq!(changed(6, "Gold"), Some(json!({"var": "Gold", "old": "12", "new": "14"})));
-    let values = &lines[7]["values"];
+    // `Foreman.STR` reads the STR of the worker `Foreman` names: the smith's, none once the
+    // smith left, the porter's once named.
+    assert_eq!(changed(0, "ForemanSTR").map(|c| c["new"].clone()), Some(json!("16")));
+    let gone = changed(5, "ForemanSTR").expect("the foreman left");
+    assert!(gone["new"].to_string().contains("`Foreman` holds no id of an instance"), "{gone}");
+    assert_eq!(changed(7, "ForemanSTR").map(|c| c["new"].clone()), Some(json!("14")));
+    let values = &lines[8]["values"];
     assert_eq!(
         [&values["Payroll"], &values["Idle"], &values["Strongest"], &values["Weakest"]],
         [&json!("5"), &json!("1"), &json!("14"), &json!("8")]

@@ -84,6 +84,9 @@ pub enum Code {
     /// A reference to another instance's variable (`@id.Var`) naming a variable no scope
     /// declares, or one declared with different formats.
     BadReference,
+    /// Reads through holders (`creature.STR`) whose links do not settle: a holder's value
+    /// depends on what it reads, and each link changes it again.
+    PointerLoop,
 }
 
 impl Code {
@@ -113,6 +116,7 @@ impl Code {
             Code::OutOfBounds => "solver.out_of_bounds",
             Code::BadAggregate => "solver.bad_aggregate",
             Code::BadReference => "solver.bad_reference",
+            Code::PointerLoop => "solver.pointer_loop",
         }
     }
 }
@@ -149,4 +153,5 @@ pub mod codes {
     pub const OUT_OF_BOUNDS: Code = Code::OutOfBounds;
     pub const BAD_AGGREGATE: Code = Code::BadAggregate;
     pub const BAD_REFERENCE: Code = Code::BadReference;
+    pub const POINTER_LOOP: Code = Code::PointerLoop;
 }

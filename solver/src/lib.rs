@@ -21,10 +21,11 @@
 //! - Native code: [`Sheet::compile_native`] compiles a sheet's plan to machine code with
 //!   Cranelift, shared by its copies; full solves and large recomputations then run as
 //!   straight-line code, handing anything else back to the interpreter.
-//! - Aggregates and references ([`Aggregate`], [`Reference`]): `count`/`sum`/`min`/`max` over
-//!   every instance of a scope, and `@id.Var` reads of one instance, declared with the rules
-//!   and kept as variables by modifiers each instance gives them when it is added — so
-//!   membership is a dependency like any other.
+//! - Aggregates and references ([`Aggregate`], [`Reference`], [`Pointer`]): `count`/`sum`/
+//!   `min`/`max` over every instance of a scope, `@id.Var` reads of one instance, and
+//!   `creature.STR` reads through a variable holding an instance's id, declared with the rules
+//!   and kept as variables by modifiers each instance gives them when it is added (or when a
+//!   holder comes to name it) — so membership is a dependency like any other.
 //! - Cycles are rejected when the modifier that would close one is added, naming the path.
 //! - [`Trace`]s: a variable's default, then every modifier with its inputs and the value after.
 //!
@@ -48,8 +49,8 @@ mod sheet;
 pub use error::{Code, SolveError, codes};
 pub use modifier::{Instruction, ModKind, ModValue, ModifierSpec, Target, is_literal};
 pub use rules::{
-    AggKind, Aggregate, InstructionError, Order, Part, Reference, Rules, RulesBuilder, ScopeDef, ScopeId,
-    VarDef, VarDefId,
+    AggKind, Aggregate, InstructionError, Order, Part, Pointer, Reference, Rules, RulesBuilder, ScopeDef,
+    ScopeId, VarDef, VarDefId,
 };
 pub use sheet::{
     Adjust, BatchError, Catalog, Change, Guard, InstanceId, Operation, Report, Sheet, Slot, Step, TemplateId,

@@ -103,6 +103,9 @@ pub struct VarDef {
     pub order: Order,
     /// Set for the variable of an aggregate: what it computes.
     pub aggregate: Option<AggKind>,
+    /// For a STRING variable that holds an instance's id: the scope of the instances it holds
+    /// (see [`RulesBuilder::set_holds`]).
+    pub holds: Option<ScopeId>,
 }
 
 /// What an aggregate computes over the instances of its scope.
@@ -119,6 +122,9 @@ pub enum AggKind {
     /// A read of one instance's variable, `@id.Var`: its value while instance `id` is on the
     /// sheet, no value otherwise.
     Ref,
+    /// A read through a variable that holds an instance's id, `creature.STR`: its value while
+    /// the instance it names is on the sheet, no value otherwise.
+    Via,
 }
 
 impl AggKind {
@@ -136,12 +142,13 @@ impl AggKind {
             AggKind::Min => "min",
             AggKind::Max => "max",
             AggKind::Ref => "ref",
+            AggKind::Via => "via",
         }
     }
 
     /// Whether the aggregate starts from its first member's value, not from 0.
     pub fn starts_empty(self) -> bool {
-        matches!(self, AggKind::Min | AggKind::Max | AggKind::Ref)
+        matches!(self, AggKind::Min | AggKind::Max | AggKind::Ref | AggKind::Via)
     }
 }
 
@@ -188,6 +195,22 @@ pub struct Reference {
     pub reads: Vec<(ScopeId, Arc<Formula>)>,
 }
 
+/// A read through a variable that holds an instance's id, `creature.STR`, kept as a variable
+/// of the holder's scope named so: each instance of that scope gets it, SET by a modifier from
+/// the instance its holder names, re-linked when the holder's value changes (see the solver's
+/// `sheet/pointers.rs`).
+#[derive(Debug)]
+pub struct Pointer {
+    /// The variable that holds the id (`creature`, STRING, in the holder's scope).
+    pub holder: VarDefId,
+    /// Its own variable (`creature.STR`, in the holder's scope, of the read variable's format).
+    pub var: VarDefId,
+    /// The scope of the instances the holder holds.
+    pub held: ScopeId,
+    /// The variable read (`STR`), compiled in `held`.
+    pub read: Arc<Formula>,
+}
+
 /// An aggregate declared, its formulas not compiled yet.
 struct PendingAggregate {
     kind: AggKind,
@@ -215,6 +238,8 @@ pub struct RulesBuilder {
     aggregate_names: Map<String, usize>,
     /// References declared (`@id.Var`): the variable, the key, the name read.
     references: Vec<(VarDefId, Arc<str>, Arc<str>)>,
+    /// Reads through holders declared (`creature.STR`): the variable, the holder, the name read.
+    pointers: Vec<(VarDefId, VarDefId, Arc<str>)>,
 }
 
 impl RulesBuilder {
@@ -232,6 +257,7 @@ impl RulesBuilder {
             aggregates: Vec::new(),
             aggregate_names: Map::default(),
             references: Vec::new(),
+            pointers: Vec::new(),
         };
         b.scope_names.insert(global.to_ascii_uppercase(), ScopeId(0));
         b.scopes.push(ScopeDef { name: Arc::from(global), parent: None, vars: Vec::new() });
@@ -326,6 +352,7 @@ impl RulesBuilder {
             index,
             order: Order::Inherent,
             aggregate: None,
+            holds: None,
         });
         self.var_names.entry(key).or_default().push(id);
         Ok(id)
@@ -350,6 +377,38 @@ impl RulesBuilder {
                 order.name()
             ),
         ))
+    }
+
+    /// Declares that STRING variable `def` holds the id of an instance of `scope`: a formula
+    /// that sees `def` may then read `NAME.Var`, variable `Var` of the instance it names (see
+    /// [`Pointer`]). Call it before [`RulesBuilder::declare_aggregates`] reads the formulas.
+    pub fn set_holds(&mut self, def: VarDefId, scope: &str) -> Result<(), SolveError> {
+        let scope = self.scope(scope)?;
+        let Some(var) = self.vars.get_mut(def.0 as usize) else {
+            return Err(SolveError::new(codes::UNKNOWN_VARIABLE, format!("no variable #{}", def.0)));
+        };
+        if var.format != Format::String {
+            return Err(SolveError::new(
+                codes::BAD_REFERENCE,
+                format!(
+                    "`{}` is {}: a variable that holds an instance's id is a STRING",
+                    var.name, var.format
+                ),
+            ));
+        }
+        match var.holds {
+            Some(other) if other != scope => Err(SolveError::new(
+                codes::BAD_REFERENCE,
+                format!(
+                    "`{}` already holds instances of {}, so it cannot also hold instances of {}",
+                    var.name, self.scopes[other.0 as usize].name, self.scopes[scope.0 as usize].name
+                ),
+            )),
+            _ => {
+                var.holds = Some(scope);
+                Ok(())
+            }
+        }
     }
 
     /// Sets the default value of `format` (a variable starts there).
@@ -400,7 +459,7 @@ impl RulesBuilder {
     /// text, without parsing it (a ruleset's formulas are mostly neither, and PCGen's use
     /// `min` and `max` of numbers a great deal).
     pub fn may_declare(&self, text: &str) -> bool {
-        if text.contains('@') {
+        if text.contains('@') || (text.contains('.') && self.vars.iter().any(|v| v.holds.is_some())) {
             return true;
         }
         let lower = text.to_ascii_lowercase();
@@ -418,6 +477,11 @@ impl RulesBuilder {
     /// left to the formula's own compilation, which reports it; an aggregate with the wrong
     /// arguments is a `solver.bad_aggregate`. Declaring the same aggregate again is harmless.
     pub fn declare_aggregates(&mut self, text: &str) -> Result<(), SolveError> {
+        // A STRING modifier's formula is marked with a leading `=` (`==` starts a literal).
+        let text = match text.strip_prefix('=') {
+            Some(f) if !f.starts_with('=') => f,
+            _ => text,
+        };
         match formula::parse(text, &formula::Limits::default()) {
             Ok(e) => self.aggregates_in(&e),
             Err(_) => Ok(()),
@@ -434,6 +498,7 @@ impl RulesBuilder {
             }
             ExprKind::Index { name, index, .. } => {
                 self.reference(name)?;
+                self.pointer(name)?;
                 self.aggregates_in(index)
             }
             ExprKind::Call { name, args, .. } => {
@@ -445,7 +510,10 @@ impl RulesBuilder {
                     None => Ok(()),
                 }
             }
-            ExprKind::Var(name) => self.reference(name),
+            ExprKind::Var(name) => {
+                self.reference(name)?;
+                self.pointer(name)
+            }
             ExprKind::Number(_) | ExprKind::Str(_) => Ok(()),
         }
     }
@@ -480,6 +548,49 @@ impl RulesBuilder {
         let id = self.declare(name, &global, format, true)?;
         self.vars[id.0 as usize].aggregate = Some(AggKind::Ref);
         self.references.push((id, Arc::from(key), Arc::from(var)));
+        Ok(())
+    }
+
+    /// Declares `name` as a read through a holder when it is one (`creature.STR`, where
+    /// `creature` is declared to hold instances: see [`RulesBuilder::set_holds`]): a variable of
+    /// that name in each holder's scope, of the format of the variable read.
+    fn pointer(&mut self, name: &str) -> Result<(), SolveError> {
+        if name.starts_with('@') || self.var_names.contains_key(&name.to_ascii_lowercase()) {
+            return Ok(());
+        }
+        let Some((holder, field)) = name.split_once('.') else { return Ok(()) };
+        let holders: Vec<VarDefId> = self
+            .var_names
+            .get(&holder.to_ascii_lowercase())
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|h| self.vars[h.0 as usize].holds.is_some())
+            .collect();
+        for h in holders {
+            let (scope, held) = (self.vars[h.0 as usize].scope, self.vars[h.0 as usize].holds);
+            // Filtered above: a holder holds a scope.
+            let Some(held) = held else { continue };
+            let read = self.var_names.get(&field.to_ascii_lowercase()).and_then(|ds| {
+                ds.iter()
+                    .copied()
+                    .find(|d| ancestor_or_self(&self.scopes, self.vars[d.0 as usize].scope, held))
+            });
+            let Some(read) = read else {
+                return Err(SolveError::new(
+                    codes::BAD_REFERENCE,
+                    format!(
+                        "`{name}`: `{holder}` holds instances of {}, which have no variable `{field}`",
+                        self.scopes[held.0 as usize].name
+                    ),
+                ));
+            };
+            let format = self.vars[read.0 as usize].format.clone();
+            let scope_name = self.scopes[scope.0 as usize].name.clone();
+            let id = self.declare(name, &scope_name, format, true)?;
+            self.vars[id.0 as usize].aggregate = Some(AggKind::Via);
+            self.pointers.push((id, h, Arc::from(field)));
+        }
         Ok(())
     }
 
@@ -540,12 +651,15 @@ impl RulesBuilder {
         }
         let pending = self.aggregates;
         let references = self.references;
+        let pointers = self.pointers;
         let mut rules = Rules {
             aggregates: Vec::new(),
             aggregate_names: self.aggregate_names,
             aggregate_errors: Vec::new(),
             aggregates_of: Vec::new(),
             references: Map::default(),
+            pointers: Vec::new(),
+            pointers_of: Vec::new(),
             compiler: Compiler::new(Arc::new(self.library)),
             scopes: self.scopes,
             scope_names: self.scope_names,
@@ -599,15 +713,7 @@ impl RulesBuilder {
                 part,
             });
         }
-        // References: the variable read, compiled in every scope where its name resolves.
-        for (var, key, name) in references {
-            let reads = (0..rules.scopes.len() as u32)
-                .map(ScopeId)
-                .filter(|&s| rules.resolve(s, &name).is_some())
-                .filter_map(|s| Some((s, rules.compile(&name, s, None, None).ok()?)))
-                .collect();
-            rules.references.entry(key.clone()).or_default().push(Reference { key, var, reads });
-        }
+        rules.compile_reads(references, pointers);
         rules
     }
 }
@@ -686,6 +792,10 @@ pub struct Rules {
     aggregates_of: Vec<Vec<usize>>,
     /// References (`@id.Var`), by the key of the instance they read.
     references: Map<Arc<str>, Vec<Reference>>,
+    /// Reads through holders (`creature.STR`); those whose holder is in each scope, by
+    /// `ScopeId`.
+    pointers: Vec<Pointer>,
+    pointers_of: Vec<Vec<usize>>,
 }
 
 impl Rules {
@@ -723,9 +833,68 @@ impl Rules {
         Ok(Part { var, value, read })
     }
 
+    /// Compiles the references (`@id.Var`) and the reads through holders (`creature.STR`)
+    /// declared: the variable each reads, in the scopes it is read from.
+    fn compile_reads(
+        &mut self,
+        references: Vec<(VarDefId, Arc<str>, Arc<str>)>,
+        pointers: Vec<(VarDefId, VarDefId, Arc<str>)>,
+    ) {
+        // References: the variable read, compiled in every scope where its name resolves.
+        for (var, key, name) in references {
+            let reads = (0..self.scopes.len() as u32)
+                .map(ScopeId)
+                .filter(|&s| self.resolve(s, &name).is_some())
+                .filter_map(|s| Some((s, self.compile(&name, s, None, None).ok()?)))
+                .collect();
+            self.references.entry(key.clone()).or_default().push(Reference { key, var, reads });
+        }
+        // Reads through holders: the variable read, compiled in the scope held.
+        self.pointers_of = vec![Vec::new(); self.scopes.len()];
+        for (var, holder, name) in pointers {
+            // `pointer` found `name` declared in the scope held or an ancestor.
+            let Some(held) = self.vars[holder.0 as usize].holds else { continue };
+            match self.compile(&name, held, None, None) {
+                Ok(read) => {
+                    let scope = self.vars[holder.0 as usize].scope;
+                    self.pointers_of[scope.0 as usize].push(self.pointers.len());
+                    self.pointers.push(Pointer { holder, var, held, read });
+                }
+                Err(e) => {
+                    let text = self.vars[var.0 as usize].name.clone();
+                    self.aggregate_errors.push((text.clone(), SolveError::formula(&text, &name, e)));
+                }
+            }
+        }
+    }
+
     /// The references (`@id.Var`) to the instance keyed `key`.
     pub fn references_to(&self, key: &str) -> &[Reference] {
         self.references.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// The reads through holders (`creature.STR`) whose holder is a variable of `scope`.
+    pub fn pointers_of(&self, scope: ScopeId) -> impl Iterator<Item = &Pointer> {
+        self.pointers_of.get(scope.0 as usize).into_iter().flatten().map(|&i| &self.pointers[i])
+    }
+
+    /// Every read through a holder, in the order declared.
+    pub fn pointers(&self) -> &[Pointer] {
+        &self.pointers
+    }
+
+    /// Whether any formula reads through a holder (each batch then links them: see
+    /// [`Pointer`]).
+    pub fn has_pointers(&self) -> bool {
+        !self.pointers.is_empty()
+    }
+
+    /// Whether some scope declares a variable `name` that an aggregate, a reference or a read
+    /// through a holder keeps (its modifiers come and go with instances, never by source).
+    pub fn is_kept(&self, name: &str) -> bool {
+        self.by_name
+            .get(name.to_ascii_lowercase().as_bytes())
+            .is_some_and(|ds| ds.iter().any(|(_, d)| self.vars[d.0 as usize].aggregate.is_some()))
     }
 
     /// Aggregates whose `EXPR` or `WHERE` did not compile: each one's text and why.

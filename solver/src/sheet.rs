@@ -28,6 +28,7 @@ mod instances;
 mod modify;
 mod mods;
 mod plan;
+mod pointers;
 mod query;
 mod values;
 

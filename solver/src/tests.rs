@@ -681,6 +681,12 @@ fn arb_step() -> impl Strategy<Value = Step> {
 }
 
 fn prop_rules() -> Arc<Rules> {
+    prop_rules_with(true)
+}
+
+/// [`prop_rules`], with the read through `Pick` or without (a sheet whose rules read through
+/// a holder does not defer).
+fn prop_rules_with(pointers: bool) -> Arc<Rules> {
     let mut b = RulesBuilder::new("PC");
     b.add_scope("PC.ITEM", "PC").unwrap();
     for i in 0..8 {
@@ -691,11 +697,34 @@ fn prop_rules() -> Arc<Rules> {
         }
     }
     b.declare("Weight", "PC.ITEM", Format::Number, false).unwrap();
+    // `Pick` holds an item's id (set by `PICK`), read through as `Pick.Weight` by `Picked`
+    // alone: links change as G0 and the items do, and never close a cycle or loop.
+    let pick = b.declare("Pick", "PC", Format::String, false).unwrap();
+    b.set_holds(pick, "PC.ITEM").unwrap();
+    b.declare("Picked", "PC", Format::Number, false).unwrap();
+    if pointers {
+        b.declare_aggregates("Pick.Weight").unwrap();
+    }
     for a in AGGREGATES {
         b.declare_aggregates(a).unwrap();
     }
     Arc::new(b.build())
 }
+
+/// Whether `ops` add or remove an item (which may link `Pick.Weight` anew).
+fn moves_items(ops: &[Operation]) -> bool {
+    ops.iter().any(|op| matches!(op, Operation::AddInstance { .. } | Operation::RemoveInstance(_)))
+}
+
+/// The modifiers that set `Pick` from G0 and read through it (see [`prop_rules`]).
+fn pick_modifiers() -> [Operation; 2] {
+    [
+        Operation::AddModifier(ModifierSpec::new("pick", "Pick", ModKind::Set, PICK, "s")),
+        Operation::AddModifier(ModifierSpec::new("picked", "Picked", ModKind::Set, "Pick.Weight", "s")),
+    ]
+}
+
+const PICK: &str = "=\"item\" + text(G0)";
 
 /// Aggregates over the items, which modifiers may read (as reads `8..`): their membership
 /// changes as items come and go, and their values as the items' `Weight` (and `G1`) do.
@@ -722,6 +751,20 @@ fn check_aggregates(sheet: &Sheet) -> Result<(), TestCaseError> {
         .map(|(_, s)| number(s))
         .collect();
     let g1 = values.iter().find(|(r, _)| &*r.name == "G1").and_then(|(_, s)| number(s));
+    // `Pick.Weight` is the Weight of the item `Pick` names, or none.
+    let picked = match sheet.value("Pick").unwrap() {
+        Ok(Value::String(key)) => {
+            values.iter().find(|(r, _)| r.instance.as_deref() == Some(&*key) && &*r.name == "Weight")
+        }
+        _ => None,
+    };
+    if let Ok(got) = sheet.value("Pick.Weight") {
+        match (picked, got) {
+            (Some((_, Ok(want))), got) => prop_assert_eq!(got, Ok(want.clone())),
+            (Some((_, Err(_))), got) => prop_assert!(got.is_err()),
+            (None, got) => prop_assert_eq!(got.map_err(|e| e.code), Err("solver.missing_instance")),
+        }
+    }
     let (Some(weights), Some(g1)) = (weights, g1) else { return Ok(()) };
     let three = Decimal::from(3);
     let max = weights.iter().filter(|w| **w != three).map(|w| *w + g1).max();
@@ -870,11 +913,19 @@ fn check_net_change(
 }
 
 fn check_report(report: &Report) -> Result<(), TestCaseError> {
+    check_evaluations(report, true)
+}
+
+/// `report` counts what it evaluated; with `once`, each variable once (a batch that links a
+/// read through a holder anew evaluates before and after: see `pointers.rs`).
+fn check_evaluations(report: &Report, once: bool) -> Result<(), TestCaseError> {
     let evaluated = names(&report.evaluated);
     let mut distinct = evaluated.clone();
     distinct.sort();
     distinct.dedup();
-    prop_assert_eq!(distinct.len(), evaluated.len(), "a variable was evaluated twice: {:?}", evaluated);
+    if once {
+        prop_assert_eq!(distinct.len(), evaluated.len(), "a variable was evaluated twice: {:?}", evaluated);
+    }
     prop_assert_eq!(report.recomputed, evaluated.len());
     Ok(())
 }
@@ -887,6 +938,7 @@ proptest! {
     /// with values; a batch succeeds exactly when its operations succeed one by one (on a
     /// copy), with the same values; a failed batch fails at the same operation and leaves the
     /// sheet exactly as it was.
+    // long: one property, checked after every batch in the order the checks build on.
     #[test]
     fn incremental_equals_from_scratch(
         steps in prop::collection::vec(arb_step(), 1..40),
@@ -894,6 +946,8 @@ proptest! {
     ) {
         let mut sheet = Sheet::new(prop_rules());
         sheet.record_evaluations(true);
+        sheet.apply(&pick_modifiers()).unwrap();
+        let link = |s: &Sheet| s.modifier_ids().find(|id| id.starts_with("Pick.Weight@")).map(str::to_owned);
         let mut steps = steps.into_iter().enumerate().peekable();
         let mut sizes = sizes.into_iter();
         while steps.peek().is_some() {
@@ -903,6 +957,7 @@ proptest! {
                 steps.by_ref().take(size).filter_map(|(n, step)| step_operation(n, step, &ids)).collect();
             // The same operations one by one, on a copy.
             let mut one_by_one = sheet.clone();
+            let mut before_link = link(&one_by_one);
             let mut first_failure = None;
             for (i, op) in ops.iter().enumerate() {
                 let r = match op {
@@ -917,7 +972,11 @@ proptest! {
                     }
                 };
                 match r {
-                    Ok(report) => check_report(&report)?,
+                    Ok(report) => {
+                        let now = link(&one_by_one);
+                        check_evaluations(&report, now == before_link && !moves_items(std::slice::from_ref(op)))?;
+                        before_link = now;
+                    }
                     Err(_) => {
                         first_failure = Some(i);
                         break;
@@ -930,10 +989,9 @@ proptest! {
             let guarded = ops.iter().any(|op| matches!(op, Operation::Require(_) | Operation::Adjust(_)));
             match (sheet.apply(&ops), first_failure) {
                 (Ok(report), None) => {
-                    // At a guard a variable may be evaluated again (see `guard.rs`).
-                    if !guarded {
-                        check_report(&report)?;
-                    }
+                    // At a guard a variable may be evaluated again (see `guard.rs`), and around a
+                    // new link (see `pointers.rs`).
+                    check_evaluations(&report, !guarded && link(&sheet) == link(&snapshot) && !moves_items(&ops))?;
                     prop_assert_eq!(sheet.values(), one_by_one.values());
                     check_net_change(&before, &sheet, &report, &ops)?;
                 }
@@ -1197,7 +1255,7 @@ proptest! {
         steps in prop::collection::vec(arb_step(), 1..40),
         sizes in prop::collection::vec(1usize..4, 40),
     ) {
-        let mut now = Sheet::new(prop_rules());
+        let mut now = Sheet::new(prop_rules_with(false));
         for (n, step) in warm_up.into_iter().enumerate() {
             let ids: Vec<String> = now.modifier_ids().map(str::to_owned).collect();
             if let Some(op) = step_operation(n, step, &ids) {
@@ -1919,4 +1977,164 @@ fn an_instance_added_and_removed_around_a_guard_leaves_nothing() {
     let report = sheet.apply(&ops).unwrap();
     assert!(report.removed.is_empty(), "{:?}", report.removed);
     assert_eq!((sheet.variable_count(), sheet.values()), (count, values));
+}
+
+/// Rules for reads through a holder: creatures with STR and Next (a creature's id), effects
+/// whose `creature` holds a creature's id, and `creature.STR + 1`, `creature.Next` read.
+fn pointer_rules() -> Arc<Rules> {
+    let mut b = RulesBuilder::new("PC");
+    b.add_scope("PC.CREATURE", "PC").unwrap();
+    b.add_scope("PC.EFFECT", "PC").unwrap();
+    b.add_scope("PC.ITEM", "PC").unwrap();
+    b.declare("STR", "PC.CREATURE", Format::Number, false).unwrap();
+    b.declare("STR", "PC.ITEM", Format::Number, false).unwrap();
+    b.declare("Next", "PC.CREATURE", Format::String, false).unwrap();
+    b.declare("Bonus", "PC.EFFECT", Format::Number, false).unwrap();
+    b.declare("Ready", "PC.EFFECT", Format::Boolean, false).unwrap();
+    b.declare("Hits", "PC", Format::Number, false).unwrap();
+    let holder = b.declare("creature", "PC.EFFECT", Format::String, false).unwrap();
+    b.set_holds(holder, "PC.CREATURE").unwrap();
+    b.declare_aggregates("creature.STR + 1").unwrap();
+    b.declare_aggregates("=if(Ready, creature.Next, \"goblin\")").unwrap();
+    b.declare_aggregates("@effect1.Bonus").unwrap();
+    Arc::new(b.build())
+}
+
+/// `creature.STR` reads STR of the instance whose id `creature` holds: no value while it names
+/// none, followed as that instance's STR changes, and re-linked as the holder's value
+/// changes — in the same batch, reported with it; the same values from scratch.
+#[test]
+fn a_read_through_a_holder_follows_the_instance_it_names() {
+    let mut sheet = Sheet::new(pointer_rules());
+    sheet.add_instance("effect1", "PC.EFFECT", None).unwrap();
+    sheet
+        .add_modifier(
+            &ModifierSpec::new("bonus", "Bonus", ModKind::Set, "creature.STR + 1", "t").on("effect1"),
+        )
+        .unwrap();
+    let missing = "error: depends on `effect1.creature.STR`, which has no value: `creature` holds no id of an instance on the sheet that has `STR`";
+    assert_eq!(val(&sheet, "effect1.Bonus"), missing);
+    assert_eq!(sheet.value("effect1.creature.STR").unwrap().unwrap_err().code, "solver.missing_instance");
+    for (key, str) in [("goblin", "8"), ("orc", "16")] {
+        sheet.add_instance(key, "PC.CREATURE", None).unwrap();
+        sheet
+            .add_modifier(&ModifierSpec::new(&format!("{key}STR"), "STR", ModKind::Set, str, "t").on(key))
+            .unwrap();
+    }
+    // Naming an instance links the read in the same batch, and reports what changed.
+    let r = sheet
+        .add_modifier(&ModifierSpec::new("aim", "creature", ModKind::Set, "goblin", "t").on("effect1"))
+        .unwrap();
+    assert_eq!(val(&sheet, "effect1.Bonus"), "9");
+    let mut changed: Vec<String> = r.named(&sheet).iter().map(|c| c.var.full_name()).collect();
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            "@effect1.Bonus",
+            "effect1.Bonus",
+            "effect1.creature",
+            "effect1.creature.Next",
+            "effect1.creature.STR"
+        ]
+    );
+    // The graph has the edge: the goblin's STR recomputes the effect.
+    let r =
+        sheet.add_modifier(&ModifierSpec::new("bull", "STR", ModKind::Add, "4", "t").on("goblin")).unwrap();
+    assert_eq!(val(&sheet, "effect1.Bonus"), "13");
+    assert_eq!(r.changed.len(), 4, "goblin.STR, effect1.creature.STR, effect1.Bonus, @effect1.Bonus");
+    // The trace names the instance read.
+    let t = sheet.trace("effect1.creature.STR").unwrap();
+    assert_eq!(&*t.steps[0].modifier, "creature.STR@effect1:goblin");
+    // Another value, another instance; the orc's changes now count, the goblin's not.
+    sheet.remove_modifier("aim").unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("aim", "creature", ModKind::Set, "orc", "t").on("effect1"))
+        .unwrap();
+    assert_eq!(val(&sheet, "effect1.Bonus"), "17");
+    let r =
+        sheet.add_modifier(&ModifierSpec::new("weak", "STR", ModKind::Add, "-1", "t").on("goblin")).unwrap();
+    assert_eq!(r.changed.len(), 1, "goblin.STR alone");
+    // Removing the instance named leaves no value; adding it again reads it again.
+    sheet.remove_instance("orc").unwrap();
+    assert_eq!(val(&sheet, "effect1.Bonus"), missing);
+    sheet.add_instance("orc", "PC.CREATURE", None).unwrap();
+    assert_eq!(val(&sheet, "effect1.Bonus"), "1");
+    // An instance of a scope the holder does not hold is not read.
+    sheet.remove_instance("orc").unwrap();
+    sheet.add_instance("orc", "PC.ITEM", None).unwrap();
+    assert_eq!(val(&sheet, "effect1.Bonus"), missing);
+    // The link is kept by the holder, never removed by hand.
+    sheet.remove_instance("orc").unwrap();
+    sheet.remove_modifier("aim").unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("aim", "creature", ModKind::Set, "goblin", "t").on("effect1"))
+        .unwrap();
+    assert_eq!(sheet.remove_source("creature.STR").unwrap_err().code, codes::LOCKED);
+    assert_eq!(sheet.remove_modifier("creature.STR@effect1:goblin").unwrap_err().code, codes::LOCKED);
+    let mut scratch = sheet.clone();
+    scratch.solve_all();
+    assert_eq!(scratch.values(), sheet.values());
+}
+
+/// A link that would close a cycle fails its batch, with nothing changed; holders whose
+/// values flip with what they read fail theirs (`solver.pointer_loop`); holders written wrong
+/// are errors when declared.
+#[test]
+fn reads_through_holders_that_loop_fail_their_batch() {
+    let mut sheet = Sheet::new(pointer_rules());
+    sheet.add_instance("effect1", "PC.EFFECT", None).unwrap();
+    sheet.add_instance("goblin", "PC.CREATURE", None).unwrap();
+    sheet
+        .add_modifier(
+            &ModifierSpec::new("bonus", "Bonus", ModKind::Set, "creature.STR + 1", "t").on("effect1"),
+        )
+        .unwrap();
+    sheet
+        .add_modifier(&ModifierSpec::new("feed", "STR", ModKind::Set, "@effect1.Bonus", "t").on("goblin"))
+        .unwrap();
+    let values = sheet.values();
+    let e = sheet
+        .add_modifier(&ModifierSpec::new("aim", "creature", ModKind::Set, "goblin", "t").on("effect1"))
+        .unwrap_err();
+    assert_eq!(e.code, codes::CYCLE, "{}", e.message);
+    assert_eq!(sheet.values(), values);
+    assert!(sheet.value("effect1.creature").unwrap().unwrap().to_string().is_empty());
+    // goblin.Next names the orc, orc.Next the goblin: once Ready, the holder reads its own
+    // target's Next, and every link changes it again.
+    let mut sheet = Sheet::new(pointer_rules());
+    sheet.add_instance("effect1", "PC.EFFECT", None).unwrap();
+    for (key, next) in [("goblin", "orc"), ("orc", "goblin")] {
+        sheet.add_instance(key, "PC.CREATURE", None).unwrap();
+        let spec = ModifierSpec::new(&format!("{key}Next"), "Next", ModKind::Set, next, "t");
+        sheet.add_modifier(&spec.on(key)).unwrap();
+    }
+    let aim = "=if(Ready, creature.Next, \"goblin\")";
+    sheet.add_modifier(&ModifierSpec::new("aim", "creature", ModKind::Set, aim, "t").on("effect1")).unwrap();
+    assert_eq!(sheet.value("effect1.creature.Next").unwrap().unwrap().to_string(), "orc");
+    let values = sheet.values();
+    let e = sheet
+        .add_modifier(&ModifierSpec::new("go", "Ready", ModKind::Set, "true", "t").on("effect1"))
+        .unwrap_err();
+    assert_eq!(e.code, codes::POINTER_LOOP, "{}", e.message);
+    assert!(e.message.contains("creature.Next"), "{}", e.message);
+    assert_eq!(sheet.values(), values);
+    // Declared wrong.
+    let mut b = RulesBuilder::new("PC");
+    b.add_scope("PC.CREATURE", "PC").unwrap();
+    b.declare("STR", "PC.CREATURE", Format::Number, false).unwrap();
+    let n = b.declare("Count", "PC", Format::Number, false).unwrap();
+    assert_eq!(b.set_holds(n, "PC.CREATURE").unwrap_err().code, codes::BAD_REFERENCE);
+    let h = b.declare("target", "PC", Format::String, false).unwrap();
+    assert_eq!(b.set_holds(h, "PC.NOPE").unwrap_err().code, codes::UNKNOWN_SCOPE);
+    b.set_holds(h, "PC.CREATURE").unwrap();
+    let e = b.declare_aggregates("target.DEX").unwrap_err();
+    assert_eq!(e.code, codes::BAD_REFERENCE);
+    assert!(
+        e.message.contains("`target` holds instances of PC.CREATURE, which have no variable `DEX`"),
+        "{}",
+        e.message
+    );
+    // A name with a dot whose first part holds nothing is left to the formula's own check.
+    b.declare_aggregates("other.STR").unwrap();
 }

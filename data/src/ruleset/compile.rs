@@ -324,6 +324,21 @@ impl Compiler {
             match b.declare(&v.name.text, &v.scope.text, format, false) {
                 Ok(id) => {
                     self.order(v, ruleset_order, id, b);
+                    if let Some(holds) = &v.holds {
+                        match b.set_holds(id, &holds.text) {
+                            Ok(()) => {}
+                            Err(e) if e.code == solver::Code::UnknownScope => {
+                                self.errors.push(Diagnostic::at(
+                                    codes::UNKNOWN_SCOPE,
+                                    holds,
+                                    format!("variable `{}`: {}", v.name, e.message),
+                                ))
+                            }
+                            Err(e) => {
+                                self.errors.push(Diagnostic::at(codes::BAD_REFERENCE, holds, e.message))
+                            }
+                        }
+                    }
                     let origins = &mut declared.origins;
                     if origins.len() <= id.0 as usize {
                         origins.resize(id.0 as usize + 1, None);

@@ -255,6 +255,15 @@ impl Sheet {
             self.keep_spare(pending);
             return self.apply_ops(ops, false);
         }
+        // Reads through holders follow what the holders name now (see `pointers.rs`).
+        if self.shape.rules.has_pointers() {
+            pending.bulk = false;
+            if let Err(error) = self.link_pointers(&mut pending) {
+                self.rollback(&mut pending);
+                self.keep_spare(pending);
+                return Err(BatchError { index: ops.len().saturating_sub(1), error });
+            }
+        }
         let report = self.commit(&mut pending);
         self.keep_spare(pending);
         Ok(report)
@@ -304,7 +313,9 @@ impl Sheet {
         op: impl FnOnce(&mut Sheet, &mut Pending) -> Result<(), SolveError>,
     ) -> Result<Report, SolveError> {
         let mut pending = self.spare.take();
-        let result = match op(self, &mut pending) {
+        let result = match op(self, &mut pending).and_then(|()| {
+            if self.shape.rules.has_pointers() { self.link_pointers(&mut pending) } else { Ok(()) }
+        }) {
             Ok(()) => Ok(self.commit(&mut pending)),
             Err(e) => {
                 self.rollback(&mut pending);
@@ -459,7 +470,7 @@ impl Sheet {
 
     /// Links a prepared modifier (in bulk or not: see `bulk.rs`) and logs its undoing.
     #[inline(always)]
-    fn op_link(&mut self, m: Arc<Modifier>, pending: &mut Pending) -> Result<(), SolveError> {
+    pub(super) fn op_link(&mut self, m: Arc<Modifier>, pending: &mut Pending) -> Result<(), SolveError> {
         let target = m.target;
         self.grow(pending);
         let key = if pending.bulk {
@@ -491,10 +502,10 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        // The modifiers instances give an aggregate or a reference (parts included) take its
-        // variable's name as their source: such a source is one of those variables.
-        let rules = &self.shape.rules;
-        if rules.resolve(rules.global(), source).is_some_and(|v| rules.var(v).aggregate.is_some()) {
+        // The modifiers instances give an aggregate, a reference or a read through a holder
+        // (parts included) take its variable's name as their source: such a source is one of
+        // those variables.
+        if self.shape.rules.is_kept(source) {
             return Err(member_removed(source));
         }
         if !self.shape.has_source(source) {
@@ -511,7 +522,7 @@ impl Sheet {
         Ok(())
     }
 
-    fn op_unlink(&mut self, key: ModKey, pending: &mut Pending) {
+    pub(super) fn op_unlink(&mut self, key: ModKey, pending: &mut Pending) {
         let m = self.shape_mut().unlink_modifier(key);
         pending.dirty.push(m.target);
         pending.undo.push(Undo::RemovedModifier(key, m));
@@ -606,8 +617,12 @@ impl Sheet {
     /// not recomputed until [`Sheet::settle`]: loading many operations one at a time then costs
     /// one recomputation, like one batch. Until then, reads see the values as of the last
     /// recomputation. Deferring twice is the same as once.
+    ///
+    /// A sheet whose rules read through holders (`creature.STR`: see [`crate::Pointer`]) does
+    /// not defer: each batch links those reads to what the holders name, which needs the
+    /// values.
     pub fn defer(&mut self) {
-        if self.deferred.is_none() {
+        if self.deferred.is_none() && !self.shape.rules.has_pointers() {
             self.deferred = Some(Deferred::default());
         }
     }

@@ -571,6 +571,15 @@ pub(super) fn empty_aggregate(var: &crate::VarDef) -> Arc<ValueError> {
             ),
             modifier: var.name.clone(),
         },
+        Some(AggKind::Via) => ValueError {
+            code: "solver.missing_instance",
+            message: format!(
+                "`{}` holds no id of an instance on the sheet that has `{}`",
+                var.name.split('.').next().unwrap_or_default(),
+                var.name.split_once('.').map_or("", |(_, f)| f)
+            ),
+            modifier: var.name.clone(),
+        },
         _ => ValueError {
             code: "solver.empty_aggregate",
             message: "no instance counts towards it".to_owned(),

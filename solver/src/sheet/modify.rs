@@ -161,8 +161,9 @@ impl Shape {
             (AggKind::Max, Some(f)) => {
                 (ModKind::Max, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
             }
-            // (References are not aggregates: see `reference_modifier`.)
-            (AggKind::Ref, Some(f)) => {
+            // (References and reads through holders are not aggregates: see
+            // `reference_modifier` and `pointer_modifier`.)
+            (AggKind::Ref | AggKind::Via, Some(f)) => {
                 (ModKind::Set, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
             }
         };
@@ -208,6 +209,31 @@ impl Shape {
             source: name,
         };
         Some(self.part_modifier(r.var, GLOBAL, from, &r.key, ModKind::Set, body, None, bulk))
+    }
+
+    /// The modifier through which instance `from` is read by pointer `p` (`creature.STR`) on
+    /// holder instance `on`: SET, on the pointer's variable there, to the variable as read from
+    /// `from`; its id `creature.STR@HOLDER:TARGET`, its source the pointer's name.
+    pub(super) fn pointer_modifier(
+        &self,
+        p: &crate::rules::Pointer,
+        on: InstanceId,
+        from: InstanceId,
+    ) -> Result<Arc<Modifier>, SolveError> {
+        let name = self.rules.var(p.var).name.clone();
+        let key = |i: InstanceId| match &*self.instance(i).key {
+            // The global instance has no key: its scope's name stands for it.
+            "" => self.rules.scope_def(self.instance(i).scope).name.clone(),
+            k => Arc::from(k),
+        };
+        let body = Body {
+            value: ModValue::Formula(p.read.clone()),
+            condition: None,
+            text: p.read.text_arc().clone(),
+            source: name,
+        };
+        let key = format!("{}:{}", key(on), key(from));
+        self.part_modifier(p.var, on, from, &key, ModKind::Set, body, None, false)
     }
 
     /// A modifier an instance gives an aggregate or a reference (variable `var`, on instance
