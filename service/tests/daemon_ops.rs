@@ -310,6 +310,54 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     assert_eq!(total(&mut c, "sheet-1", None).await, "22");
 }
 
+/// `docs/examples/guild` over gRPC: its game's steps applied one by one (a batch, inputs, objects,
+/// events); the aggregates, the `@smith.STR` reference and the `Foreman.STR` read through a
+/// channel come out as the CLI's; naming another foreman moves the read in the same Apply, and
+/// Explain says whose STR it reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guild_over_grpc_reads_through_its_foreman() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let guild = format!("guild={}", examples.join("guild").display());
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(examples.join("guild-game.json")).expect("the game"))
+            .expect("json");
+    let steps: Vec<serde_json::Value> = file["steps"].as_array().expect("steps").clone();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &["--ruleset", &guild]);
+    let mut c = server.client().await;
+    let first: Vec<String> =
+        steps[0]["batch"].as_array().expect("a batch").iter().map(|s| s.to_string()).collect();
+    let first: Vec<&str> = first.iter().map(String::as_str).collect();
+    let create =
+        pb::CreateSheetRequest { ruleset_id: "guild".into(), id: "g".into(), operations: ops(&first) };
+    c.create_sheet(create).await.expect("creates");
+    let shown = |v: &pb::ValuesResponse, r: &str| value_of(&v.values, r);
+    let names = ["ForemanSTR", "SmithSTR", "Payroll", "Strongest", "Gold"];
+    let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
+    assert_eq!(names.map(|n| shown(&now, n)), ["16", "16", "7", "16", "10"]);
+    for s in &steps[1..steps.len() - 1] {
+        c.apply(apply("g", None, ops(&[&s.to_string()]))).await.expect("plays");
+    }
+    // The smith left: neither the reference nor the foreman's read has a value.
+    let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
+    assert!(shown(&now, "ForemanSTR").contains("`Foreman` holds no id of an instance"), "{now:?}");
+    assert_eq!(names.map(|n| shown(&now, n))[2..], ["5", "14", "14"]);
+    // The last step names the porter: the read moves, and the reply says what changed.
+    let last = steps.last().expect("a last step").to_string();
+    let r = c.apply(apply("g", None, ops(&[&last]))).await.expect("names the porter").into_inner();
+    let changed: Vec<&str> = r.changes.iter().map(|ch| ch.r#ref.as_str()).collect();
+    assert_eq!(changed, ["Foreman", "Foreman.STR", "ForemanSTR"]);
+    let now = c.values(values("g", &["ForemanSTR"], None)).await.expect("values").into_inner();
+    assert_eq!(shown(&now, "ForemanSTR"), "14");
+    let explain = pb::ExplainRequest { sheet_id: "g".into(), variable: "Foreman.STR".into() };
+    let trace = c.explain(explain).await.expect("explains").into_inner().trace.expect("trace");
+    let steps: Vec<(&str, &str)> =
+        trace.steps.iter().map(|s| (s.modifier.as_str(), s.instruction.as_str())).collect();
+    assert_eq!(steps, [("Foreman.STR@PC:porter", "STR")]);
+    drop(c);
+    server.stop();
+}
+
 /// A ruleset that applies modifiers as added (`docs/examples/cards`), loaded inline: the
 /// card played first applies first, and Explain says which order its steps follow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
