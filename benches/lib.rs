@@ -66,6 +66,26 @@ pub fn moving_ruleset_text(vars: usize) -> String {
     text
 }
 
+/// [`moving_ruleset_text`] with a `Ping` event (its `amount` into channel `Amount`) and 10
+/// rules, each adjusting its own stock `S{k}` by it: the `emit_10_rules` bench's.
+pub fn emit_ruleset_text(vars: usize) -> String {
+    use std::fmt::Write;
+    let mut text = moving_ruleset_text(vars);
+    text.push_str("[channels.PC]\nAmount = \"NUMBER\"\n[stocks.PC]\n");
+    for k in 0..10 {
+        writeln!(text, "S{k} = {{}}").expect("a String takes any write");
+    }
+    text.push_str("[events]\nPing = { amount = \"Amount\" }\n");
+    for k in 0..10 {
+        writeln!(
+            text,
+            "[[rule]]\nname = \"R{k}\"\non = \"Ping\"\ndo = [{{ adjust = {{ channel = \"S{k}\", by = \"Amount\" }} }}]"
+        )
+        .expect("a String takes any write");
+    }
+    text
+}
+
 pub mod generator {
     //! The generator of benchmark sheets, deterministic for a given seed.
     //!

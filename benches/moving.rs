@@ -150,23 +150,9 @@ fn guild_ruleset() -> Arc<data::Ruleset> {
     Arc::new(data::load_str(&text, "guild.toml").unwrap_or_else(|e| panic!("the guild ruleset loads: {e:?}")))
 }
 
-/// The moving ruleset with a `Ping` event (its `amount` into channel `Amount`) and 10 rules,
-/// each adjusting its own stock `S{k}` by it.
+/// The moving ruleset with a `Ping` event and 10 rules (`emit_ruleset_text`).
 fn emit_ruleset() -> Arc<data::Ruleset> {
-    use std::fmt::Write;
-    let mut text = sheetd_benches::moving_ruleset_text(VARS);
-    text.push_str("[channels.PC]\nAmount = \"NUMBER\"\n[stocks.PC]\n");
-    for k in 0..10 {
-        writeln!(text, "S{k} = {{}}").expect("a String takes any write");
-    }
-    text.push_str("[events]\nPing = { amount = \"Amount\" }\n");
-    for k in 0..10 {
-        writeln!(
-            text,
-            "[[rule]]\nname = \"R{k}\"\non = \"Ping\"\ndo = [{{ adjust = {{ channel = \"S{k}\", by = \"Amount\" }} }}]"
-        )
-        .expect("a String takes any write");
-    }
+    let text = sheetd_benches::emit_ruleset_text(VARS);
     Arc::new(data::load_str(&text, "emit.toml").unwrap_or_else(|e| panic!("the emit ruleset loads: {e:?}")))
 }
 

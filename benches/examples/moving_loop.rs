@@ -1,6 +1,7 @@
-//! The tick row of `benches/moving.rs` in a fixed loop, for callgrind and perf:
-//! `moving_loop <setup|tick> [rounds]`. `setup` adds the 100 lasting modifiers and removes them
-//! again each round; `tick` adds them and lets a tick expire them. The difference is the tick.
+//! The tick and emit rows of `benches/moving.rs` in a fixed loop, for callgrind and perf:
+//! `moving_loop <setup|tick|emit> [rounds]`. `setup` adds the 100 lasting modifiers and removes
+//! them again each round; `tick` adds them and lets a tick expire them (the difference is the
+//! tick); `emit` emits the event that fires 10 rules.
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -14,6 +15,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let what = args.next().unwrap_or_else(|| "tick".to_owned());
     let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    if what == "emit" {
+        return emit(rounds);
+    }
     let text = sheetd_benches::moving_ruleset_text(2_000);
     let ruleset = Arc::new(data::load_str(&text, "moving.toml").expect("the ruleset loads"));
     let mut c = Character::new(ruleset).expect("a character");
@@ -38,4 +42,16 @@ fn main() {
         "{what}: {rounds} rounds, Turn at {}",
         c.sheet().value("Turn").expect("declared").expect("a value")
     );
+}
+
+fn emit(rounds: usize) {
+    let text = sheetd_benches::emit_ruleset_text(2_000);
+    let ruleset = Arc::new(data::load_str(&text, "emit.toml").expect("the ruleset loads"));
+    let book = Arc::new(events::RuleBook::compile(ruleset).expect("the rules load"));
+    let mut game = events::Game::new(book).expect("a game");
+    for n in 0..rounds {
+        let step = events::Step::Emit { event: "Ping".into(), args: vec![("amount".into(), n.to_string())] };
+        std::hint::black_box(game.apply(&step).expect("emits"));
+    }
+    println!("emit: {rounds} rounds");
 }

@@ -405,8 +405,10 @@ impl Character {
     /// Applies a batch atomically: all of it with one recomputation, or none of it.
     pub fn apply(&mut self, ops: &[SheetOp]) -> Result<Report, SheetError> {
         let saved = self.state.clone();
-        let mut solver_ops = Vec::new();
-        let mut owner = Vec::new();
+        // Most operations make one or two solver steps (an input replaced: a removal and an
+        // addition); an object makes more, and the vectors grow then.
+        let mut solver_ops = Vec::with_capacity(2 * ops.len());
+        let mut owner = Vec::with_capacity(2 * ops.len());
         let mut edit =
             Edit { r: &self.ruleset, state: &mut self.state, input_source: None, expired: Vec::new() };
         for (i, op) in ops.iter().enumerate() {

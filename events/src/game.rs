@@ -629,13 +629,13 @@ impl Game {
     /// Writes an event's arguments into their channels and queues its firings.
     fn start_event(
         &mut self,
-        ev: EventWork,
+        mut ev: EventWork,
         current: &mut VecDeque<Firing>,
         report: &mut StepReport,
     ) -> Result<(), GameError> {
         let book = self.book.clone();
         if !ev.writes.is_empty() {
-            self.commit(&ev.writes, report)?;
+            self.commit(std::mem::take(&mut ev.writes), report)?;
         }
         let depth = ev.chain.len();
         for &rid in book.listeners(ev.event) {
@@ -730,11 +730,11 @@ impl Game {
             f.seq = self.firings;
         }
         let mut fired = self.fired(f, None);
-        let mut ops = Vec::new();
+        let mut ops = Vec::with_capacity(rule.actions.len());
         let mut emits = Vec::new();
         while let Some(action) = rule.actions.get(f.next) {
             if action.asks() {
-                if let Err(e) = self.commit_segment(&ops, &mut emits, f, queue, report) {
+                if let Err(e) = self.commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report) {
                     fired.error = Some(e);
                     report.fired.push(fired);
                     return Ok(Ran::Done);
@@ -759,7 +759,7 @@ impl Game {
             }
             f.next += 1;
         }
-        if let Err(e) = self.commit_segment(&ops, &mut emits, f, queue, report) {
+        if let Err(e) = self.commit_segment(ops, &mut emits, f, queue, report) {
             fired.error = Some(e);
         }
         report.fired.push(fired);
@@ -768,7 +768,7 @@ impl Game {
 
     fn commit_segment(
         &mut self,
-        ops: &[SheetOp],
+        ops: Vec<SheetOp>,
         emits: &mut Vec<Emitted>,
         f: &Firing,
         queue: &mut VecDeque<EventWork>,
@@ -785,9 +785,9 @@ impl Game {
     }
 
     /// One batch on the character, its changes merged into the step's.
-    fn commit(&mut self, ops: &[SheetOp], report: &mut StepReport) -> Result<(), GameError> {
-        let r = self.character.apply(ops)?;
-        report.applied.extend_from_slice(ops);
+    fn commit(&mut self, ops: Vec<SheetOp>, report: &mut StepReport) -> Result<(), GameError> {
+        let r = self.character.apply(&ops)?;
+        report.applied.extend(ops);
         report.recomputed += r.recomputed;
         report.expired.extend_from_slice(self.character.expired());
         for c in r.named(self.character.sheet()) {
@@ -909,7 +909,7 @@ impl Game {
         for k in 0..times {
             let pick = |x: &Field| Game::value(x, f, k);
             let text = |x: &Field| -> Result<String, GameError> {
-                pick(x).map(|s| s.to_string()).ok_or_else(|| {
+                pick(x).map(|s| String::from(&*s)).ok_or_else(|| {
                     GameError::new(
                         Code::BadArgs,
                         format!("rule `{}`: a name it reads has no value", rule.name),
@@ -919,7 +919,7 @@ impl Game {
             let op = match action {
                 Action::AddObject { kind, key, id, parent, until } => {
                     let add = SheetOp::AddObject {
-                        kind: kind.to_string(),
+                        kind: String::from(&**kind),
                         key: text(key)?,
                         id: id.as_ref().map(&text).transpose()?,
                         parent: parent.as_ref().map(&text).transpose()?,
@@ -946,15 +946,16 @@ impl Game {
                         })?,
                         None => guess(&v),
                     };
-                    SheetOp::SetInput { channel: channel.to_string(), on, value }
+                    SheetOp::SetInput { channel: String::from(&**channel), on, value }
                 }
                 Action::Adjust { channel, on, by } => SheetOp::Adjust {
-                    channel: channel.to_string(),
+                    // (Copied, not formatted: `to_string` goes through the formatting machinery.)
+                    channel: String::from(&**channel),
                     on: self.on(on, f, &pick),
-                    by: by.to_string(),
+                    by: String::from(&**by),
                 },
                 Action::Tick { clock, on, by } => {
-                    SheetOp::Tick { clock: clock.to_string(), on: self.on(on, f, &pick), by: *by }
+                    SheetOp::Tick { clock: String::from(&**clock), on: self.on(on, f, &pick), by: *by }
                 }
                 Action::AddModifier { id, var, kind, value, priority, on, until } => {
                     let id = match id {

@@ -97,11 +97,18 @@ impl Sheet {
         };
         let what = || format!("{} {verb} `{}` = {amount}", label(), by.formula.text());
         let (new, note) = self.within_bounds(&label, &what, new, [&min, &max], a.clamp)?;
-        let source = format!("{}: adjust {verb} `{}` = {amount}{note}", a.source, by.formula.text());
+        // `input: adjust by `2 * Workers` = 6`, put together without the formatting machinery
+        // (this runs for every adjustment), numbers in canonical form.
+        let amount = formula::canonical_decimal(amount);
+        let f = by.formula.text();
+        let mut source = String::with_capacity(a.source.len() + f.len() + amount.len() + note.len() + 20);
+        for part in [&*a.source, ": adjust ", verb, " `", f, "` = ", &amount, &note] {
+            source.push_str(part);
+        }
         if self.shape.mods.key_of(&a.id).is_some() {
             self.op_remove_modifier(&a.id, pending)?;
         }
-        let text: Arc<str> = Arc::from(new.normalize().to_string());
+        let text: Arc<str> = Arc::from(formula::canonical_decimal(new));
         let spec = ModifierSpec {
             value: Instruction::Literal(Value::Number(new), text),
             source: Arc::from(source),
