@@ -981,7 +981,11 @@ impl Edit<'_> {
         let var = r.rules().var(def);
         let stock = r.stock(def);
         let on: Option<Arc<str>> = on.map(Arc::from);
-        let mid: Arc<str> = id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]);
+        // An input set before keeps its id (made once, from the channel).
+        let mid: Arc<str> = match self.state.inputs.get(&(on.clone(), def)) {
+            Some(mid) => mid.clone(),
+            None => id_of(&["input:", on.as_deref().unwrap_or("PC"), ":", &var.name]),
+        };
         if let Some(stock) = stock {
             return self.adjust_stock(stock, def, on, mid, input, ops);
         }

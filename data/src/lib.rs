@@ -22,6 +22,9 @@
 
 /// Hash maps keyed by names and ids.
 type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// Sets of ids looked up on every step (which variables are channels, clocks): foldhash, as
+/// [`Map`].
+type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 mod character;
 pub mod diag;

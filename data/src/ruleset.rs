@@ -144,11 +144,11 @@ pub struct Ruleset {
     /// Objects by kind (its index), then by key in lower case.
     object_index: Vec<Map<Box<str>, Vec<ObjectId>>>,
     global_mods: Vec<ModTemplate>,
-    channels: HashSet<VarDefId>,
+    channels: crate::Set<VarDefId>,
     /// The channels that are stocks, with their bounds.
     stocks: crate::Map<VarDefId, Stock>,
     /// The channels that are clocks.
-    clocks: HashSet<VarDefId>,
+    clocks: crate::Set<VarDefId>,
     var_origins: Vec<Origin>,
     skipped: BTreeMap<String, Vec<Origin>>,
     files: Vec<String>,

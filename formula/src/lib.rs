@@ -367,12 +367,21 @@ type ParseResult = Result<Arc<ast::Expr>, FormulaError>;
 /// SipHash on formula texts, still seeded per table.
 type Interned<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct InternKey {
-    text: Arc<str>,
+/// A resolution environment a text was compiled in ([`Symbols::cache_key`], the input's and
+/// the result's formats).
+struct EnvKey {
     scope: u64,
     input: Option<Format>,
     expected: Option<Format>,
+}
+
+/// A text's compilations, one per environment.
+type Compiled = Vec<(EnvKey, Arc<Formula>)>;
+
+impl EnvKey {
+    fn is(&self, scope: u64, env: &CheckEnv<'_>) -> bool {
+        self.scope == scope && self.input.as_ref() == env.input && self.expected.as_ref() == env.expected
+    }
 }
 
 /// Compiles formulas with a shared function library and limits, interning them: the same text
@@ -381,7 +390,9 @@ pub struct Compiler {
     library: Arc<dyn FunctionLibrary>,
     limits: Limits,
     parsed: Mutex<Interned<Arc<str>, ParseResult>>,
-    compiled: Mutex<Interned<InternKey, Arc<Formula>>>,
+    /// By text, then by environment (a text is nearly always compiled in one or two): a
+    /// lookup hashes the text once, and parses nothing.
+    compiled: Mutex<Interned<Arc<str>, Compiled>>,
 }
 
 impl Compiler {
@@ -420,28 +431,30 @@ impl Compiler {
     /// Parses and checks `text` in `env`, returning the shared instance for identical text in an
     /// identical environment.
     pub fn compile(&self, text: &str, env: &CheckEnv<'_>) -> Result<Arc<Formula>, FormulaError> {
-        let (text, tree) = self.parse(text)?;
-        let key = env.symbols.cache_key().map(|scope| InternKey {
-            text: text.clone(),
-            scope,
-            input: env.input.cloned(),
-            expected: env.expected.cloned(),
-        });
-        if let Some(k) = &key
-            && let Some(f) = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(k)
+        let scope = env.symbols.cache_key();
+        if let Some(scope) = scope
+            && let Some(list) = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(text)
+            && let Some((_, f)) = list.iter().find(|(k, _)| k.is(scope, env))
         {
             return Ok(f.clone());
         }
-        let f = Arc::new(Formula::from_tree(text, tree, &*self.library, env, &self.limits)?);
-        if let Some(k) = key {
-            self.compiled.lock().unwrap_or_else(|p| p.into_inner()).insert(k, f.clone());
+        let (text, tree) = self.parse(text)?;
+        let f = Arc::new(Formula::from_tree(text.clone(), tree, &*self.library, env, &self.limits)?);
+        if let Some(scope) = scope {
+            let key = EnvKey { scope, input: env.input.cloned(), expected: env.expected.cloned() };
+            let mut compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+            let list = compiled.entry(text).or_default();
+            // (Another thread may have compiled it meanwhile: one copy is kept.)
+            if !list.iter().any(|(k, _)| k.is(scope, env)) {
+                list.push((key, f.clone()));
+            }
         }
         Ok(f)
     }
 
     /// How many distinct compiled formulas are interned.
     pub fn interned(&self) -> usize {
-        self.compiled.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.compiled.lock().unwrap_or_else(|p| p.into_inner()).values().map(Vec::len).sum()
     }
 }
 

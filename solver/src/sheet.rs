@@ -213,7 +213,8 @@ impl Report {
     /// (a handle outlives its variable only until the instance is removed; a change to a
     /// variable that is gone is left out).
     pub fn named(&self, sheet: &Sheet) -> Vec<Change> {
-        let mut all = self.removed.clone();
+        let mut all = Vec::with_capacity(self.removed.len() + self.changed.len());
+        all.extend_from_slice(&self.removed);
         all.extend(self.changed.iter().filter_map(|d| {
             Some(Change {
                 var: sheet.name(d.var)?,

@@ -62,14 +62,14 @@ impl Compiler {
         self.defaults(&draft, &mut b);
         self.functions(&draft, &mut b);
         let declared = self.variables(&draft, &mut b);
-        let channels: HashSet<VarDefId> = declared.channels.iter().map(|&c| VarDefId(c)).collect();
+        let channels: crate::Set<VarDefId> = declared.channels.iter().map(|&c| VarDefId(c)).collect();
         self.input_function(&draft, &mut b, declared.channels.clone());
         let kinds = self.kinds(&draft, &b);
         let aggregates = self.aggregates(&draft, &mut b);
         let rules = Arc::new(b.build());
         self.aggregate_errors(&rules, &aggregates);
         let stocks = self.stocks(&draft, &rules);
-        let clocks: HashSet<VarDefId> = draft
+        let clocks: crate::Set<VarDefId> = draft
             .variables
             .iter()
             .filter(|v| v.clock)

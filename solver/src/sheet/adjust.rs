@@ -105,15 +105,45 @@ impl Sheet {
         for part in [&*a.source, ": adjust ", verb, " `", f, "` = ", &amount, &note] {
             source.push_str(part);
         }
-        if self.shape.mods.key_of(&a.id).is_some() {
-            self.op_remove_modifier(&a.id, pending)?;
-        }
+        let spec = ModifierSpec { var: Target::Def(def), ..probe };
+        self.set_input(spec, new, source, pending)
+    }
+
+    /// Gives stock input `spec` (its id, target, instance) the value `new`, with `source`:
+    /// the input there replaced in place when it can be, else removed and added again.
+    fn set_input(
+        &mut self,
+        spec: ModifierSpec,
+        new: Decimal,
+        source: String,
+        pending: &mut Pending,
+    ) -> Result<(), SolveError> {
         let text: Arc<str> = Arc::from(formula::canonical_decimal(new));
+        let held = self.shape.mods.key_of(&spec.id);
+        if let Some(key) = held
+            && let Some(m) = self.shape.mods.get(key).filter(|m| self.shape.mods.is_own(key) && is_input(m))
+        {
+            // The input is replaced in place: the same id, key and target, the new value and
+            // the next sequence number — as if it were removed and another added (which takes
+            // the key just freed), for several times less.
+            let value = ModValue::Const(Value::Number(new));
+            let body = Body { value, condition: None, text, source: Arc::from(source) };
+            let m = Arc::new(Modifier {
+                held: Held::Own(body),
+                const_num: Some(formula::Num::from_decimal(new)),
+                seq: self.shape.next_seq,
+                ..(**m).clone()
+            });
+            self.op_replace(key, m, pending);
+            return Ok(());
+        }
+        if held.is_some() {
+            self.op_remove_modifier(&spec.id, pending)?;
+        }
         let spec = ModifierSpec {
             value: Instruction::Literal(Value::Number(new), text),
             source: Arc::from(source),
-            var: Target::Def(def),
-            ..probe
+            ..spec
         };
         self.op_add_modifier(&spec, pending)
     }
@@ -191,6 +221,17 @@ impl Sheet {
             _ => Decimal::ZERO,
         })
     }
+}
+
+/// Whether `m` is a stock's input as an adjustment leaves it: a SET to a constant NUMBER of
+/// its own, with no condition and nothing read.
+fn is_input(m: &Modifier) -> bool {
+    m.kind == ModKind::Set
+        && m.reads.is_empty()
+        && matches!(
+            &m.held,
+            Held::Own(Body { value: ModValue::Const(Value::Number(_)), condition: None, .. })
+        )
 }
 
 #[cfg(test)]

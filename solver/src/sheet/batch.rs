@@ -175,6 +175,8 @@ enum Undo {
     AddedInstance(InstanceId, bool),
     AddedModifier(ModKey),
     RemovedModifier(ModKey, Arc<Modifier>),
+    /// A modifier replaced in place (a stock's input adjusted): the one it replaced.
+    ReplacedModifier(ModKey, Arc<Modifier>),
     /// The instances removed (root first).
     RemovedInstances(Vec<(InstanceId, Instance)>),
 }
@@ -522,6 +524,17 @@ impl Sheet {
         Ok(())
     }
 
+    /// Puts modifier `m` in place of the one under `key` (see [`Shape::replace_modifier`]); it
+    /// takes the next sequence number.
+    pub(super) fn op_replace(&mut self, key: ModKey, m: Arc<Modifier>, pending: &mut Pending) {
+        let target = m.target;
+        let shape = self.shape_mut();
+        shape.next_seq += 1;
+        let old = shape.replace_modifier(key, m);
+        pending.dirty.push(target);
+        pending.undo.push(Undo::ReplacedModifier(key, old));
+    }
+
     pub(super) fn op_unlink(&mut self, key: ModKey, pending: &mut Pending) {
         let m = self.shape_mut().unlink_modifier(key);
         pending.dirty.push(m.target);
@@ -664,6 +677,10 @@ impl Sheet {
                 Undo::AddedModifier(key) => {
                     shape.unlink_modifier(key);
                     // Give the sequence number back, so the next modifier gets the same one.
+                    shape.next_seq -= 1;
+                }
+                Undo::ReplacedModifier(key, m) => {
+                    shape.replace_modifier(key, m);
                     shape.next_seq -= 1;
                 }
                 Undo::RemovedModifier(key, m) => {

@@ -572,6 +572,41 @@ impl Shape {
         self.graph[target].mods.insert(pos, key);
     }
 
+    /// Puts `m` in place of the modifier under `key` and returns that one: the same id, target,
+    /// type and reads (the caller's to ensure), another value, source or sequence number — in
+    /// its target's list where its sequence number puts it, as if the old one were removed and
+    /// `m` added. The key must be the table's own ([`mods::ModTable::is_own`]).
+    pub(super) fn replace_modifier(&mut self, key: ModKey, m: Arc<Modifier>) -> Arc<Modifier> {
+        // The caller found `key` live.
+        let old = self.mods.get(key).expect("live modifier").clone();
+        let catalog = self.catalog.as_deref();
+        let (was, now) = (&old.held.body(catalog).source, &m.held.body(catalog).source);
+        if was != now
+            && let Some(sources) = &mut self.sources
+        {
+            if let Some(list) = sources.get_mut(was) {
+                list.retain(|k| *k != key);
+                self.empty_sources += usize::from(list.is_empty());
+            }
+            match sources.get_mut(now) {
+                Some(list) => {
+                    self.empty_sources -= usize::from(list.is_empty());
+                    list.push(key);
+                }
+                None => {
+                    sources.insert(now.clone(), vec![key]);
+                }
+            }
+        }
+        let target = m.target;
+        self.plan.touch(target);
+        self.mods.put(key, m.clone());
+        self.graph[target].mods.retain(|k| *k != key);
+        let pos = self.place_in_order(&m);
+        self.graph[target].mods.insert(pos, key);
+        old
+    }
+
     /// Where modifier `m` goes in its target's list, which is kept sorted by (priority, inherent
     /// priority, insertion) — (priority, insertion) on a variable whose modifiers apply as
     /// added: the search reads only the modifiers before it.

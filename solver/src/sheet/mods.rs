@@ -215,6 +215,12 @@ impl ModTable {
         }
     }
 
+    /// Whether `key` is one of this table's own (not its base's): its record may be replaced
+    /// in place ([`ModTable::put`]) without copying the base.
+    pub(super) fn is_own(&self, key: ModKey) -> bool {
+        key.0 as usize >= self.base_len
+    }
+
     /// Links `m` under `key` with its id: [`ModTable::claim_id`] and [`ModTable::put`] (the
     /// caller has checked the id is free).
     pub(super) fn link(&mut self, key: ModKey, m: Arc<Modifier>) {
