@@ -99,12 +99,13 @@ impl Sheet {
         let (new, note) = self.within_bounds(&label, &what, new, [&min, &max], a.clamp)?;
         // `input: adjust by `2 * Workers` = 6`, put together without the formatting machinery
         // (this runs for every adjustment), numbers in canonical form.
-        let amount = formula::canonical_decimal(amount);
         let f = by.formula.text();
-        let mut source = String::with_capacity(a.source.len() + f.len() + amount.len() + note.len() + 20);
-        for part in [&*a.source, ": adjust ", verb, " `", f, "` = ", &amount, &note] {
+        let mut source = String::with_capacity(a.source.len() + f.len() + note.len() + 40);
+        for part in [&*a.source, ": adjust ", verb, " `", f, "` = "] {
             source.push_str(part);
         }
+        push_decimal(&mut source, amount);
+        source.push_str(&note);
         let spec = ModifierSpec { var: Target::Def(def), ..probe };
         self.set_input(spec, new, source, pending)
     }
@@ -118,7 +119,11 @@ impl Sheet {
         source: String,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        let text: Arc<str> = Arc::from(formula::canonical_decimal(new));
+        let text: Arc<str> = match formula::Num::from_decimal(new) {
+            // A whole number's digits straight into its `Arc` (one allocation).
+            formula::Num::Int(i) => Arc::from(itoa::Buffer::new().format(i)),
+            _ => Arc::from(formula::canonical_decimal(new)),
+        };
         let held = self.shape.mods.key_of(&spec.id);
         if let Some(key) = held
             && let Some(m) = self.shape.mods.get(key).filter(|m| self.shape.mods.is_own(key) && is_input(m))
@@ -220,6 +225,14 @@ impl Sheet {
             Value::Number(d) => *d,
             _ => Decimal::ZERO,
         })
+    }
+}
+
+/// Appends `d` in canonical form (a whole number's digits without an allocation).
+fn push_decimal(out: &mut String, d: Decimal) {
+    match formula::Num::from_decimal(d) {
+        formula::Num::Int(i) => out.push_str(itoa::Buffer::new().format(i)),
+        _ => out.push_str(&formula::canonical_decimal(d)),
     }
 }
 
