@@ -841,7 +841,7 @@ impl Edit<'_> {
             self.deactivate(c, ops);
         }
         for (m, _) in &a.mods {
-            ops.push(Step::Op(Box::new(Operation::RemoveModifier(m.to_string()))));
+            ops.push(Step::Op(Box::new(Operation::RemoveModifier(String::from(&**m)))));
         }
         if let Some(owner) = &a.attached_to
             && let Some(p) = self.state.object_mut(owner)
@@ -861,7 +861,7 @@ impl Edit<'_> {
             }
         }
         if let Some(inst) = &a.instance {
-            ops.push(Step::Op(Box::new(Operation::RemoveInstance(inst.to_string()))));
+            ops.push(Step::Op(Box::new(Operation::RemoveInstance(String::from(&**inst)))));
             let prefix = format!("{inst}#");
             let gone = |i: &str| i == &**inst || i.starts_with(&prefix);
             self.state.instances_mut().retain(|i| !gone(&i.id));
@@ -1003,7 +1003,7 @@ impl Edit<'_> {
         let key = (on.clone(), def);
         if self.state.inputs.contains_key(&key) {
             // Its modifier (the id is made from the channel) is replaced.
-            ops.push(Step::Op(Box::new(Operation::RemoveModifier(mid.to_string()))));
+            ops.push(Step::Op(Box::new(Operation::RemoveModifier(String::from(&*mid)))));
         } else {
             self.state.inputs_mut().insert(key, mid.clone());
         }

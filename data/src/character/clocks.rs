@@ -212,7 +212,8 @@ impl Edit<'_> {
                     ("object `", id)
                 }
                 Effect::Modifier { id, .. } => {
-                    ops.push(Step::Op(Box::new(Operation::RemoveModifier(id.to_string()))));
+                    // (Copied, not formatted: `to_string` goes through the formatting machinery.)
+                    ops.push(Step::Op(Box::new(Operation::RemoveModifier(String::from(&**id)))));
                     ("modifier `", id)
                 }
             };
