@@ -18,8 +18,8 @@
 //! until no link changes; a batch whose links still change after [`ROUNDS`] passes fails
 //! (`solver.pointer_loop`), with nothing changed.
 //!
-//! Only rules that read through a holder pay for this: the pass visits the instances of the
-//! scopes that have holders.
+//! Only rules that read through a holder pay for this: a pass looks at every instance once
+//! (an index by scope, empty for the scopes without holders) and compares one value per read.
 
 use super::batch::Pending;
 use super::*;
