@@ -134,3 +134,48 @@ fn a_closed_stdout_ends_quietly() {
     assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
     assert!(!out.status.success());
 }
+
+/// `--dialect creature`: a creature feature's postfix formula, compiled and evaluated; its
+/// errors point at the token inside the formula, and evaluation errors at the compiled one.
+#[test]
+fn eval_takes_a_creature_features_postfix_formula() {
+    let out = sheetd(
+        &["eval", "--dialect", "creature", "--var", "INT=3", "--var", "PROF=2", "(8,INT,PROF,+,+)"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "13\n");
+    let out = sheetd(
+        &[
+            "eval",
+            "--dialect",
+            "creature",
+            "-v",
+            "--var",
+            "STR=16",
+            "--var",
+            "NV1=0",
+            "(self.STR,2,*,NV1,store,1,+)",
+        ],
+        None,
+    );
+    let s = text(&out.stdout);
+    assert!(s.starts_with("33\n"), "{s}");
+    assert!(s.contains("stores:    NV1 = STR * 2"), "{s}");
+    for (formula, code, says, underlined) in [
+        ("(1,+)", "postfix.underflow", "`+` takes 2 values, but the stack has 1", "   ·    ┬"),
+        ("(8,INT,PROF,+,+)", "postfix.unknown_name", "unknown variable `PROF`", "   ·        ──┬─"),
+        ("(1,2)", "postfix.leftover", "`1` here is never used", "   ·  ┬"),
+    ] {
+        let out = sheetd(&["eval", "--dialect", "creature", "--var", "INT=3", formula], None);
+        assert_eq!(out.status.code(), Some(1), "{formula}");
+        let err = text(&out.stderr);
+        assert!(err.contains(code) && err.contains(says), "{formula}: {err}");
+        assert!(err.contains(formula) && err.contains(underlined), "{formula}: {err}");
+    }
+    let out = sheetd(&["eval", "--dialect", "creature", "(1,0,/)"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("evaluation.division_by_zero"));
+    let out = sheetd(&["eval", "--dialect", "klingon", "1"], None);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -34,6 +34,11 @@ Examples:
   sheetd eval --function 'd20Mod=floor((arg(0)-10)/2)' --var Str=7 'd20Mod(Str)'   prints -2
   sheetd eval --input 6 'value() * 2'                   prints 12
   echo '{\"formula\": \"1/3\"}' | sheetd eval --jsonl    prints {\"format\":\"NUMBER\",\"value\":\"0.3333333333333333333333333333\"}
+  sheetd eval --dialect creature --var INT=3 --var PROF=2 '(8,INT,PROF,+,+)'   prints 13
+
+With --dialect creature the formula is a creature feature's postfix formula (see
+docs/dialects.md): names are the --var variables (self.NAME reads NAME), and an error points at
+its token.
 
 Variable values (--var NAME=VALUE, split at the last `=`): a decimal number is a NUMBER, true or
 false a BOOLEAN, a JSON array such as [1,2,3] an ARRAY, \"quoted\" or any other text a STRING.
@@ -69,6 +74,11 @@ pub struct EvalArgs {
     /// Read one JSON request per line from stdin and write one JSON response per line to stdout.
     #[arg(long)]
     pub jsonl: bool,
+
+    /// The language the formula is written in: `creature`, the creature features' postfix
+    /// formulas, `(8,INT,PROF,+,+)` (default: sheetd's own formula language).
+    #[arg(long, value_name = "DIALECT", value_parser = ["creature"], conflicts_with = "jsonl")]
+    pub dialect: Option<String>,
 }
 
 /// Variables of one evaluation: a symbol table and the values, in one place.
@@ -286,7 +296,7 @@ pub fn run(args: EvalArgs) -> ExitCode {
     }
     // clap guarantees a formula when --jsonl is absent (required_unless_present).
     let Some(formula) = args.formula.as_deref() else { return ExitCode::from(2) };
-    let request = match request_from_args(&args, formula) {
+    let mut request = match request_from_args(&args, formula) {
         Ok(r) => r,
         Err(RequestError::Input(m)) => {
             eprintln!("error: {m}");
@@ -294,6 +304,29 @@ pub fn run(args: EvalArgs) -> ExitCode {
         }
         Err(e) => return report(&args, formula, &e),
     };
+    // A dialect's formula is compiled to sheetd's own first; errors point into the original.
+    let mut stores = Vec::new();
+    if args.dialect.is_some() {
+        match postfix(formula, &request.vars) {
+            Ok(c) => {
+                request.formula = c.formula;
+                stores = c.stores;
+            }
+            Err(e) => {
+                let mut p = crate::problem::Problem::new(e.code, e.message.clone());
+                p.formula = Some(Box::new(crate::problem::FormulaSpan {
+                    text: formula.to_owned(),
+                    start: e.span.start as u32,
+                    end: e.span.end as u32,
+                    stage: "postfix",
+                    code: e.code,
+                }));
+                eprint!("{}", crate::render::problem(&p));
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let formula = request.formula.as_str();
     match request.evaluate() {
         Ok((f, value)) => {
             println!("{value}");
@@ -306,11 +339,29 @@ pub fn run(args: EvalArgs) -> ExitCode {
                     if names.is_empty() { "(nothing)".to_owned() } else { names.join(", ") }
                 );
                 println!("canonical: {}", f.canonical());
+                for s in &stores {
+                    println!("stores:    {} = {}", s.var, s.value);
+                }
             }
             ExitCode::SUCCESS
         }
         Err(e) => report(&args, formula, &e),
     }
+}
+
+/// Compiles postfix formula `text` (`--dialect creature`) over the defined variables: `NAME`
+/// and `self.NAME` read variable NAME.
+fn postfix(
+    text: &str,
+    vars: &VarTable,
+) -> Result<dialects::postfix::Compiled, dialects::postfix::PostfixError> {
+    dialects::postfix::compile(text, &mut |name| {
+        let own = name.strip_prefix("self.").unwrap_or(name);
+        match vars.resolve(own) {
+            Some((id, _)) => Ok(vars.entries[id.0 as usize].0.clone()),
+            None => Err(format!("unknown variable `{name}` in {}", vars.scope_description())),
+        }
+    })
 }
 
 fn report(args: &EvalArgs, formula: &str, e: &RequestError) -> ExitCode {
