@@ -269,8 +269,11 @@ fn operand(
         let atom = !text.starts_with('-');
         return Ok(Operand { text, atom, name: None, at });
     }
-    let is_name = token.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    // Words joined by dots (`STR`, `self.STR`, `DAMAGE.AMOUNT`), each starting with a letter.
+    let is_name = token.split('.').all(|w| {
+        w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    });
     if !is_name {
         return Err(PostfixError {
             code: codes::BAD_TOKEN,

@@ -131,6 +131,10 @@ fn errors_point_at_their_token() {
         ("(1,,2,+)", codes::EMPTY_TOKEN, ""),
         ("(1,2,%)", codes::BAD_TOKEN, "%"),
         ("(1.2.3)", codes::BAD_TOKEN, "1.2.3"),
+        // Found by the fuzzer: a name's every word starts with a letter.
+        ("(5,Q.,&)", codes::BAD_TOKEN, "Q."),
+        ("(self..STR)", codes::BAD_TOKEN, "self..STR"),
+        ("(creature.2)", codes::BAD_TOKEN, "creature.2"),
         ("(1,DEX,+)", codes::UNKNOWN_NAME, "DEX"),
         ("(1,V7,+)", codes::UNKNOWN_NAME, "V7"),
         ("(1,2,store)", codes::STORE_TARGET, "2"),

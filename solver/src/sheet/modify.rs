@@ -679,7 +679,13 @@ impl Shape {
     pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Arc<Modifier> {
         // Keys handed out are live until this function frees them.
         let m = self.mods.unlink(key).expect("live modifier");
-        self.plan.touch(m.target);
+        // The last of its variable's modifiers, a whole-number constant (an effect expiring, an
+        // input replaced): its step leaves the plan's entry; anything else rewrites the entry.
+        let last = self.graph.node_weight(m.target).is_some_and(|n| n.mods.last() == Some(&key));
+        match m.const_num {
+            Some(Num::Int(k)) if last => self.plan.popped(m.target, m.kind, k),
+            _ => self.plan.touch(m.target),
+        }
         self.plan.release(key.0);
         for &(_, read) in m.reads.iter() {
             if self.graph.contains_node(read) {

@@ -173,7 +173,7 @@ struct PlanVar {
 /// combines it into the value so far, `cur`. A formula's whole-number program is copied in as
 /// steps when it runs in one register (nearly all do: `A - B + C`, `floor(A / 2)`), so that an
 /// evaluation is one loop over one array, with one dispatch per step.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Step {
     /// `acc` = variable `v` (the first instruction of a formula's whole-number program).
     Load(u32),
@@ -700,6 +700,29 @@ impl Plan {
     }
 
     /// Modifier `key` was unlinked: its formula's slot is free.
+    /// The last modifier of `n`'s list, a whole-number constant of type `kind` (`k`), was
+    /// removed: a fresh entry that ends with its step drops that step (the step a constant
+    /// writes is its modifier's whole record: constants fold into the start only while nothing
+    /// is before them, so an entry with steps ends with the last one's). Any other entry is
+    /// written again ([`Plan::touch`]).
+    pub(super) fn popped(&mut self, n: NodeIndex, kind: ModKind, k: i64) {
+        let i = n.index();
+        match self.vars.get(i) {
+            Some(v)
+                if !v.stale
+                    && v.start.is_some()
+                    && v.end > v.first
+                    && self.steps.get(v.end as usize - 1) == Some(&Step::fold_whole(kind, k)) =>
+            {
+                if let Some(ok) = self.native_ok.get_mut(i) {
+                    *ok = 0;
+                }
+                self.vars[i].end -= 1;
+            }
+            _ => self.touch(n),
+        }
+    }
+
     pub(super) fn release(&mut self, key: u32) {
         if let Some(f) = self.formula_of.get_mut(key as usize)
             && *f != NONE
