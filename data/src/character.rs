@@ -841,7 +841,7 @@ impl Edit<'_> {
             self.deactivate(c, ops);
         }
         for (m, _) in &a.mods {
-            ops.push(Step::Op(Box::new(Operation::RemoveModifier(String::from(&**m)))));
+            ops.push(Step::Remove(m.clone()));
         }
         if let Some(owner) = &a.attached_to
             && let Some(p) = self.state.object_mut(owner)

@@ -212,8 +212,7 @@ impl Edit<'_> {
                     ("object `", id)
                 }
                 Effect::Modifier { id, .. } => {
-                    // (Copied, not formatted: `to_string` goes through the formatting machinery.)
-                    ops.push(Step::Op(Box::new(Operation::RemoveModifier(String::from(&**id)))));
+                    ops.push(Step::Remove(id.clone()));
                     ("modifier `", id)
                 }
             };

@@ -72,6 +72,9 @@ pub enum Step {
         scope: ScopeId,
         parent: Option<Arc<str>>,
     },
+    /// [`Operation::RemoveModifier`] with its id shared (no copy of it, nothing boxed: an
+    /// object taken off or a tick may remove hundreds).
+    Remove(Arc<str>),
 }
 
 const _: () = assert!(std::mem::size_of::<Step>() <= 40);
@@ -81,6 +84,7 @@ enum OpRef<'a> {
     Op(&'a Operation),
     Template(&'a Arc<str>, TemplateId, Option<&'a str>),
     Instance(&'a Arc<str>, ScopeId, Option<&'a str>),
+    Remove(&'a str),
 }
 
 /// What a batch is made of: [`Operation`]s ([`Sheet::apply`]) or [`Step`]s
@@ -103,6 +107,7 @@ impl BatchOp for Step {
             Step::Op(op) => OpRef::Op(op),
             Step::Template { id, template, on } => OpRef::Template(id, *template, on.as_deref()),
             Step::Instance { key, scope, parent } => OpRef::Instance(key, *scope, parent.as_deref()),
+            Step::Remove(id) => OpRef::Remove(id),
         }
     }
 }
@@ -207,7 +212,7 @@ impl Sheet {
             match op.get() {
                 OpRef::Op(Operation::AddModifier(_)) | OpRef::Template(..) => adds += 1,
                 OpRef::Op(Operation::AddInstance { .. }) | OpRef::Instance(..) => instances += 1,
-                OpRef::Op(_) => others += 1,
+                OpRef::Op(_) | OpRef::Remove(_) => others += 1,
             }
         }
         // Reserved by the first operation that gets as far as changing the shape: a batch
@@ -234,6 +239,7 @@ impl Sheet {
                 OpRef::Op(Operation::RemoveInstance(key)) => self.op_remove_instance(key, &mut pending),
                 OpRef::Op(Operation::AddModifier(spec)) => self.op_add_modifier(spec, &mut pending),
                 OpRef::Op(Operation::RemoveModifier(id)) => self.op_remove_modifier(id, &mut pending),
+                OpRef::Remove(id) => self.op_remove_modifier(id, &mut pending),
                 OpRef::Op(Operation::RemoveSource(source)) => self.op_remove_source(source, &mut pending),
                 OpRef::Template(id, t, on) => self.op_add_template(id, t, on, &mut pending),
                 OpRef::Op(Operation::Require(guard)) => self.op_require(guard, &mut pending),
