@@ -269,11 +269,13 @@ fn operand(
         let atom = !text.starts_with('-');
         return Ok(Operand { text, atom, name: None, at });
     }
-    // Words joined by dots (`STR`, `self.STR`, `DAMAGE.AMOUNT`), each starting with a letter.
-    let is_name = token.split('.').all(|w| {
-        w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    });
+    // Words joined by dots (`STR`, `self.STR`, `TERRAIN_IS_DIFFICULT`), each starting with a
+    // letter, and no `_` at the end: a name sheetd's formulas read as one.
+    let is_name = !token.ends_with('_')
+        && token.split('.').all(|w| {
+            w.starts_with(|c: char| c.is_ascii_alphabetic())
+                && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
     if !is_name {
         return Err(PostfixError {
             code: codes::BAD_TOKEN,

@@ -8,7 +8,7 @@ use rust_decimal::Decimal;
 use std::str::FromStr;
 
 /// The variables formulas read here, by name: attributes and a runtime variable.
-const VARS: [(&str, &str); 10] = [
+const VARS: [(&str, &str); 11] = [
     ("STR", "16"),
     ("INT", "3"),
     ("PROF", "2"),
@@ -19,6 +19,7 @@ const VARS: [(&str, &str); 10] = [
     ("creature.STR", "11"),
     ("NV1", "0"),
     ("ZERO", "0"),
+    ("ZERO_ONE", "0"),
 ];
 
 struct Vars;
@@ -92,6 +93,7 @@ fn the_seeds_formulas_and_rules() {
         ("(5,duplicate,*)", "5 * 5", "25"),
         // Names: the creature's own, another's, runtime variables; case-insensitive operators.
         ("(self.STR,creature.STR,MAX)", "max(STR, creature.STR)", "16"),
+        ("(ZERO_ONE,1,+)", "ZERO_ONE + 1", "1"),
         ("(V0,V1,*)", "4 * 8", "32"),
         // Exact arithmetic: .5 is 0.5, a third to 28 digits, negative literals.
         ("(.5,.25,+)", "0.5 + 0.25", "0.75"),
@@ -135,6 +137,8 @@ fn errors_point_at_their_token() {
         ("(5,Q.,&)", codes::BAD_TOKEN, "Q."),
         ("(self..STR)", codes::BAD_TOKEN, "self..STR"),
         ("(creature.2)", codes::BAD_TOKEN, "creature.2"),
+        ("(__)", codes::BAD_TOKEN, "__"),
+        ("(STR_)", codes::BAD_TOKEN, "STR_"),
         ("(1,DEX,+)", codes::UNKNOWN_NAME, "DEX"),
         ("(1,V7,+)", codes::UNKNOWN_NAME, "V7"),
         ("(1,2,store)", codes::STORE_TARGET, "2"),
