@@ -10,6 +10,8 @@
 //!   sheetd formulas with the seed's exact semantics (`&` and `|` return an operand, `!`
 //!   consumes one, comparisons give 1 or 0, `ifelse`, `consume`, `duplicate`, `store`), each
 //!   error at the token inside the string.
+//! - [`template`]: the creature features' TEXT templates, `The {NAME}'s weapon deals {V0}d{V1}`,
+//!   parsed once (each variable with its span) and rendered with a feature's variables.
 //!
 //! ## What it does not do (yet)
 //! It does not read feature dictionaries, creatures files or RuleScript cards, and it has no
@@ -17,7 +19,29 @@
 //! nothing: the formulas it writes are compiled and run by the `formula` and `solver` crates.
 //!
 //! ## Main types
-//! [`postfix::compile`] → [`postfix::Compiled`] (a native formula and the `store` steps), or a
-//! [`postfix::PostfixError`] with its code and byte span.
+//! [`postfix::compile`] → [`postfix::Compiled`] (a native formula and the `store` steps);
+//! [`template::parse`] → [`template::Template`]; [`Error`]: every error, with its code and the
+//! byte span it points at.
 
 pub mod postfix;
+pub mod template;
+
+use std::fmt;
+use std::ops::Range;
+
+/// Why a dialect's text does not compile: a stable code (`postfix.underflow`), a message, and
+/// the byte span in the text it came from, for the front end to point at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub code: &'static str,
+    pub message: String,
+    pub span: Range<usize>,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}] at bytes {}..{}", self.message, self.code, self.span.start, self.span.end)
+    }
+}
+
+impl std::error::Error for Error {}

@@ -31,7 +31,6 @@
 //! `V0`, `NV1`) to a function that returns the text it stands for in the sheetd formula (a
 //! variable's name, or a runtime variable's value), or why it is unknown.
 
-use std::fmt;
 use std::ops::Range;
 
 /// A postfix formula compiled: its value as a sheetd formula, and what it stores.
@@ -55,22 +54,9 @@ pub struct Store {
     pub at: Range<usize>,
 }
 
-/// Why a postfix formula does not compile: a stable code, a message, and the byte span in the
-/// text of the token at fault (the whole text when no token is).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PostfixError {
-    pub code: &'static str,
-    pub message: String,
-    pub span: Range<usize>,
-}
-
-impl fmt::Display for PostfixError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} [{}] at bytes {}..{}", self.message, self.code, self.span.start, self.span.end)
-    }
-}
-
-impl std::error::Error for PostfixError {}
+/// Why a postfix formula does not compile: its span is the token at fault (the whole text when
+/// no token is).
+pub type PostfixError = crate::Error;
 
 /// The error codes.
 pub mod codes {
