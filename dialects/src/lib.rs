@@ -10,6 +10,8 @@
 //!   sheetd formulas with the seed's exact semantics (`&` and `|` return an operand, `!`
 //!   consumes one, comparisons give 1 or 0, `ifelse`, `consume`, `duplicate`, `store`), each
 //!   error at the token inside the string.
+//! - [`prelude`]: the creature features' attributes and their defaults, as a native ruleset:
+//!   `BREATH_HOLD_MINUTES = (1,CON,+,.5,max)` follows CON.
 //! - [`template`]: the creature features' TEXT templates, `The {NAME}'s weapon deals {V0}d{V1}`,
 //!   parsed once (each variable with its span) and rendered with a feature's variables.
 //!
@@ -24,6 +26,7 @@
 //! byte span it points at.
 
 pub mod postfix;
+pub mod prelude;
 pub mod template;
 
 use std::fmt;
