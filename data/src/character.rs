@@ -1003,7 +1003,7 @@ impl Edit<'_> {
         let key = (on.clone(), def);
         if self.state.inputs.contains_key(&key) {
             // Its modifier (the id is made from the channel) is replaced.
-            ops.push(Step::Op(Box::new(Operation::RemoveModifier(String::from(&*mid)))));
+            ops.push(Step::Remove(mid.clone()));
         } else {
             self.state.inputs_mut().insert(key, mid.clone());
         }
