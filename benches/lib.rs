@@ -2,7 +2,7 @@
 //!
 //! The bench targets live beside this file (`formula.rs`, `solver.rs`) and run with
 //! `cargo bench -p sheetd-benches`. This library holds the fixtures they share: a symbol table
-//! and evaluation context for NUMBER variables, and [`generate_sheet`], the documented generator
+//! and evaluation context for NUMBER variables, and [`generator::generate_sheet`], the documented generator
 //! of large sheets.
 //!
 //! Every bench group includes a baseline measured in the same run, so that figures from this

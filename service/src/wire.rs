@@ -8,8 +8,8 @@
 //! measuring each value once. The bytes are exactly those prost writes for the same messages:
 //! `grpc/batch_values.rs` and `store/redb.rs` hold that in tests. Decoding stays prost's.
 //!
-//! Main items: [`put_value`] and [`value_len`], [`put_change`], [`put_variable`] and
-//! [`put_variable_with`] (a variable whose value the caller writes) and [`put_whole_variable`] (a whole number).
+//! Main items: `put_value` and `value_len`, `put_change`, `put_variable` and
+//! `put_variable_with` (a variable whose value the caller writes) and `put_whole_variable` (a whole number).
 
 use data::record::{Change, Kind, Value, Variable};
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};

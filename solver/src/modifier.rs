@@ -181,8 +181,8 @@ impl From<&str> for Instruction {
 /// for formats whose values are text (STRING, data formats) unless it is marked as a formula
 /// with a leading `=` (`="Level " + text(Level)`; a literal that starts with `=` doubles it:
 /// `==5` is the text `=5`), BOOLEAN when the text is `true` or `false`. The one place this
-/// rule lives; [`crate::Rules::instruction`] applies it, with [`literal_text`] and
-/// [`formula_text`].
+/// rule lives; [`crate::Rules::instruction`] applies it, with `literal_text` and
+/// `formula_text`.
 pub fn is_literal(expected: &Format, text: &str) -> bool {
     match expected {
         Format::String | Format::Custom(_) => !text.starts_with('=') || text.starts_with("=="),

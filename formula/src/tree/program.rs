@@ -402,7 +402,7 @@ pub enum IntOp {
     /// Fused forms of `Var(slot)` (or `Const(k)`) followed by a binary instruction: the top
     /// combined with variable `slot` (or `k`) without a push. `AddVar(s)` is `top + var(s)`,
     /// `SubVar(s)` is `top - var(s)`; `MaxK(k)` is `max(top, k)`. The peephole pass of
-    /// [`Program::to_int`] makes them; they cut the instructions of typical formulas
+    /// `Program::to_int` makes them; they cut the instructions of typical formulas
     /// (`A - B + C`, `max(A, B)`, `min(max(A, 1), 2)`) by a third or more.
     AddVar(u32),
     SubVar(u32),

@@ -9,7 +9,7 @@
 //!
 //! Read in this order: [`rulesets`] (load, reload, versions), [`sheets`] (create, apply, upgrade,
 //! delete: `migrate` then `apply_and_log`), [`history`] (values now and past, explain,
-//! why-changed), [`watch`] (change events), [`batch`] (independent sheets), [`checkpoints`],
+//! why-changed), `watch` (change events), `batch` (independent sheets), `checkpoints`,
 //! [`policy`] (limits and ids), [`error`].
 //!
 //! Concurrency:

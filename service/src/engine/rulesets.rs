@@ -4,7 +4,7 @@
 //! A ruleset is an [`ArcSwap`] of its current compiled [`Version`]. A request loads the `Arc`
 //! once and finishes on that version even if a reload swaps in another meanwhile. Every
 //! version's content (the text of every file read) is kept in the store, so sheets replay their
-//! history against the rules each revision was made with ([`Engine::ruleset_at`]).
+//! history against the rules each revision was made with (`Engine::ruleset_at`).
 
 use super::error::{EngineError, Problem, Resource, ruleset_failed, ruleset_summary};
 use super::{Engine, lock, policy};

@@ -2,8 +2,8 @@
 //!
 //! Each sheet has one writer at a time: its state sits behind a mutex, held for the whole of a
 //! change, including the durable write, so revisions are written in order. A change is
-//! [`Engine::migrate`] (move to the ruleset's current version, if it moved on) then
-//! [`Engine::apply_and_log`] (apply the operations, write the revision, publish the event).
+//! `Engine::migrate` (move to the ruleset's current version, if it moved on) then
+//! `Engine::apply_and_log` (apply the operations, write the revision, publish the event).
 
 use super::error::{EngineError, Resource};
 use super::rulesets::RulesetEntry;

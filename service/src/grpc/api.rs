@@ -1,5 +1,5 @@
 //! The gRPC service: each call runs its engine method (on a blocking thread, or in place when it
-//! is the only call running: see [`Api::run_blocking`]) inside a tracing span
+//! is the only call running: see `Api::run_blocking`) inside a tracing span
 //! (method, sheet, operations, revision, variables recomputed, duration, status); Watch and
 //! SolveBatch are streams that end when the server shuts down.
 
