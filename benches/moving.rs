@@ -64,18 +64,7 @@ fn bench_moving(c: &mut Criterion) {
     assert_eq!(character.sheet().variable_count(), VARS + 1);
     let one = [add("one", 1999)];
     let remove = [SheetOp::Solver(Operation::RemoveModifier("one".into()))];
-    g.bench_function("one_modifier_added", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                black_box(character.apply(&one).expect("adds"));
-                total += t.elapsed();
-                character.apply(&remove).expect("removes");
-            }
-            total
-        })
-    });
+    g.bench_function("one_modifier_added", |b| timed_then_undone(b, &mut character, &one, &remove));
     let lasting = lasting_100();
     let tick = [SheetOp::Tick { clock: "Turn".into(), on: None, by: Decimal::ONE }];
     g.bench_function("tick_expiring_100", |b| {
@@ -116,19 +105,22 @@ fn bench_moving(c: &mut Criterion) {
     assert_eq!(guild.sheet().value("Idle").expect("Idle").expect("a value").to_string(), "1000");
     let hire = [worker("new")];
     let fire = [SheetOp::RemoveObject("new".into())];
-    g.bench_function("count_instance_added_1000", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                black_box(guild.apply(&hire).expect("hires"));
-                total += t.elapsed();
-                guild.apply(&fire).expect("fires");
-            }
-            total
-        })
-    });
+    g.bench_function("count_instance_added_1000", |b| timed_then_undone(b, &mut guild, &hire, &fire));
     g.finish();
+}
+
+/// Times batch `timed` on `c`, then undoes it with batch `undo`, untimed.
+fn timed_then_undone(b: &mut criterion::Bencher<'_>, c: &mut Character, timed: &[SheetOp], undo: &[SheetOp]) {
+    b.iter_custom(|iters| {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            let t = Instant::now();
+            black_box(c.apply(timed).expect("the timed batch applies"));
+            total += t.elapsed();
+            c.apply(undo).expect("the batch undoing it applies");
+        }
+        total
+    })
 }
 
 /// The moving ruleset with workers (`PC.WORKER`, with a `Busy` channel) and a global `Idle`

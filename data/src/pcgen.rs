@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The file kinds a campaign lists, in the order they are read (definitions before users).
-const READ_ORDER: &[&str] = &[
+pub const READ_ORDER: &[&str] = &[
     "DATACONTROL",
     "ALIGNMENT",
     "DEITY",

@@ -21,8 +21,11 @@ fuzz_target!(|bytes: &[u8]| {
             }
         }
         Ok(ruleset) => {
-            let objects: Vec<(String, String)> =
-                ruleset.objects().iter().map(|o| (ruleset.kind_def(o.kind).name.to_string(), o.key.to_string())).collect();
+            let objects: Vec<(String, String)> = ruleset
+                .objects()
+                .iter()
+                .map(|o| (ruleset.kind_def(o.kind).name.to_string(), o.key.to_string()))
+                .collect();
             let Ok(mut character) = Character::new(Arc::new(ruleset)) else { return };
             for (kind, key) in objects.into_iter().take(32) {
                 let add = SheetOp::AddObject { kind, key, id: None, parent: None };

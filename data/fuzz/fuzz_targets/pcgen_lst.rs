@@ -1,5 +1,6 @@
 //! Fuzz target: any bytes, as one PCGen LST file of a campaign (the first byte picks which
-//! kind of file it is listed as), must load to a ruleset or to diagnostics — never a panic.
+//! kind of file it is listed as, among those the reader reads), must load to a ruleset or to
+//! diagnostics — never a panic.
 //!
 //! Run from `data/fuzz/` (see docs/ARCHITECTURE.md, "Testing"):
 //! `RUSTC_BOOTSTRAP=1 cargo fuzz run pcgen_lst -- -max_total_time=300`
@@ -11,26 +12,11 @@ use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The file kinds a campaign lists (`KIND:file.lst`).
-const KINDS: [&str; 12] = [
-    "DATACONTROL",
-    "VARIABLE",
-    "DYNAMIC",
-    "GLOBALMODIFIER",
-    "STAT",
-    "SAVE",
-    "SIZE",
-    "RACE",
-    "TEMPLATE",
-    "ABILITY",
-    "EQUIPMENT",
-    "EQUIPMOD",
-];
-
 fuzz_target!(|bytes: &[u8]| {
     let Some((&first, rest)) = bytes.split_first() else { return };
     let Ok(lst) = std::str::from_utf8(rest) else { return };
-    let kind = KINDS[first as usize % KINDS.len()];
+    let kinds = data::pcgen::READ_ORDER;
+    let kind = kinds[first as usize % kinds.len()];
     let key = |p: &str| data::source::normalize(Path::new(p)).display().to_string();
     let mut bundle = Bundle::default();
     let pcc = format!("CAMPAIGN:Fuzz\n{kind}:fuzz.lst\n");

@@ -23,7 +23,8 @@ fuzz_target!(|bytes: &[u8]| {
     let Ok(text) = std::str::from_utf8(bytes) else { return };
     match dialects::postfix::compile(text, &mut |n| Ok(n.to_owned())) {
         Ok(c) => {
-            let f = Formula::compile(&c.formula, &Library::new(), &CheckEnv::new(&AnyName), &Limits::default());
+            let f =
+                Formula::compile(&c.formula, &Library::new(), &CheckEnv::new(&AnyName), &Limits::default());
             // Deeply nested input may pass the formula parser's limits; nothing else fails.
             if let Err(e) = f {
                 assert_eq!(e.code, formula::ErrorCode::TooComplex, "{text:?} → {}: {e:?}", c.formula);
@@ -31,7 +32,10 @@ fuzz_target!(|bytes: &[u8]| {
         }
         Err(e) => {
             assert!(e.span.start <= e.span.end && e.span.end <= text.len(), "{text:?}: {e}");
-            assert!(text.is_char_boundary(e.span.start) && text.is_char_boundary(e.span.end), "{text:?}: {e}");
+            assert!(
+                text.is_char_boundary(e.span.start) && text.is_char_boundary(e.span.end),
+                "{text:?}: {e}"
+            );
         }
     }
 });

@@ -97,12 +97,13 @@ fn value(u: &mut Unstructured<'_>) -> arbitrary::Result<pb::Value> {
 
 fn operation(u: &mut Unstructured<'_>) -> arbitrary::Result<pb::Operation> {
     use pb::operation::Op;
-    let op = match u.int_in_range(0..=8)? {
+    let op = match u.int_in_range(0..=15)? {
         0 => Op::AddObject(pb::AddObject {
             kind: pick(u, KINDS)?,
             key: pick(u, KEYS)?,
             id: if bool::arbitrary(u)? { Some(pick(u, IDS)?) } else { None },
             parent: if u.ratio(1, 4)? { Some(pick(u, IDS)?) } else { None },
+            until: until(u)?,
         }),
         1 => Op::RemoveObject(pick(u, IDS)?),
         2 => Op::SetInput(pb::SetInput {
@@ -120,6 +121,7 @@ fn operation(u: &mut Unstructured<'_>) -> arbitrary::Result<pb::Operation> {
             priority: u.int_in_range(0..=200)?,
             source: String::arbitrary(u)?,
             condition: if u.ratio(1, 4)? { Some(pick(u, FORMULAS)?) } else { None },
+            until: until(u)?,
         }),
         4 => Op::RemoveModifier(pick(u, IDS)?),
         5 => Op::RemoveSource(String::arbitrary(u)?),
@@ -129,9 +131,37 @@ fn operation(u: &mut Unstructured<'_>) -> arbitrary::Result<pb::Operation> {
             parent: None,
         }),
         7 => Op::RemoveInstance(pick(u, IDS)?),
-        _ => return Ok(pb::Operation { op: None }),
+        // Guards, stocks and clocks (the fuzz ruleset has none: their errors), and the game
+        // steps, which go alone in a request.
+        8 => Op::Require(pb::Require {
+            formula: pick(u, FORMULAS)?,
+            message: String::arbitrary(u)?,
+            on: if u.ratio(1, 4)? { Some(pick(u, IDS)?) } else { None },
+        }),
+        9 => Op::Adjust(pb::Adjust { channel: pick(u, CHANNELS)?, on: None, by: pick(u, FORMULAS)? }),
+        10 => Op::Tick(pb::Tick { clock: String::arbitrary(u)?, on: None, by: String::arbitrary(u)? }),
+        11 => {
+            Op::SetClock(pb::SetClock { clock: String::arbitrary(u)?, on: None, to: String::arbitrary(u)? })
+        }
+        12 => Op::Emit(pb::Emit {
+            event: String::arbitrary(u)?,
+            args: vec![pb::EventArg { name: String::arbitrary(u)?, value: String::arbitrary(u)? }],
+        }),
+        13 => Op::Choose(pb::Choose { choice: u64::arbitrary(u)?, picks: Vec::arbitrary(u)? }),
+        14 => Op::Roll(pb::Roll { die: String::arbitrary(u)?, value: i64::arbitrary(u)? }),
+        _ => return Ok(pb::Operation { op: None, cause: String::new() }),
     };
-    Ok(pb::Operation { op: Some(op) })
+    // A client may send a cause (the server's output): it must be ignored or refused.
+    let cause = if u.ratio(1, 16)? { String::arbitrary(u)? } else { String::new() };
+    Ok(pb::Operation { op: Some(op), cause })
+}
+
+/// How long an added object or modifier lasts, sometimes.
+fn until(u: &mut Unstructured<'_>) -> arbitrary::Result<Option<pb::Until>> {
+    if !u.ratio(1, 4)? {
+        return Ok(None);
+    }
+    Ok(Some(pb::Until { clock: String::arbitrary(u)?, on: None, after: String::arbitrary(u)? }))
 }
 
 fn operations(u: &mut Unstructured<'_>) -> arbitrary::Result<Vec<pb::Operation>> {
@@ -260,7 +290,7 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
             }));
             // One SolveBatch item, as the stream handles each.
             if let Ok(ops) = sheetd::grpc::convert::operations(
-                &wire(&pb::BatchItem { operations: operations(u)?, ..Default::default() }).operations,
+                wire(&pb::BatchItem { operations: operations(u)?, ..Default::default() }).operations,
             ) {
                 let _ = engine.solve(&pick(u, &["", "tiny", "nope"])?, &ops, &[]);
             }
