@@ -121,6 +121,9 @@ pub struct Summary {
     pub formats: usize,
     pub variables: usize,
     pub channels: usize,
+    /// Of the channels, how many are clocks and how many stocks.
+    pub clocks: usize,
+    pub stocks: usize,
     pub functions: usize,
     pub kinds: usize,
     pub objects: usize,

@@ -14,17 +14,24 @@
 //!   `BREATH_HOLD_MINUTES = (1,CON,+,.5,max)` follows CON.
 //! - [`template`]: the creature features' TEXT templates, `The {NAME}'s weapon deals {V0}d{V1}`,
 //!   parsed once (each variable with its span) and rendered with a feature's variables.
+//! - [`creature`]: the creature features dialect whole — feature dictionaries and creatures
+//!   files read with positions, compiled to a native ruleset with event rules (the prelude,
+//!   one object per creature, one rule per subfeature and effect); its game files' setup and
+//!   verbs made into sheetd's generic steps.
 //!
-//! ## What it does not do (yet)
-//! It does not read feature dictionaries, creatures files or RuleScript cards, and it has no
-//! command or API of its own: those come with the rest of the dialect issue. It evaluates
-//! nothing: the formulas it writes are compiled and run by the `formula` and `solver` crates.
+//! ## What it does not do
+//! It evaluates nothing: what it writes is loaded by `data`, its rules compiled by `events`,
+//! and run by the `solver`; commands and the API live in the service. It does not read
+//! RuleScript cards yet.
 //!
 //! ## Main types
 //! [`postfix::compile`] → [`postfix::Compiled`] (a native formula and the `store` steps);
-//! [`template::parse`] → [`template::Template`]; [`Error`]: every error, with its code and the
-//! byte span it points at.
+//! [`template::parse`] → [`template::Template`]; [`creature::compile_paths`] →
+//! [`creature::Compiled`] (native files, warnings); [`creature::game::step`] →
+//! [`creature::game::Step`]; [`Error`]: every error, with its code and the byte span it points
+//! at.
 
+pub mod creature;
 pub mod postfix;
 pub mod prelude;
 pub mod template;

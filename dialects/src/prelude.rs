@@ -151,32 +151,127 @@ pub const ATTRIBUTES: &[Attribute] = &[
     n("SLEIGHT_OF_HAND", "0"),
     n("STEALTH", "0"),
     n("SURVIVAL", "0"),
+    // What the effects that change numbers write (see `crate::creature`): the damage a
+    // creature's reductions take off each hit, and the advantage and disadvantage flags.
+    n("DAMAGE_REDUCTION", "0"),
+    n("ADVANTAGE_GRANTED", "0"),
+    n("DISADVANTAGE_IMPOSED", "0"),
+    n("DISADVANTAGE_ON_ATTACK_ROLLS", "0"),
+    n("DISADVANTAGE_ON_ABILITY_CHECKS", "0"),
+    n("DISADVANTAGE_ON_SAVING_THROWS", "0"),
 ];
+
+/// The attributes that are stocks rather than plain channels: events change them (`adjust`)
+/// by what a formula is worth then. HP stays between 0 and MAXHP; `DAMAGE.AMOUNT` is the
+/// damage of the most recent hit.
+pub const STOCKS: &[(&str, &str)] =
+    &[("HP", "{ min = \"0\", max = \"MAXHP\", bounds = \"clamp\" }"), ("DAMAGE.AMOUNT", "{}")];
+
+/// The part of the prelude that makes creatures play: who an event is about (global channels
+/// that hold a creature's id, so that formulas read `TARGET.HP`), the turn and time clocks,
+/// the events the features' triggers listen to, and the rules every game has (a turn ticks
+/// its clock; a hit deals its damage, less the target's reductions, and the target is
+/// damaged).
+pub const GAME_TEXT: &str = r#"
+[channels.PC]
+OWNER = { format = "STRING", holds = "PC.CREATURE" }     # the creature whose feature runs
+TARGET = { format = "STRING", holds = "PC.CREATURE" }    # the creature it is aimed at
+ATTACKER = { format = "STRING", holds = "PC.CREATURE" }  # who attacks or hits
+WHO = { format = "STRING", holds = "PC.CREATURE" }       # whose turn starts or ends, who is damaged
+AMOUNT = "NUMBER"                                        # a hit's damage
+ROLL = "NUMBER"                                          # a recharge roll's d6
+
+[clocks.PC]
+SECONDS = {}                                             # game time, for durations in sec, min, hr, …
+
+[clocks."PC.CREATURE"]
+TURN_STARTS = {}
+TURN_ENDS = {}
+
+[events]
+TurnStart = { who = "WHO" }
+TurnEnd = { who = "WHO" }
+Damaged = { who = "WHO" }
+Attacks = { by = "ATTACKER", target = "TARGET" }
+Hits = { by = "ATTACKER", target = "TARGET", amount = "AMOUNT" }
+ShortRest = {}
+LongRest = {}
+Use = { who = { instance = true }, feature = {}, target = "TARGET" }
+RechargeRoll = { who = { instance = true }, feature = {}, roll = "ROLL" }
+Effect = { owner = "OWNER", target = "TARGET", effect = {} }
+
+[[rule]]
+name = "a turn starts"
+on = "TurnStart"
+do = [{ tick = { clock = "TURN_STARTS", on = "$who" } }]
+
+[[rule]]
+name = "a turn ends"
+on = "TurnEnd"
+do = [{ tick = { clock = "TURN_ENDS", on = "$who" } }]
+
+[[rule]]
+name = "a hit deals its damage"
+on = "Hits"
+do = [
+  { adjust = { channel = "DAMAGE.AMOUNT", on = "$target", by = "max(AMOUNT - DAMAGE_REDUCTION, 0) - DAMAGE.AMOUNT" } },
+  { adjust = { channel = "HP", on = "$target", by = "-DAMAGE.AMOUNT" } },
+  { emit = { event = "Damaged", args = { who = "$target" } } },
+]
+"#;
 
 /// The scope of creatures, and the kind and object every creature is made from.
 pub const SCOPE: &str = "PC.CREATURE";
 pub const KIND: &str = "CREATURE";
 pub const OBJECT: &str = "Creature";
 
+/// The always-present object that gives every creature the defaults (its `modify_other` on all
+/// of `PC.CREATURE`), and its kind. A creatures file's creatures add their own attributes and
+/// passive effects after the defaults in the same list (`key = "deva"`), so that they apply
+/// after them; what a step sets or an effect adds later applies after both.
+pub const DEFAULTS_KIND: &str = "CREATURE_DEFAULTS";
+pub const DEFAULTS_OBJECT: &str = "creature defaults";
+const ALL: &str = "scope = \"PC.CREATURE\", all = true";
+
 /// The prelude as a native ruleset (see `docs/ruleset-format.md`): the scope, the attributes
 /// as channels, and the kind and object that give a creature its defaults. A default written
 /// as a postfix formula that does not compile is an error naming the attribute (the table
 /// above is the prelude's own, so a test keeps it clean).
 pub fn ruleset_text() -> Result<String, crate::Error> {
+    ruleset_text_with(&[], &[])
+}
+
+/// The prelude with some defaults replaced or attributes added — each `(name, formula)` is an
+/// attribute and its default as a native formula (a creatures file's `attributes`) — and
+/// `others`, `modify_other` entries (TOML inline tables) appended after the defaults.
+pub fn ruleset_text_with(overrides: &[(String, String)], others: &[String]) -> Result<String, crate::Error> {
     let mut text =
         String::from("# The creature features' prelude: every creature's attributes and defaults.\n");
     text.push_str("[ruleset]\nname = \"creature prelude\"\n\n[scopes]\n");
     // (`write!` to a `String` cannot fail.)
     let _ = writeln!(text, "\"{SCOPE}\" = \"PC\"\n\n[channels.\"{SCOPE}\"]");
-    for a in ATTRIBUTES {
+    let is_stock = |name: &str| STOCKS.iter().any(|(s, _)| s.eq_ignore_ascii_case(name));
+    for a in ATTRIBUTES.iter().filter(|a| !is_stock(a.name)) {
         let _ = writeln!(text, "\"{}\" = \"NUMBER\"", a.name);
+    }
+    let added = |o: &&(String, String)| !ATTRIBUTES.iter().any(|a| a.name.eq_ignore_ascii_case(&o.0));
+    for (name, _) in overrides.iter().filter(added) {
+        let _ = writeln!(text, "\"{name}\" = \"NUMBER\"");
+    }
+    let _ = writeln!(text, "\n[stocks.\"{SCOPE}\"]");
+    for (name, bounds) in STOCKS {
+        let _ = writeln!(text, "\"{name}\" = {bounds}");
     }
     let _ = writeln!(
         text,
-        "\n[kinds.{KIND}]\nscope = \"{SCOPE}\"\n\n[[object]]\nkind = \"{KIND}\"\nkey = \"{OBJECT}\""
+        "\n[kinds.{KIND}]\nscope = \"{SCOPE}\"\n\n[kinds.{DEFAULTS_KIND}]\nscope = \"PC\"\npresence = \"always\"\n\n[[object]]\nkind = \"{KIND}\"\nkey = \"{OBJECT}\"\n\n[[object]]\nkind = \"{DEFAULTS_KIND}\"\nkey = \"{DEFAULTS_OBJECT}\""
     );
-    text.push_str("modify = [\n");
+    text.push_str("modify_other = [\n");
     for a in ATTRIBUTES {
+        if let Some((_, f)) = overrides.iter().find(|o| o.0.eq_ignore_ascii_case(a.name)) {
+            let _ = writeln!(text, "  {{ {ALL}, var = \"{}\", set = \"{f}\" }},", a.name);
+            continue;
+        }
         let value = match a.default {
             Default::Number("0") => continue,
             Default::Number(v) => v.to_owned(),
@@ -194,9 +289,16 @@ pub fn ruleset_text() -> Result<String, crate::Error> {
                 .formula
             }
         };
-        let _ = writeln!(text, "  {{ var = \"{}\", set = \"{value}\" }},", a.name);
+        let _ = writeln!(text, "  {{ {ALL}, var = \"{}\", set = \"{value}\" }},", a.name);
+    }
+    for (name, f) in overrides.iter().filter(added) {
+        let _ = writeln!(text, "  {{ {ALL}, var = \"{name}\", set = \"{f}\" }},");
+    }
+    for o in others {
+        let _ = writeln!(text, "  {o},");
     }
     text.push_str("]\n");
+    text.push_str(GAME_TEXT);
     Ok(text)
 }
 

@@ -44,12 +44,23 @@ pub fn problem(p: &Problem) -> String {
     problem_in(p, colors())
 }
 
+/// Renders a problem that does not stop loading (an effect a dialect loads and ignores) the
+/// same way, as a warning.
+pub fn warning(p: &Problem) -> String {
+    rendered(p, colors(), miette::Severity::Warning)
+}
+
 fn problem_in(p: &Problem, color: bool) -> String {
+    rendered(p, color, miette::Severity::Error)
+}
+
+fn rendered(p: &Problem, color: bool, severity: miette::Severity) -> String {
     let mut at = p.operation.map(|i| format!("operation {i}: ")).unwrap_or_default();
     if let Some(l) = p.location.as_ref().filter(|l| l.line > MAX_PADDED_LINE) {
         at = format!("{}:{}:{}: {at}", l.file, l.line, l.col);
     }
-    let mut d = MietteDiagnostic::new(format!("{at}{}", p.message)).with_code(p.full_code());
+    let mut d =
+        MietteDiagnostic::new(format!("{at}{}", p.message)).with_code(p.full_code()).with_severity(severity);
     if let Some(h) = &p.help {
         d = d.with_help(h.clone());
     }
@@ -78,7 +89,8 @@ fn problem_in(p: &Problem, color: bool) -> String {
     if let Some(span) = span {
         d = d.with_label(LabeledSpan::at(span, "here"));
     }
-    let fallback = || format!("error[{}]: {at}{}\n", p.full_code(), p.message);
+    let word = if severity == miette::Severity::Warning { "warning" } else { "error" };
+    let fallback = || format!("{word}[{}]: {at}{}\n", p.full_code(), p.message);
     let report = Report::new(d);
     let report = match source {
         Some(s) => report.with_source_code(s),

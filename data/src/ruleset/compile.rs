@@ -102,6 +102,8 @@ impl Compiler {
             formats: draft.formats.len(),
             variables: rules.vars().len() - channels.len(),
             channels: channels.len(),
+            clocks: clocks.len(),
+            stocks: stocks.len(),
             functions: draft.functions.len(),
             kinds: kinds.list.len(),
             objects: objects.len(),

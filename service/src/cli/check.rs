@@ -21,9 +21,16 @@ pub struct CheckArgs {
     /// Also list every skipped token with how often it occurs and where it first appears.
     #[arg(long, short)]
     pub verbose: bool,
+
+    /// Read the paths in a dialect: `creature` (feature dictionaries and creatures files, see
+    /// docs/dialects.md). Errors point into the dialect's files; the summary adds what the
+    /// dialect read.
+    #[arg(long, value_name = "DIALECT")]
+    pub dialect: Option<String>,
 }
 
 /// Runs `sheetd check`.
+// long: the summary lines, each one line, and the two ways of loading.
 pub fn run(args: CheckArgs) -> ExitCode {
     let paths: Vec<PathBuf> = args.paths.into_iter().chain(args.rulesets).collect();
     if paths.is_empty() {
@@ -31,7 +38,27 @@ pub fn run(args: CheckArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let start = Instant::now();
-    let loaded = data::load(&paths).and_then(|r| {
+    let mut compiled = None;
+    let loaded = match &args.dialect {
+        None => super::dialect::load(&paths),
+        Some(d) => match super::dialect::dialect(d) {
+            Ok(d) => super::dialect::compile(d, &paths).and_then(|c| {
+                let ruleset = c.load()?;
+                let warnings = c.warnings.clone();
+                compiled = Some((c.features, c.creatures));
+                Ok(super::dialect::Loaded { ruleset, warnings, compiled: None })
+            }),
+            Err(m) => {
+                eprintln!("error: {m}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let loaded = loaded.and_then(|l| {
+        for w in &l.warnings {
+            eprint!("{}", crate::render::warning(&crate::problem::Problem::of_diagnostic(w)));
+        }
+        let r = l.ruleset;
         let r = std::sync::Arc::new(r);
         events::RuleBook::compile(r.clone()).map(|book| (r, book))
     });
@@ -44,7 +71,17 @@ pub fn run(args: CheckArgs) -> ExitCode {
             println!("  scopes     {:>7}", s.scopes);
             println!("  formats    {:>7}", s.formats);
             println!("  variables  {:>7}", s.variables);
+            if let Some((features, creatures)) = compiled {
+                println!("  features   {features:>7}");
+                println!("  creatures  {creatures:>7}");
+            }
             println!("  channels   {:>7}", s.channels);
+            if s.clocks > 0 {
+                println!("  clocks     {:>7}", s.clocks);
+            }
+            if s.stocks > 0 {
+                println!("  stocks     {:>7}", s.stocks);
+            }
             println!("  functions  {:>7}", s.functions);
             println!("  kinds      {:>7}", s.kinds);
             println!("  objects    {:>7}", s.objects);

@@ -6,12 +6,14 @@
 pub mod batch;
 pub mod check;
 pub mod client;
+pub mod dialect;
 pub mod eval;
 pub mod serve;
 pub mod sheet;
 pub mod solve;
 pub mod steps;
 pub mod store;
+pub mod translate;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -58,6 +60,14 @@ pub enum Command {
     /// success prints counts of scopes, variables, functions, objects, modifiers and skipped
     /// tokens and exits 0; otherwise prints every error with file:line:col and exits 1.
     Check(check::CheckArgs),
+
+    /// Write what a dialect's files compile to, as native ruleset files.
+    ///
+    /// `sheetd translate --dialect creature docs/examples/creature --out /tmp/deva` writes the
+    /// prelude and the creatures' objects and event rules as TOML (docs/ruleset-format.md);
+    /// without --out they are printed. The translation loads with `sheetd check DIR` and plays
+    /// a game exactly as the dialect's own files do (docs/dialects.md).
+    Translate(translate::TranslateArgs),
 
     /// Run the daemon: the gRPC API (also grpc-web), with health checks and reflection.
     ///
@@ -114,6 +124,7 @@ pub fn run() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Solve(args) => solve::run(args),
         Command::Check(args) => check::run(args),
+        Command::Translate(args) => translate::run(args),
         Command::Serve(args) => serve::run(*args),
         Command::Client(args) => client::run(args),
         Command::Batch(args) => batch::run(args),

@@ -26,10 +26,48 @@ use std::sync::Arc;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SheetFile {
+    /// A dialect's game file (`"creature"`): its `setup` and verbs (see docs/dialects.md).
+    #[serde(default)]
+    pub dialect: Option<String>,
+    /// The dialect's initial state, made into steps applied as one batch before `steps`.
+    #[serde(default)]
+    pub setup: Option<Json>,
     pub steps: Vec<Json>,
 }
 
+/// A game file's step, made ready: a generic step, or a dialect's question about the sheet.
+fn ready(dialect: Option<&str>, s: &Json) -> Result<dialects::creature::game::Step, Rejection> {
+    use dialects::creature::game;
+    match dialect {
+        Some(_) => game::step(s).map_err(steps::bad_object_step),
+        None => Ok(game::Step::Generic(s.clone())),
+    }
+}
+
+/// Answers a dialect's question about the sheet: a formula's value on a creature, or a
+/// variable's value.
+fn answer(game: &Game, step: &dialects::creature::game::Step) -> Result<Stepped, Rejection> {
+    use dialects::creature::game::Step as D;
+    let sheet = game.character().sheet();
+    let value = match step {
+        D::Evaluate { creature, formula } => {
+            let rules = game.character().ruleset().rules();
+            let scope = rules.scope(dialects::prelude::SCOPE).map_err(Rejection::Solve)?;
+            let f = rules
+                .compile(formula, scope, None, Some(&formula::Format::Number))
+                .map_err(|e| steps::bad_object_step(format!("`{formula}`: {} [{}]", e.message, e.code)))?;
+            Ok(sheet.evaluate("evaluate", &f, Some(creature)).map_err(Rejection::Solve)?)
+        }
+        D::Read { reference } => sheet.value(reference).map_err(Rejection::Solve)?,
+        D::Generic(_) => return Ok(Stepped::of_game(events::StepReport::default())),
+    };
+    let mut out = Stepped::of_game(events::StepReport::default());
+    out.value = Some(value);
+    Ok(out)
+}
+
 /// Runs `sheetd solve --ruleset ... --sheet ...`.
+// long: reading the file, the dialect and setup, then one closure per step; each part is short.
 pub fn run(
     rulesets: &[PathBuf],
     sheet_path: &Path,
@@ -57,6 +95,17 @@ pub fn run(
         Ok(x) => x,
         Err(code) => return code,
     };
+    let dialect = match file.dialect.as_deref().map(super::dialect::dialect).transpose() {
+        Ok(d) => d,
+        Err(m) => {
+            eprintln!("error: {name}: {m}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(m) = set_up(&mut game, dialect, file.setup.as_ref()) {
+        eprintln!("error: {name}: `setup`: {m}");
+        return ExitCode::from(1);
+    }
     // Each accepted step is one revision (revision 0: the sheet as created).
     let mut history = vec![Revision { number: 0, ruleset_version: 1, operations: vec![], moved_from: None }];
     let mut step_of_revision = vec![None];
@@ -65,7 +114,9 @@ pub fn run(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let r = steps::game_step(s).and_then(|step| {
+            let r = ready(dialect, s).and_then(|d| {
+                let dialects::creature::game::Step::Generic(s) = &d else { return answer(&game, &d) };
+                let step = steps::game_step(s)?;
                 let report = game.apply(&step).map_err(|e| match (&e.sheet, steps::is_batch(s)) {
                     (Some(se), true) if matches!(step, events::Step::Ops(_)) => {
                         Rejection::InBatch(se.index, Box::new(Rejection::Sheet(*se.clone())))
@@ -103,11 +154,28 @@ pub fn run(
     if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
+/// Applies a dialect game's `setup` as one batch.
+fn set_up(game: &mut Game, dialect: Option<&str>, setup: Option<&Json>) -> Result<(), String> {
+    let Some(setup) = setup else { return Ok(()) };
+    if dialect.is_none() {
+        return Err("a `setup` belongs to a dialect's game file: name its `dialect`".to_owned());
+    }
+    let batch = serde_json::json!({ "batch": dialects::creature::game::setup(setup)? });
+    let step = steps::game_step(&batch).map_err(|r| format!("{} [{}]", r.message(), r.code()))?;
+    game.apply(&step).map_err(|e| format!("{} [{}]", e.message, e.code))?;
+    Ok(())
+}
+
 /// The rulesets loaded, their rules checked, and a new game on them; on failure every problem
 /// printed.
 fn load_game(rulesets: &[PathBuf]) -> Result<(Arc<data::Ruleset>, Game), ExitCode> {
-    let ruleset = match data::load(rulesets) {
-        Ok(r) => Arc::new(r),
+    let ruleset = match super::dialect::load(rulesets) {
+        Ok(l) => {
+            for w in &l.warnings {
+                eprint!("{}", crate::render::warning(&crate::problem::Problem::of_diagnostic(w)));
+            }
+            Arc::new(l.ruleset)
+        }
         Err(errors) => {
             for e in &errors {
                 eprint!("{}", crate::render::problem(&crate::problem::Problem::of_diagnostic(e)));

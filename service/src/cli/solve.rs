@@ -178,6 +178,8 @@ pub struct Stepped {
     pub pending: Option<events::Pending>,
     /// Why the step's cascade stopped early.
     pub stopped: Option<events::GameError>,
+    /// A dialect's question answered (`evaluate`, `render_text`).
+    pub value: Option<Slot>,
 }
 
 impl Stepped {
@@ -190,6 +192,7 @@ impl Stepped {
             fired: Vec::new(),
             pending: None,
             stopped: None,
+            value: None,
         }
     }
 
@@ -202,6 +205,7 @@ impl Stepped {
             fired: r.fired,
             pending: r.pending,
             stopped: r.stopped,
+            value: None,
         }
     }
 }
@@ -244,6 +248,9 @@ pub fn step_json(index: usize, result: &Result<Stepped, Rejection>) -> Json {
     }
     if let Some(p) = &r.pending {
         j["pending"] = json::pending(p);
+    }
+    if let Some(v) = &r.value {
+        j["value"] = json::slot(v);
     }
     if let Some(e) = &r.stopped {
         j["stopped"] = json!({"code": e.code.as_str(), "message": e.message, "chain": e.chain.iter().map(|c| &**c).collect::<Vec<_>>()});
@@ -290,6 +297,9 @@ pub fn print_results(
                 }
                 if let Some(e) = &rep.stopped {
                     println!("    stopped [{}]: {}", e.code, e.message);
+                }
+                if let Some(v) = &rep.value {
+                    println!("    value: {}", show(&Some(v.clone())));
                 }
             }
             Err(e) => println!("step {i}: {what}\n    rejected [{}]: {}", e.code(), e.message()),

@@ -269,7 +269,7 @@ fn is_object_step(step: &Json) -> bool {
     })
 }
 
-fn bad_object_step(message: String) -> Rejection {
+pub fn bad_object_step(message: String) -> Rejection {
     Rejection::Sheet(SheetError { index: 0, code: data::sheet_codes::BAD_STEP, message, solve: None })
 }
 

@@ -1,0 +1,172 @@
+//! The creature features dialect (`../shared/seeds/creature-features.txt`): feature
+//! dictionaries and creatures files, in the seed's own JSON, compiled to a native ruleset with
+//! event rules that sheetd checks and runs like any other.
+//!
+//! - A **feature file** (`*.json`) is one feature, `{"name", "text", "subfeatures"}`, or a list
+//!   of them. A subfeature has a `trigger`, `conditions` (a postfix formula), `effects` and a
+//!   `recharge`.
+//! - A **creatures file** is `{"attributes": {…}, "creatures": [{"name", "attributes",
+//!   "features"}]}`: each creature's attributes (numbers or postfix formulas) and its features,
+//!   by name or as `{"feature", "vars": [V0, V1, …]}`. Its `attributes` table overrides the
+//!   prelude's defaults or adds attributes.
+//!
+//! What they become (`sheetd translate --dialect creature` writes it out):
+//! - the [prelude](crate::prelude): every creature's attributes and defaults, the events
+//!   triggers listen to, the turn clocks, and the rule that makes a hit deal damage;
+//! - each creature, an object of kind `CREATURE` whose modifiers set its attributes, its
+//!   features' rendered TEXT (`Angelic_Weapons.TEXT`) and their use counters;
+//! - each subfeature with a trigger, an event rule of that object, whose guard is its
+//!   conditions and its uses left; each effect, a rule the first fires through the `Effect`
+//!   event, with the effect's condition read for its target; a passive subfeature, modifiers
+//!   of the creature (its conditions as their `when`).
+//!
+//! Every error has a stable code and points into the file it came from, a postfix formula's at
+//! the token inside its string. [`game`] reads the dialect's game files.
+
+pub mod game;
+pub mod json;
+pub mod read;
+pub mod write;
+
+use data::{DiagCode, Diagnostic, SourceFile};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The file names the compiled ruleset is written as (`sheetd translate`).
+pub const PRELUDE_FILE: &str = "00-prelude.toml";
+pub const CREATURES_FILE: &str = "10-creatures.toml";
+
+/// The dialect's files compiled: the native ruleset's files, the warnings, and counts.
+#[derive(Debug)]
+pub struct Compiled {
+    /// (file name, TOML text), loaded in this order.
+    pub files: Vec<(String, String)>,
+    /// Effects and durations that load and do nothing, each at its text.
+    pub warnings: Vec<Diagnostic>,
+    pub features: usize,
+    pub creatures: usize,
+}
+
+impl Compiled {
+    /// Loads the compiled ruleset (as `sheetd check` would load its translation).
+    pub fn load(&self) -> Result<data::Ruleset, Vec<Diagnostic>> {
+        data::load_texts(self.files.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+    }
+}
+
+/// A dialect error as a diagnostic at its place in `file`.
+pub fn diagnostic(file: &Arc<SourceFile>, e: &crate::Error) -> Diagnostic {
+    let text = file.text();
+    let start = e.span.start.min(text.len());
+    let end = e.span.end.clamp(start, text.len());
+    // The underlined text stops at the end of its first line.
+    let mut shown = text.get(start..end).unwrap_or("");
+    if let Some(nl) = shown.find('\n') {
+        shown = &shown[..nl];
+    }
+    Diagnostic {
+        code: DiagCode::Layer(e.code),
+        message: e.message.clone(),
+        at: Some(file.origin(start)),
+        text: shown.to_owned(),
+        help: None,
+    }
+}
+
+/// Compiles the dialect's files given as (name, text), in order.
+pub fn compile_texts(files: &[(String, String)]) -> Result<Compiled, Vec<Diagnostic>> {
+    let sources: Vec<Arc<SourceFile>> =
+        files.iter().map(|(n, t)| SourceFile::new(n, Arc::from(t.as_str()))).collect();
+    let mut reads = Vec::new();
+    let mut errors = Vec::new();
+    for (i, src) in sources.iter().enumerate() {
+        match read::file(src.text(), i) {
+            Ok(r) => reads.push(r),
+            Err(e) => {
+                errors.push(diagnostic(src, &e));
+                reads.push(read::Read::default());
+            }
+        }
+    }
+    let warnings: Vec<Diagnostic> = reads
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.warnings.iter().map(move |w| (i, w)))
+        .map(|(i, w)| diagnostic(&sources[i], w))
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let features = reads.iter().map(|r| r.features.len()).sum();
+    let creatures = reads.iter().map(|r| r.creatures.len()).sum();
+    match write::compile(&reads) {
+        Ok((prelude, body)) => Ok(Compiled {
+            files: vec![(PRELUDE_FILE.to_owned(), prelude), (CREATURES_FILE.to_owned(), body)],
+            warnings,
+            features,
+            creatures,
+        }),
+        Err(errors) => Err(errors.iter().map(|(i, e)| diagnostic(&sources[*i], e)).collect()),
+    }
+}
+
+/// The dialect's files under `paths`: each a `.json` file, or a directory whose `.json` files
+/// (not its subdirectories') are read in name order.
+pub fn files_of(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            match std::fs::read_dir(p) {
+                Ok(entries) => {
+                    let mut found: Vec<PathBuf> = entries
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json"))
+                        .collect();
+                    found.sort();
+                    if found.is_empty() {
+                        errors.push(Diagnostic::nowhere(
+                            DiagCode::File,
+                            format!("{}: a directory with no .json file", p.display()),
+                        ));
+                    }
+                    out.extend(found);
+                }
+                Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, format!("{}: {e}", p.display()))),
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    if errors.is_empty() { Ok(out) } else { Err(errors) }
+}
+
+/// Reads and compiles the dialect's files under `paths` (see [`files_of`]).
+pub fn compile_paths(paths: &[PathBuf]) -> Result<Compiled, Vec<Diagnostic>> {
+    let mut texts = Vec::new();
+    let mut errors = Vec::new();
+    for f in files_of(paths)? {
+        match read_limited(&f) {
+            Ok(t) => texts.push((f.display().to_string(), t)),
+            Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, format!("{}: {e}", f.display()))),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    compile_texts(&texts)
+}
+
+/// The largest file read: 64 MiB.
+pub const MAX_FILE: u64 = 64 << 20;
+
+fn read_limited(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.len() > MAX_FILE {
+        return Err(format!("{} bytes, more than the {MAX_FILE} a dialect file may have", meta.len()));
+    }
+    std::fs::read_to_string(path).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+//! Rulesets written in a dialect (`--ruleset creature:PATH`, `check --dialect creature`): the
+//! dialect's files compiled to native ones, then loaded like any ruleset. One place decides how
+//! a ruleset argument is read, for `check`, `translate` and `solve`.
+
+use data::Diagnostic;
+use std::path::{Path, PathBuf};
+
+/// The dialects sheetd reads.
+pub const DIALECTS: &[&str] = &["creature"];
+
+/// A ruleset argument: a native ruleset's path, or `DIALECT:PATH`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Spec {
+    Native(PathBuf),
+    Dialect(&'static str, PathBuf),
+}
+
+/// Reads a ruleset argument. `DIALECT:PATH` names a dialect only for a known dialect, so a
+/// native path with a colon still reads as a path.
+pub fn spec(arg: &Path) -> Spec {
+    let text = arg.to_string_lossy();
+    if let Some((d, rest)) = text.split_once(':')
+        && let Some(known) = DIALECTS.iter().find(|k| k.eq_ignore_ascii_case(d))
+    {
+        return Spec::Dialect(known, PathBuf::from(rest));
+    }
+    Spec::Native(arg.to_path_buf())
+}
+
+/// The known dialect `name`, or an error that lists them.
+pub fn dialect(name: &str) -> Result<&'static str, String> {
+    DIALECTS
+        .iter()
+        .find(|k| k.eq_ignore_ascii_case(name))
+        .copied()
+        .ok_or_else(|| format!("unknown dialect `{name}` (known: {})", DIALECTS.join(", ")))
+}
+
+/// What loading ruleset arguments gave: the ruleset, the dialect's warnings, and (for a
+/// dialect) what it compiled.
+pub struct Loaded {
+    pub ruleset: data::Ruleset,
+    pub warnings: Vec<Diagnostic>,
+    pub compiled: Option<dialects::creature::Compiled>,
+}
+
+/// Compiles a dialect's files.
+pub fn compile(dialect: &str, paths: &[PathBuf]) -> Result<dialects::creature::Compiled, Vec<Diagnostic>> {
+    match dialect {
+        "creature" => dialects::creature::compile_paths(paths),
+        other => Err(vec![Diagnostic::nowhere(
+            data::DiagCode::Layer("dialect.unknown"),
+            format!("unknown dialect `{other}` (known: {})", DIALECTS.join(", ")),
+        )]),
+    }
+}
+
+/// Loads ruleset arguments: native paths (each on top of the ones before), or the paths of one
+/// dialect (all compiled together).
+pub fn load(args: &[PathBuf]) -> Result<Loaded, Vec<Diagnostic>> {
+    let specs: Vec<Spec> = args.iter().map(|a| spec(a)).collect();
+    let dialect = specs.iter().find_map(|s| match s {
+        Spec::Dialect(d, _) => Some(*d),
+        Spec::Native(_) => None,
+    });
+    let Some(d) = dialect else {
+        return data::load(args).map(|ruleset| Loaded { ruleset, warnings: Vec::new(), compiled: None });
+    };
+    let mut paths = Vec::new();
+    for s in specs {
+        match s {
+            Spec::Dialect(x, p) if x == d => paths.push(p),
+            other => {
+                return Err(vec![Diagnostic::nowhere(
+                    data::DiagCode::Layer("dialect.mixed"),
+                    format!(
+                        "`{other:?}`: the rulesets of one sheet are all `{d}:` files, or all native (translate the dialect with `sheetd translate` to layer it with native files)"
+                    ),
+                )]);
+            }
+        }
+    }
+    let compiled = compile(d, &paths)?;
+    let ruleset = compiled.load()?;
+    Ok(Loaded { ruleset, warnings: compiled.warnings.clone(), compiled: Some(compiled) })
+}

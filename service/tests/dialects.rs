@@ -1,0 +1,179 @@
+//! The dialects end to end, run as a user would: `sheetd check --dialect`, `sheetd translate`
+//! and `sheetd solve --ruleset D:PATH` on the creature features example
+//! (`docs/examples/creature/`, `docs/examples/creature-game.json`).
+
+use serde_json::{Value as Json, json};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn sheetd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sheetd")).args(args).env("NO_COLOR", "1").output().expect("sheetd runs")
+}
+
+fn repo(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path).display().to_string()
+}
+
+fn json_lines(out: &Output) -> Vec<Json> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+fn changed(line: &Json, var: &str) -> Option<(Json, Json)> {
+    line["changed"].as_array()?.iter().find(|c| c["var"] == var).map(|c| (c["old"].clone(), c["new"].clone()))
+}
+
+fn fired(line: &Json) -> Vec<String> {
+    line["fired"]
+        .as_array()
+        .map_or(Vec::new(), |f| f.iter().map(|x| x["rule"].as_str().unwrap_or("").to_owned()).collect())
+}
+
+fn game(ruleset: &str) -> Output {
+    sheetd(&["solve", "--ruleset", ruleset, "--sheet", &repo("docs/examples/creature-game.json"), "--json"])
+}
+
+/// The seed's examples through a game: the deva's TEXT renders exactly as the seed shows, the
+/// save DC is 8 + INT + PROF, breath-hold follows CON, carry capacity is the seed's formula;
+/// hits, reductions, recharges, durations and rests do what the features say.
+#[test]
+fn the_deva_game_plays_as_its_features_say() {
+    let out = game(&format!("creature:{}", repo("docs/examples/creature")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The effect the seed marks under construction loads with a warning naming it.
+    assert!(stderr.contains("creature.under_construction") && stderr.contains("Plane shift"), "{stderr}");
+    let l = json_lines(&out);
+    // *TEXT*: "when applied to a "deva" with runtime variables (4, 8), we get: …"
+    assert_eq!(
+        l[0]["value"],
+        "The deva's weapon attacks are magical. When the deva hits with any weapon, the weapon deals an extra 4d8 radiant damage."
+    );
+    // *Variables*: "to set a save DC equal to 8+int+prof: (8,INT,PROF,+,+)" (INT 3, PROF 4).
+    assert_eq!((&l[1]["value"], &l[2]["value"]), (&json!("15"), &json!("15")));
+    // "to set breath time to max(.5, 1+CON): (1,CON,+,.5,max)": the ogre's CON 3, then -2.
+    assert_eq!(l[3]["value"], "4");
+    assert_eq!(changed(&l[4], "ogre.CON"), Some((json!("3"), json!("-2"))));
+    assert_eq!(l[5]["value"], "0.5");
+    // CARRY_CAPACITY for a Medium (SIZE 5) creature: 2^0 × 15 × STR 4.
+    assert_eq!(l[6]["value"], "60");
+    // The ogre attacks the deva: Parry (once a turn) reduces incoming damage by 3 …
+    assert_eq!(fired(&l[7]), ["deva: Parry #1", "deva: Parry #1 effect 1"]);
+    assert_eq!(changed(&l[7], "deva.DAMAGE_REDUCTION"), Some((json!("0"), json!("3"))));
+    // … so its hit of 10 takes 7.
+    assert_eq!(changed(&l[8], "deva.HP"), Some((json!("136"), json!("129"))));
+    // "End of turn": the reduction ends with the deva's turn.
+    assert_eq!(changed(&l[9], "deva.DAMAGE_REDUCTION"), Some((json!("3"), json!("0"))));
+    assert_eq!(l[9]["expired"][0]["clock"], "deva.TURN_ENDS");
+    // The deva hits the ogre for 12, and Angelic Weapons adds 4d8's average, 18.
+    assert_eq!(changed(&l[10], "ogre.HP"), Some((json!("59"), json!("29"))));
+    assert_eq!(fired(&l[10])[1..], ["deva: Angelic Weapons #1", "deva: Angelic Weapons #1 effect 1"]);
+    // Fury: at its turn's start the ogre stores its HP in NV1; under half its MAXHP, berserk.
+    assert_eq!(changed(&l[11], "ogre.Fury.NV1"), Some((json!("0"), json!("29"))));
+    assert_eq!(changed(&l[11], "ogre.BERSERK"), Some((json!("0"), json!("1"))));
+    // Healing Touch: regain 20 (3 uses a long rest).
+    assert_eq!(changed(&l[12], "ogre.HP"), Some((json!("29"), json!("49"))));
+    assert_eq!(changed(&l[12], "deva.Healing_Touch_1.USES"), Some((json!("3"), json!("2"))));
+    // Blinding Flash: disadvantage on attack rolls until the end of the target's next turn;
+    // used up, a second use does nothing; a roll of 5 recharges it (5-6).
+    assert_eq!(changed(&l[13], "ogre.DISADVANTAGE_ON_ATTACK_ROLLS"), Some((json!("0"), json!("1"))));
+    assert_eq!(fired(&l[14]), Vec::<String>::new());
+    assert_eq!(changed(&l[15], "deva.Blinding_Flash_1.USES"), Some((json!("0"), json!("1"))));
+    assert_eq!(changed(&l[16], "ogre.DISADVANTAGE_ON_ATTACK_ROLLS"), Some((json!("1"), json!("0"))));
+    // "1 min" of berserk: over after 61 seconds, not 60.
+    assert_eq!(changed(&l[17], "ogre.BERSERK"), None);
+    assert_eq!(changed(&l[18], "ogre.BERSERK"), Some((json!("1"), json!("0"))));
+    // A long rest refills Healing Touch.
+    assert_eq!(changed(&l[19], "deva.Healing_Touch_1.USES"), Some((json!("2"), json!("3"))));
+    // A rejected step is reported, and the exit status is still 0.
+    assert_eq!(l[20]["error"]["code"], "events.bad_args", "{}", l[20]);
+    assert_eq!(l[21]["values"]["ogre.HP"], "49");
+}
+
+/// What the creature files become, written out, loads back with `sheetd check` and plays the
+/// same game with the same results.
+#[test]
+fn the_translation_checks_and_plays_the_same_game() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out_dir = dir.path().join("deva");
+    let out_dir = out_dir.to_str().expect("a UTF-8 path");
+    let t =
+        sheetd(&["translate", "--dialect", "creature", &repo("docs/examples/creature"), "--out", out_dir]);
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    let check = sheetd(&["check", out_dir]);
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success() && report.contains("rules           16"), "{report}");
+    let dialect = sheetd(&["check", "--dialect", "creature", &repo("docs/examples/creature")]);
+    let dialect_report = String::from_utf8_lossy(&dialect.stdout);
+    assert!(dialect_report.contains("features         6") && dialect_report.contains("clocks           3"));
+    // The same counts (after the dialect's own two lines).
+    let counts = |r: &str| {
+        r.lines()
+            .skip(1)
+            .filter(|l| !l.contains("features") && !l.contains("creatures"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(counts(&report), counts(&dialect_report));
+    // The same game: every step and value alike, but where the rules are written.
+    let strip = |out: &Output| {
+        let text = String::from_utf8_lossy(&out.stdout).replace(&format!("{out_dir}/"), "");
+        text.lines().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let native = game(out_dir);
+    let own = game(&format!("creature:{}", repo("docs/examples/creature")));
+    assert!(native.status.success());
+    assert_eq!(strip(&native), strip(&own));
+    // Without --out the files are printed.
+    let printed = sheetd(&["translate", "--dialect", "creature", &repo("docs/examples/creature")]);
+    let text = String::from_utf8_lossy(&printed.stdout);
+    assert!(text.contains("# file: 00-prelude.toml") && text.contains("name = \"deva: Parry #1\""), "{text}");
+}
+
+/// A bad feature file is refused by check, translate and solve alike, each error at
+/// file:line:col inside the JSON, a postfix error at its token.
+#[test]
+fn bad_creature_files_are_refused_at_their_text() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let f = dir.path().join("f.json");
+    std::fs::write(
+        &f,
+        "{\"name\": \"F\",\n \"subfeatures\": [{\"trigger\": \"passive\",\n  \"effects\": [{\"effect\": [\"Set N = N\", \"SPELLDC\", \"(8,INT,PROF)\"]}]}]}\n",
+    )
+    .expect("write");
+    let path = f.to_str().expect("UTF-8");
+    for args in [
+        vec!["check", "--dialect", "creature", path],
+        vec!["translate", "--dialect", "creature", path],
+        vec![
+            "solve",
+            "--ruleset",
+            &format!("creature:{path}"),
+            "--sheet",
+            &repo("docs/examples/creature-game.json"),
+        ],
+    ] {
+        let out = sheetd(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("postfix.leftover") && err.contains("f.json:3:53"), "{args:?}: {err}");
+    }
+    // An unknown dialect is a usage error.
+    let out = sheetd(&["check", "--dialect", "klingon", path]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dialect `klingon` (known: creature)"));
+    // A game file that is not valid: exit 1.
+    let g = dir.path().join("g.json");
+    std::fs::write(&g, r#"{"dialect": "creature", "setup": {"monsters": []}, "steps": []}"#).expect("write");
+    let out = sheetd(&[
+        "solve",
+        "--ruleset",
+        &format!("creature:{}", repo("docs/examples/creature")),
+        "--sheet",
+        g.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `monsters` in `setup`"));
+}
