@@ -28,8 +28,8 @@ pub mod json;
 pub mod read;
 pub mod write;
 
-use data::{DiagCode, Diagnostic, SourceFile};
-use std::path::{Path, PathBuf};
+use data::{DiagCode, Diagnostic, Files, SourceFile};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The file names the compiled ruleset is written as (`sheetd translate`).
@@ -110,29 +110,21 @@ pub fn compile_texts(files: &[(String, String)]) -> Result<Compiled, Vec<Diagnos
     }
 }
 
-/// The dialect's files under `paths`: each a `.json` file, or a directory whose `.json` files
-/// (not its subdirectories') are read in name order.
-pub fn files_of(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
+/// The dialect's files under `paths`, read through `files` (its confinement and limits): each
+/// a `.json` file, or a directory whose `.json` files (not its subdirectories') are read in
+/// name order.
+pub fn files_of(paths: &[PathBuf], files: &Files) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for p in paths {
-        if p.is_dir() {
-            match std::fs::read_dir(p) {
-                Ok(entries) => {
-                    let mut found: Vec<PathBuf> = entries
-                        .filter_map(|e| e.ok().map(|e| e.path()))
-                        .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json"))
-                        .collect();
-                    found.sort();
-                    if found.is_empty() {
-                        errors.push(Diagnostic::nowhere(
-                            DiagCode::File,
-                            format!("{}: a directory with no .json file", p.display()),
-                        ));
-                    }
-                    out.extend(found);
-                }
-                Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, format!("{}: {e}", p.display()))),
+        if files.is_dir(p) {
+            match files.list(p, "json") {
+                Ok(found) if found.is_empty() => errors.push(Diagnostic::nowhere(
+                    DiagCode::File,
+                    format!("{}: a directory with no .json file", p.display()),
+                )),
+                Ok(found) => out.extend(found),
+                Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, e)),
             }
         } else {
             out.push(p.clone());
@@ -141,31 +133,25 @@ pub fn files_of(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
     if errors.is_empty() { Ok(out) } else { Err(errors) }
 }
 
-/// Reads and compiles the dialect's files under `paths` (see [`files_of`]).
+/// Reads and compiles the dialect's files under `paths` from disk (see [`files_of`]).
 pub fn compile_paths(paths: &[PathBuf]) -> Result<Compiled, Vec<Diagnostic>> {
+    compile_with(paths, &Files::disk())
+}
+
+/// Reads and compiles the dialect's files under `paths` through `files`.
+pub fn compile_with(paths: &[PathBuf], files: &Files) -> Result<Compiled, Vec<Diagnostic>> {
     let mut texts = Vec::new();
     let mut errors = Vec::new();
-    for f in files_of(paths)? {
-        match read_limited(&f) {
-            Ok(t) => texts.push((f.display().to_string(), t)),
-            Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, format!("{}: {e}", f.display()))),
+    for f in files_of(paths, files)? {
+        match files.read(&f) {
+            Ok(t) => texts.push((f.display().to_string(), t.to_string())),
+            Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, e)),
         }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
     compile_texts(&texts)
-}
-
-/// The largest file read: 64 MiB.
-pub const MAX_FILE: u64 = 64 << 20;
-
-fn read_limited(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if meta.len() > MAX_FILE {
-        return Err(format!("{} bytes, more than the {MAX_FILE} a dialect file may have", meta.len()));
-    }
-    std::fs::read_to_string(path).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

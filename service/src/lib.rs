@@ -25,6 +25,7 @@
 //! [`grpc::api::Api`] (the gRPC service), [`store::Store`], [`grpc::proto`] (the generated API).
 
 pub mod cli;
+pub mod dialect;
 pub mod engine;
 pub mod grpc;
 pub mod json;

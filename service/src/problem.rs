@@ -23,6 +23,8 @@ pub enum Code {
     BadValue,
     /// An emit, choose or roll sent with other operations (each is a step of its own).
     StepNotAlone,
+    /// A dialect's verb that is not one, or whose fields are wrong.
+    BadVerb,
     /// A ruleset id that is not loaded (SolveBatch).
     UnknownRuleset,
     /// A message that is not valid protobuf for the method.
@@ -58,6 +60,7 @@ impl Code {
             Code::MissingOperation => "request.missing_operation",
             Code::BadValue => "request.bad_value",
             Code::StepNotAlone => "request.step_not_alone",
+            Code::BadVerb => "request.bad_verb",
             Code::UnknownRuleset => "request.unknown_ruleset",
             Code::Malformed => "request.malformed",
             Code::Invalid => "request.invalid",

@@ -121,6 +121,7 @@ async fn rejections_carry_standard_details() {
             id: "bad".into(),
             paths: vec![],
             inline_text: "[ruleset\n".into(),
+            dialect: String::new(),
         })
         .await
         .expect_err("syntax error");
@@ -241,7 +242,7 @@ async fn sheet_of_example(c: &mut sheetd::cli::client::Client, name: &str) -> St
     let file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../docs/examples/{name}/{name}.toml"));
     let inline_text = std::fs::read_to_string(file).expect("the example");
-    let load = pb::LoadRulesetRequest { id: name.into(), paths: vec![], inline_text };
+    let load = pb::LoadRulesetRequest { id: name.into(), paths: vec![], inline_text, dialect: String::new() };
     assert!(c.load_ruleset(load).await.expect("loads").into_inner().ok);
     let create = pb::CreateSheetRequest { ruleset_id: name.into(), ..Default::default() };
     c.create_sheet(create).await.expect("creates").into_inner().sheet.expect("info").id

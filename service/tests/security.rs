@@ -28,7 +28,12 @@ async fn with_authorization(
 }
 
 fn load(id: &str, path: &str) -> pb::LoadRulesetRequest {
-    pb::LoadRulesetRequest { id: id.into(), paths: vec![path.into()], inline_text: String::new() }
+    pb::LoadRulesetRequest {
+        id: id.into(),
+        paths: vec![path.into()],
+        inline_text: String::new(),
+        dialect: String::new(),
+    }
 }
 
 /// Everything a status carries, as text: its message and its details' diagnostics.
@@ -116,7 +121,12 @@ async fn ruleset_reads_and_inline_text_are_bounded() {
     let mut c = server.client().await;
     let e = c.load_ruleset(load("big", "big.toml")).await.expect_err("too big");
     assert!(everything_in(&e).contains("the limit is 2000 bytes"), "{e:?}");
-    let inline = |text: String| pb::LoadRulesetRequest { id: "i".into(), paths: vec![], inline_text: text };
+    let inline = |text: String| pb::LoadRulesetRequest {
+        id: "i".into(),
+        paths: vec![],
+        inline_text: text,
+        dialect: String::new(),
+    };
     let e = c.load_ruleset(inline("# x\n".repeat(2000))).await.expect_err("inline too big");
     assert!(e.message().contains("the limit is 5000 bytes"), "{e:?}");
     let e = c.load_ruleset(inline(format!("# {}\n", "x".repeat(200)))).await.expect_err("long line");
@@ -142,7 +152,12 @@ async fn a_huge_one_line_inline_ruleset_loads_within_a_memory_limit() {
     assert!(text.len() > 250_000);
     let mut c = server.client().await;
     let r = c
-        .load_ruleset(pb::LoadRulesetRequest { id: "big".into(), paths: vec![], inline_text: text })
+        .load_ruleset(pb::LoadRulesetRequest {
+            id: "big".into(),
+            paths: vec![],
+            inline_text: text,
+            dialect: String::new(),
+        })
         .await
         .expect("loads")
         .into_inner();
@@ -219,7 +234,12 @@ async fn roles_read_write_admin() {
     denied(r.apply(server::apply(&id, None, vec![])).await.map(|_| ()));
     w.apply(server::apply(&id, None, vec![])).await.expect("write applies");
     denied(w.delete_sheet(pb::DeleteSheetRequest { sheet_id: id.clone() }).await.map(|_| ()));
-    let inline = pb::LoadRulesetRequest { id: "x".into(), paths: vec![], inline_text: "[ruleset\n".into() };
+    let inline = pb::LoadRulesetRequest {
+        id: "x".into(),
+        paths: vec![],
+        inline_text: "[ruleset\n".into(),
+        dialect: String::new(),
+    };
     denied(w.load_ruleset(inline.clone()).await.map(|_| ()));
     denied(
         w.reload_ruleset(pb::ReloadRulesetRequest { id: "starter".into(), inline_text: String::new() })

@@ -4,9 +4,9 @@
 //! by its id (default: its creature's name), made from a creature of the creatures file, with
 //! attributes set for this game. A creature starts at full hit points (HP = MAXHP) unless its
 //! `attributes` set `HP`. `steps` are sheetd's generic steps or the dialect's verbs,
-//! `{"VERB": {fields}}`, each of which this module turns into generic steps (so that a game
-//! runs the same on the dialect's files and on their translation) or into a question about the
-//! sheet:
+//! `{"VERB": {fields}}`, each of which this module turns into the generic step it stands for
+//! (an `events::Step`: so that a game runs the same on the dialect's files and on their
+//! translation, through the CLI and through the API) or into a question about the sheet:
 //!
 //! | verb | fields | becomes |
 //! |---|---|---|
@@ -18,24 +18,28 @@
 //! | `recharge_roll` | `creature`, `feature`, `d6` | `emit RechargeRoll` |
 //! | `trigger` | `event` (`turnstart`, `turnend`, `damaged`, `hits`, `attacks`), `creature`, `target`, `amount` | `emit` of that event |
 
-use serde_json::{Map, Value as Json, json};
+use data::SheetOp;
+use events::Step as Play;
+use serde_json::{Map, Value as Json};
 
 /// The verbs, as the game file writes them.
 pub const VERBS: &[&str] = &["evaluate", "render_text", "set", "use", "rest", "recharge_roll", "trigger"];
 
 /// A step of a game file, ready to run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Step {
-    /// A generic step (as sheetd's step JSON).
+    /// Not a verb: a generic step, as sheetd's step JSON, for the caller to read.
     Generic(Json),
+    /// A verb made into the generic step it stands for.
+    Play(Play),
     /// A NUMBER formula's value, read on a creature.
     Evaluate { creature: String, formula: String },
     /// A variable's value (`deva.Angelic_Weapons.TEXT`).
     Read { reference: String },
 }
 
-/// The steps that set a game up.
-pub fn setup(setup: &Json) -> Result<Vec<Json>, String> {
+/// The batch that sets a game up.
+pub fn setup(setup: &Json) -> Result<Play, String> {
     let o = setup.as_object().ok_or("`setup` is not an object")?;
     if let Some(k) = o.keys().find(|k| *k != "creatures") {
         return Err(format!("unknown key `{k}` in `setup` (expected creatures)"));
@@ -51,21 +55,49 @@ pub fn setup(setup: &Json) -> Result<Vec<Json>, String> {
             Some(_) => text(c, "id", "a setup creature")?,
             None => kind.clone(),
         };
-        steps.push(json!({"add_object": {"kind": crate::prelude::KIND, "key": kind, "id": id}}));
+        steps.push(SheetOp::AddObject {
+            kind: crate::prelude::KIND.to_owned(),
+            key: kind,
+            id: Some(id.clone()),
+            parent: None,
+        });
         let mut hp = false;
         if let Some(a) = c.get("attributes") {
             let a = a.as_object().ok_or_else(|| format!("`{id}`: `attributes` is not an object"))?;
             for (name, value) in a {
                 hp |= name.eq_ignore_ascii_case("HP");
-                steps.push(json!({"set_input": {"channel": name, "on": id, "value": value}}));
+                let value = input(value).map_err(|m| format!("`{id}`: attribute `{name}`: {m}"))?;
+                steps.push(SheetOp::SetInput { channel: name.clone(), on: Some(id.clone()), value });
             }
         }
         // A creature enters the game at full hit points, unless the setup says otherwise.
         if !hp {
-            steps.push(json!({"adjust": {"channel": "HP", "on": id, "by": "MAXHP - HP"}}));
+            steps.push(SheetOp::Adjust { channel: "HP".into(), on: Some(id), by: "MAXHP - HP".into() });
         }
     }
-    Ok(steps)
+    Ok(Play::Ops(steps))
+}
+
+/// A value given in JSON as an input: a number (exactly), a boolean or text.
+fn input(v: &Json) -> Result<formula::Value, String> {
+    match v {
+        Json::Number(n) => formula::parse_decimal(&n.to_string()).map(formula::Value::Number),
+        Json::String(s) => Ok(formula::parse_decimal(s)
+            .map(formula::Value::Number)
+            .unwrap_or_else(|_| formula::Value::String(s.as_str().into()))),
+        Json::Bool(b) => Ok(formula::Value::Boolean(*b)),
+        other => Err(format!("`{other}` is not a number, a boolean or text")),
+    }
+}
+
+/// A value given in JSON as an event argument's text.
+fn arg(v: &Json) -> Result<String, String> {
+    match v {
+        Json::String(s) => Ok(s.clone()),
+        Json::Number(n) => Ok(n.to_string()),
+        Json::Bool(b) => Ok(b.to_string()),
+        other => Err(format!("`{other}` is not a number, a boolean or text")),
+    }
 }
 
 fn text(o: &Map<String, Json>, key: &str, what: &str) -> Result<String, String> {
@@ -84,17 +116,19 @@ fn fields<'a>(v: &'a Json, verb: &str, known: &[&str]) -> Result<&'a Map<String,
     Ok(o)
 }
 
-fn emit(event: &str, args: Json) -> Step {
-    Step::Generic(json!({"emit": {"event": event, "args": args}}))
+fn emit(event: &str, args: &[(&str, String)]) -> Step {
+    let args = args.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
+    Step::Play(Play::Emit { event: event.to_owned(), args })
 }
 
-/// Whether a step is one of the dialect's verbs.
+/// Whether a step is one of the dialect's verbs (or a game's `setup`).
 pub fn is_verb(step: &Json) -> bool {
     let key = step.as_object().filter(|o| o.len() == 1).and_then(|o| o.keys().next());
-    key.is_some_and(|k| VERBS.contains(&k.as_str()))
+    key.is_some_and(|k| VERBS.contains(&k.as_str()) || k == "setup")
 }
 
-/// A step of the game file: a verb made into what runs, or a generic step as it is.
+/// A step of the game file: a verb made into what runs, or a generic step as it is. A game's
+/// `{"setup": {…}}` is a verb too (the API's way to send it).
 // long: one arm per verb, each a few lines.
 pub fn step(step: &Json) -> Result<Step, String> {
     if !is_verb(step) {
@@ -103,6 +137,7 @@ pub fn step(step: &Json) -> Result<Step, String> {
     // `is_verb` checked there is exactly one key.
     let (verb, v) = step.as_object().and_then(|o| o.iter().next()).ok_or("a verb is one key")?;
     match verb.as_str() {
+        "setup" => setup(v).map(Step::Play),
         "evaluate" => {
             let o = fields(v, verb, &["creature", "formula"])?;
             let creature = text(o, "creature", "`evaluate`")?;
@@ -140,21 +175,24 @@ pub fn step(step: &Json) -> Result<Step, String> {
             let creature = text(o, "creature", "`set`")?;
             let attribute = text(o, "attribute", "`set`")?;
             let value = o.get("value").ok_or("`set` has no `value`")?;
-            Ok(Step::Generic(json!({"set_input": {"channel": attribute, "on": creature, "value": value}})))
+            let value = input(value).map_err(|m| format!("`set`: {m}"))?;
+            Ok(Step::Play(Play::Ops(vec![SheetOp::SetInput {
+                channel: attribute,
+                on: Some(creature),
+                value,
+            }])))
         }
         "use" => {
             let o = fields(v, verb, &["creature", "feature", "target"])?;
             let target = o.get("target").map(|_| text(o, "target", "`use`")).transpose()?.unwrap_or_default();
-            Ok(emit(
-                "Use",
-                json!({"who": text(o, "creature", "`use`")?, "feature": text(o, "feature", "`use`")?, "target": target}),
-            ))
+            let who = text(o, "creature", "`use`")?;
+            Ok(emit("Use", &[("who", who), ("feature", text(o, "feature", "`use`")?), ("target", target)]))
         }
         "rest" => {
             let o = fields(v, verb, &["kind"])?;
             match text(o, "kind", "`rest`")?.to_ascii_lowercase().as_str() {
-                "short" | "short rest" => Ok(emit("ShortRest", json!({}))),
-                "long" | "long rest" => Ok(emit("LongRest", json!({}))),
+                "short" | "short rest" => Ok(emit("ShortRest", &[])),
+                "long" | "long rest" => Ok(emit("LongRest", &[])),
                 k => Err(format!("`rest`: `{k}` is not `short` or `long`")),
             }
         }
@@ -162,10 +200,9 @@ pub fn step(step: &Json) -> Result<Step, String> {
             let o = fields(v, verb, &["creature", "feature", "d6"])?;
             let d6 = o.get("d6").and_then(Json::as_u64).filter(|d| (1..=6).contains(d));
             let d6 = d6.ok_or("`recharge_roll`: `d6` is what the die showed, 1 to 6")?;
-            Ok(emit(
-                "RechargeRoll",
-                json!({"who": text(o, "creature", "`recharge_roll`")?, "feature": text(o, "feature", "`recharge_roll`")?, "roll": d6}),
-            ))
+            let who = text(o, "creature", "`recharge_roll`")?;
+            let feature = text(o, "feature", "`recharge_roll`")?;
+            Ok(emit("RechargeRoll", &[("who", who), ("feature", feature), ("roll", d6.to_string())]))
         }
         "trigger" => {
             let o = fields(v, verb, &["event", "creature", "target", "amount"])?;
@@ -173,14 +210,14 @@ pub fn step(step: &Json) -> Result<Step, String> {
             let event = text(o, "event", "`trigger`")?;
             let target = || text(o, "target", "`trigger`");
             match event.to_ascii_lowercase().as_str() {
-                "turnstart" => Ok(emit("TurnStart", json!({"who": creature}))),
-                "turnend" => Ok(emit("TurnEnd", json!({"who": creature}))),
-                "damaged" => Ok(emit("Damaged", json!({"who": creature}))),
-                "attacks" => Ok(emit("Attacks", json!({"by": creature, "target": target()?}))),
+                "turnstart" => Ok(emit("TurnStart", &[("who", creature)])),
+                "turnend" => Ok(emit("TurnEnd", &[("who", creature)])),
+                "damaged" => Ok(emit("Damaged", &[("who", creature)])),
+                "attacks" => Ok(emit("Attacks", &[("by", creature), ("target", target()?)])),
                 "hits" => {
-                    let amount =
-                        o.get("amount").cloned().ok_or("`trigger hits` needs the `amount` of damage")?;
-                    Ok(emit("Hits", json!({"by": creature, "target": target()?, "amount": amount})))
+                    let amount = o.get("amount").ok_or("`trigger hits` needs the `amount` of damage")?;
+                    let amount = arg(amount).map_err(|m| format!("`trigger hits`: `amount`: {m}"))?;
+                    Ok(emit("Hits", &[("by", creature), ("target", target()?), ("amount", amount)]))
                 }
                 e => Err(format!("`trigger`: `{e}` is not turnstart, turnend, damaged, hits or attacks")),
             }

@@ -241,7 +241,8 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                 wire(&pb::LoadRulesetRequest {
                     id: pick(u, &["tiny", "t2", "x.y", ""])?,
                     paths,
-                    inline_text: inline
+                    inline_text: inline,
+                    dialect: String::new()
                 })
             )
         }

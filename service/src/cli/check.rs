@@ -40,13 +40,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let start = Instant::now();
     let mut compiled = None;
     let loaded = match &args.dialect {
-        None => super::dialect::load(&paths),
-        Some(d) => match super::dialect::dialect(d) {
-            Ok(d) => super::dialect::compile(d, &paths).and_then(|c| {
+        None => crate::dialect::load(&paths),
+        Some(d) => match crate::dialect::dialect(d) {
+            Ok(d) => crate::dialect::compile(d, &paths).and_then(|c| {
                 let ruleset = c.load()?;
                 let warnings = c.warnings.clone();
                 compiled = Some((c.features, c.creatures));
-                Ok(super::dialect::Loaded { ruleset, warnings, compiled: None })
+                Ok(crate::dialect::Loaded { ruleset, warnings, compiled: None })
             }),
             Err(m) => {
                 eprintln!("error: {m}");

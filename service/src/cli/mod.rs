@@ -6,7 +6,6 @@
 pub mod batch;
 pub mod check;
 pub mod client;
-pub mod dialect;
 pub mod eval;
 pub mod serve;
 pub mod sheet;

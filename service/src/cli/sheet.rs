@@ -59,7 +59,7 @@ fn answer(game: &Game, step: &dialects::creature::game::Step) -> Result<Stepped,
             Ok(sheet.evaluate("evaluate", &f, Some(creature)).map_err(Rejection::Solve)?)
         }
         D::Read { reference } => sheet.value(reference).map_err(Rejection::Solve)?,
-        D::Generic(_) => return Ok(Stepped::of_game(events::StepReport::default())),
+        D::Generic(_) | D::Play(_) => return Ok(Stepped::of_game(events::StepReport::default())),
     };
     let mut out = Stepped::of_game(events::StepReport::default());
     out.value = Some(value);
@@ -95,7 +95,7 @@ pub fn run(
         Ok(x) => x,
         Err(code) => return code,
     };
-    let dialect = match file.dialect.as_deref().map(super::dialect::dialect).transpose() {
+    let dialect = match file.dialect.as_deref().map(crate::dialect::dialect).transpose() {
         Ok(d) => d,
         Err(m) => {
             eprintln!("error: {name}: {m}");
@@ -115,9 +115,13 @@ pub fn run(
         .enumerate()
         .map(|(i, s)| {
             let r = ready(dialect, s).and_then(|d| {
-                let dialects::creature::game::Step::Generic(s) = &d else { return answer(&game, &d) };
-                let step = steps::game_step(s)?;
-                let report = game.apply(&step).map_err(|e| match (&e.sheet, steps::is_batch(s)) {
+                use dialects::creature::game::Step as D;
+                let (step, batch) = match d {
+                    D::Generic(s) => (steps::game_step(&s)?, steps::is_batch(&s)),
+                    D::Play(step) => (step, false),
+                    question => return answer(&game, &question),
+                };
+                let report = game.apply(&step).map_err(|e| match (&e.sheet, batch) {
                     (Some(se), true) if matches!(step, events::Step::Ops(_)) => {
                         Rejection::InBatch(se.index, Box::new(Rejection::Sheet(*se.clone())))
                     }
@@ -160,8 +164,7 @@ fn set_up(game: &mut Game, dialect: Option<&str>, setup: Option<&Json>) -> Resul
     if dialect.is_none() {
         return Err("a `setup` belongs to a dialect's game file: name its `dialect`".to_owned());
     }
-    let batch = serde_json::json!({ "batch": dialects::creature::game::setup(setup)? });
-    let step = steps::game_step(&batch).map_err(|r| format!("{} [{}]", r.message(), r.code()))?;
+    let step = dialects::creature::game::setup(setup)?;
     game.apply(&step).map_err(|e| format!("{} [{}]", e.message, e.code))?;
     Ok(())
 }
@@ -169,7 +172,7 @@ fn set_up(game: &mut Game, dialect: Option<&str>, setup: Option<&Json>) -> Resul
 /// The rulesets loaded, their rules checked, and a new game on them; on failure every problem
 /// printed.
 fn load_game(rulesets: &[PathBuf]) -> Result<(Arc<data::Ruleset>, Game), ExitCode> {
-    let ruleset = match super::dialect::load(rulesets) {
+    let ruleset = match crate::dialect::load(rulesets) {
         Ok(l) => {
             for w in &l.warnings {
                 eprint!("{}", crate::render::warning(&crate::problem::Problem::of_diagnostic(w)));

@@ -25,14 +25,14 @@ pub struct TranslateArgs {
 
 /// Runs `sheetd translate`.
 pub fn run(args: TranslateArgs) -> ExitCode {
-    let dialect = match super::dialect::dialect(&args.dialect) {
+    let dialect = match crate::dialect::dialect(&args.dialect) {
         Ok(d) => d,
         Err(m) => {
             eprintln!("error: {m}");
             return ExitCode::from(2);
         }
     };
-    let compiled = match super::dialect::compile(dialect, &args.paths) {
+    let compiled = match crate::dialect::compile(dialect, &args.paths) {
         Ok(c) => c,
         Err(errors) => {
             for e in &errors {

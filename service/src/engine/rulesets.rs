@@ -39,6 +39,8 @@ pub(super) enum Source {
 pub enum NewRuleset {
     /// Paths the server can read (relative ones are relative to a ruleset root).
     Paths(Vec<String>),
+    /// A dialect's paths (`creature`), read the same way.
+    Dialect(String, Vec<String>),
     /// One native-format TOML document.
     Inline(String),
 }
@@ -71,6 +73,8 @@ pub struct RulesetEntry {
 pub(super) struct Compiled {
     pub book: Arc<RuleBook>,
     pub content: RulesetVersion,
+    /// A dialect's warnings (an effect it loads and ignores), besides the ruleset's own.
+    pub warnings: Vec<data::Diagnostic>,
 }
 
 /// What a ruleset is, for listings.
@@ -113,8 +117,8 @@ impl RulesetEntry {
     }
 }
 
-fn warnings(r: &Ruleset) -> Vec<Problem> {
-    r.warnings().iter().map(Problem::of_diagnostic).collect()
+fn warnings(c: &Compiled) -> Vec<Problem> {
+    c.warnings.iter().chain(c.book.ruleset().warnings()).map(Problem::of_diagnostic).collect()
 }
 
 impl Engine {
@@ -126,7 +130,7 @@ impl Engine {
         version: u64,
         compiled: Compiled,
     ) -> Result<(), EngineError> {
-        let Compiled { book, mut content } = compiled;
+        let Compiled { book, mut content, .. } = compiled;
         content.version = version;
         let record = record_of(id, &source, version, &content);
         self.store.put_ruleset(&record, Some(&content))?;
@@ -186,6 +190,7 @@ impl Engine {
     /// client named them, always within the read limits. Returns the content read with it.
     pub(super) fn compile(&self, id: &str, source: &Source) -> Result<Compiled, Vec<data::Diagnostic>> {
         let mut content = RulesetVersion::default();
+        let mut dialect_warnings = Vec::new();
         let ruleset = match source {
             Source::Builtin => {
                 content.builtin = true;
@@ -199,7 +204,9 @@ impl Engine {
                 let files =
                     if *confined { data::Files::confined(&self.ruleset_roots) } else { data::Files::disk() };
                 let files = files.with_limits(self.limits.read);
-                let ruleset = data::load_with(paths, &files)?;
+                let loaded = crate::dialect::load_with(paths, &files)?;
+                dialect_warnings = loaded.warnings;
+                let ruleset = loaded.ruleset;
                 content.paths = paths.iter().map(|p| p.display().to_string()).collect();
                 let bundle = files.into_bundle();
                 content.present = bundle.present.into_iter().collect();
@@ -216,7 +223,8 @@ impl Engine {
             }
         };
         content.content_hash = content_hash(&content);
-        Ok(Compiled { book: Arc::new(RuleBook::compile(Arc::new(ruleset))?), content })
+        let book = Arc::new(RuleBook::compile(Arc::new(ruleset))?);
+        Ok(Compiled { book, content, warnings: dialect_warnings })
     }
 
     /// A client's path: a relative one is relative to the first ruleset root that has it (or to
@@ -258,6 +266,16 @@ impl Engine {
                 paths: paths.iter().map(|p| self.under_roots(Path::new(p))).collect(),
                 confined: true,
             },
+            NewRuleset::Dialect(dialect, paths) if !paths.is_empty() => {
+                let d = crate::dialect::dialect(&dialect).map_err(EngineError::invalid)?;
+                Source::Paths {
+                    paths: paths
+                        .iter()
+                        .map(|p| crate::dialect::prefixed(d, &self.under_roots(Path::new(p))))
+                        .collect(),
+                    confined: true,
+                }
+            }
             NewRuleset::Inline(text) if !text.is_empty() => {
                 self.check_inline(&text)?;
                 Source::Inline(text)
@@ -269,7 +287,7 @@ impl Engine {
             }
         };
         let compiled = self.compile(id, &source).map_err(|d| ruleset_failed(id, &d))?;
-        let warnings = warnings(compiled.book.ruleset());
+        let warnings = warnings(&compiled);
         self.insert_ruleset(id, source, 1, compiled)?;
         let info = self.ruleset_entry(id)?.info();
         Ok(RulesetOutcome { ok: true, info, diagnostics: vec![], warnings })
@@ -297,8 +315,9 @@ impl Engine {
             (other, _) => other.clone(),
         };
         match self.compile(&entry.id, &new_source) {
-            Ok(Compiled { book, mut content }) => {
-                let warnings = warnings(book.ruleset());
+            Ok(compiled) => {
+                let warnings = warnings(&compiled);
+                let Compiled { book, mut content, .. } = compiled;
                 let version = entry.current.load().version + 1;
                 content.version = version;
                 let record = record_of(&entry.id, &new_source, version, &content);

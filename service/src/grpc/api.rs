@@ -231,6 +231,7 @@ impl Sheetd for Api {
         let req = req.into_inner();
         self.call(span("LoadRuleset", "", 0), move |e, _| {
             let new = match (req.paths.is_empty(), req.inline_text.is_empty()) {
+                (false, true) if !req.dialect.is_empty() => NewRuleset::Dialect(req.dialect, req.paths),
                 (false, true) => NewRuleset::Paths(req.paths),
                 (true, false) => NewRuleset::Inline(req.inline_text),
                 _ => {

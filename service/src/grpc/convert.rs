@@ -21,7 +21,8 @@ use solver::{ModKind, ModifierSpec, Operation, Trace, TraceStep};
 /// sheet operations ([`operations`]).
 pub fn step(ops: Vec<pb::Operation>) -> Result<Step, EngineError> {
     use pb::operation::Op;
-    let is_step = |o: &pb::Operation| matches!(o.op, Some(Op::Emit(_) | Op::Choose(_) | Op::Roll(_)));
+    let is_step =
+        |o: &pb::Operation| matches!(o.op, Some(Op::Emit(_) | Op::Choose(_) | Op::Roll(_) | Op::Verb(_)));
     let Some(at) = ops.iter().position(is_step) else {
         return operations(ops).map(Step::Ops);
     };
@@ -43,8 +44,31 @@ pub fn step(ops: Vec<pb::Operation>) -> Result<Step, EngineError> {
         }
         Op::Choose(c) => Step::Choose { choice: c.choice, picks: c.picks },
         Op::Roll(r) => Step::Roll { die: r.die, value: r.value },
-        _ => unreachable!("`is_step` matched one of the three"),
+        Op::Verb(v) => verb(&v)?,
+        _ => unreachable!("`is_step` matched one of the four"),
     })
+}
+
+/// A dialect's verb as the generic step it stands for.
+fn verb(v: &pb::Verb) -> Result<Step, EngineError> {
+    use dialects::creature::game;
+    let bad =
+        |m: String| EngineError::problems(vec![Problem::of(Code::BadVerb, m).at_operation(0, Some("verb"))]);
+    crate::dialect::dialect(&v.dialect).map_err(bad)?;
+    let json: serde_json::Value =
+        serde_json::from_str(&v.json).map_err(|e| bad(format!("verb: not JSON: {e}")))?;
+    match game::step(&json).map_err(bad)? {
+        game::Step::Play(step) => Ok(step),
+        game::Step::Generic(_) => Err(bad(format!(
+            "`{}` is not a verb of the {} dialect (verbs: setup, {})",
+            v.json,
+            v.dialect,
+            game::VERBS.join(", ")
+        ))),
+        game::Step::Evaluate { .. } | game::Step::Read { .. } => Err(bad(
+            "evaluate and render_text ask a question: read the variable with Values (a feature's text is `CREATURE.Feature_Name.TEXT`)".to_owned(),
+        )),
+    }
 }
 
 /// A batch of operation messages as sheet operations; an error names the offending operation
@@ -66,10 +90,10 @@ pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
     use pb::operation::Op;
     let missing = || Box::new(Problem::of(Code::MissingOperation, "the operation is empty"));
     Ok(match op.op.ok_or_else(missing)? {
-        Op::Emit(_) | Op::Choose(_) | Op::Roll(_) => {
+        Op::Emit(_) | Op::Choose(_) | Op::Roll(_) | Op::Verb(_) => {
             return Err(Box::new(Problem::of(
                 Code::StepNotAlone,
-                "an emit, choose or roll is a step of its own, not one of a batch's operations",
+                "an emit, choose, roll or verb is a step of its own, not one of a batch's operations",
             )));
         }
         Op::AddObject(o) => {

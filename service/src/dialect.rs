@@ -1,6 +1,8 @@
-//! Rulesets written in a dialect (`--ruleset creature:PATH`, `check --dialect creature`): the
-//! dialect's files compiled to native ones, then loaded like any ruleset. One place decides how
-//! a ruleset argument is read, for `check`, `translate` and `solve`.
+//! Rulesets written in a dialect (`--ruleset creature:PATH`, `check --dialect creature`,
+//! `LoadRuleset` with a `dialect`): the dialect's files compiled to native ones, then loaded
+//! like any ruleset. One place decides how a ruleset path is read, for the commands and for
+//! the daemon (which keeps a dialect's paths as `creature:PATH`, so that a restart loads them
+//! the same way).
 
 use data::Diagnostic;
 use std::path::{Path, PathBuf};
@@ -44,10 +46,19 @@ pub struct Loaded {
     pub compiled: Option<dialects::creature::Compiled>,
 }
 
-/// Compiles a dialect's files.
+/// Compiles a dialect's files from disk.
 pub fn compile(dialect: &str, paths: &[PathBuf]) -> Result<dialects::creature::Compiled, Vec<Diagnostic>> {
+    compile_with(dialect, paths, &data::Files::disk())
+}
+
+/// Compiles a dialect's files read through `files` (its confinement and limits).
+pub fn compile_with(
+    dialect: &str,
+    paths: &[PathBuf],
+    files: &data::Files,
+) -> Result<dialects::creature::Compiled, Vec<Diagnostic>> {
     match dialect {
-        "creature" => dialects::creature::compile_paths(paths),
+        "creature" => dialects::creature::compile_with(paths, files),
         other => Err(vec![Diagnostic::nowhere(
             data::DiagCode::Layer("dialect.unknown"),
             format!("unknown dialect `{other}` (known: {})", DIALECTS.join(", ")),
@@ -55,16 +66,25 @@ pub fn compile(dialect: &str, paths: &[PathBuf]) -> Result<dialects::creature::C
     }
 }
 
-/// Loads ruleset arguments: native paths (each on top of the ones before), or the paths of one
-/// dialect (all compiled together).
+/// Loads ruleset arguments from disk: native paths (each on top of the ones before), or the
+/// paths of one dialect (all compiled together).
 pub fn load(args: &[PathBuf]) -> Result<Loaded, Vec<Diagnostic>> {
+    load_with(args, &data::Files::disk())
+}
+
+/// Like [`load`], reading through `files`.
+pub fn load_with(args: &[PathBuf], files: &data::Files) -> Result<Loaded, Vec<Diagnostic>> {
     let specs: Vec<Spec> = args.iter().map(|a| spec(a)).collect();
     let dialect = specs.iter().find_map(|s| match s {
         Spec::Dialect(d, _) => Some(*d),
         Spec::Native(_) => None,
     });
     let Some(d) = dialect else {
-        return data::load(args).map(|ruleset| Loaded { ruleset, warnings: Vec::new(), compiled: None });
+        return data::load_with(args, files).map(|ruleset| Loaded {
+            ruleset,
+            warnings: Vec::new(),
+            compiled: None,
+        });
     };
     let mut paths = Vec::new();
     for s in specs {
@@ -80,7 +100,12 @@ pub fn load(args: &[PathBuf]) -> Result<Loaded, Vec<Diagnostic>> {
             }
         }
     }
-    let compiled = compile(d, &paths)?;
+    let compiled = compile_with(d, &paths, files)?;
     let ruleset = compiled.load()?;
     Ok(Loaded { ruleset, warnings: compiled.warnings.clone(), compiled: Some(compiled) })
+}
+
+/// `path` with `dialect`'s prefix (`creature:PATH`), as the daemon keeps a dialect's paths.
+pub fn prefixed(dialect: &str, path: &std::path::Path) -> PathBuf {
+    PathBuf::from(format!("{dialect}:{}", path.display()))
 }
