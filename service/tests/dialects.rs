@@ -64,6 +64,8 @@ fn the_deva_game_plays_as_its_features_say() {
     assert_eq!(changed(&l[7], "deva.DAMAGE_REDUCTION"), Some((json!("0"), json!("3"))));
     // … so its hit of 10 takes 7.
     assert_eq!(changed(&l[8], "deva.HP"), Some((json!("136"), json!("129"))));
+    assert_eq!(changed(&l[8], "deva.ADVANTAGE_GRANTED"), Some((json!("0"), json!("1"))));
+    assert_eq!(changed(&l[9], "deva.FLYING"), None);
     // "End of turn": the reduction ends with the deva's turn.
     assert_eq!(changed(&l[9], "deva.DAMAGE_REDUCTION"), Some((json!("3"), json!("0"))));
     assert_eq!(l[9]["expired"][0]["clock"], "deva.TURN_ENDS");
@@ -89,7 +91,14 @@ fn the_deva_game_plays_as_its_features_say() {
     assert_eq!(changed(&l[19], "deva.Healing_Touch_1.USES"), Some((json!("2"), json!("3"))));
     // A rejected step is reported, and the exit status is still 0.
     assert_eq!(l[20]["error"]["code"], "events.bad_args", "{}", l[20]);
-    assert_eq!(l[21]["values"]["ogre.HP"], "49");
+    // Watchful reads the ogre by its name: at 49 HP (< 50) the deva flies at its turn's end
+    // (at step 9 the ogre had 59: no) until the start of its next turn, when Vengeful Spirit's
+    // advantage (from step 8, when it was damaged) ends too.
+    assert_eq!(changed(&l[21], "deva.FLYING"), Some((json!("0"), json!("1"))));
+    assert_eq!(changed(&l[22], "deva.FLYING"), Some((json!("1"), json!("0"))));
+    assert_eq!(changed(&l[22], "deva.ADVANTAGE_GRANTED"), Some((json!("1"), json!("0"))));
+    assert_eq!(l[22]["expired"].as_array().map(Vec::len), Some(2));
+    assert_eq!(l[23]["values"]["ogre.HP"], "49");
 }
 
 /// What the creature files become, written out, loads back with `sheetd check` and plays the
@@ -104,10 +113,10 @@ fn the_translation_checks_and_plays_the_same_game() {
     assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
     let check = sheetd(&["check", out_dir]);
     let report = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success() && report.contains("rules           16"), "{report}");
+    assert!(check.status.success() && report.contains("rules           22"), "{report}");
     let dialect = sheetd(&["check", "--dialect", "creature", &repo("docs/examples/creature")]);
     let dialect_report = String::from_utf8_lossy(&dialect.stdout);
-    assert!(dialect_report.contains("features         6") && dialect_report.contains("clocks           3"));
+    assert!(dialect_report.contains("features         8") && dialect_report.contains("clocks           3"));
     // The same counts (after the dialect's own two lines).
     let counts = |r: &str| {
         r.lines()

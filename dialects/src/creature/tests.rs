@@ -16,11 +16,11 @@ fn example() -> Vec<(String, String)> {
 #[test]
 fn the_example_compiles_loads_and_its_rules_check() {
     let c = compile_texts(&example()).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!((c.features, c.creatures), (6, 2));
+    assert_eq!((c.features, c.creatures), (8, 2));
     let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let book = events::RuleBook::compile(Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
     // 3 prelude rules; per subfeature one, per effect one, per recharge its refills.
-    assert_eq!(book.rules().len(), 16);
+    assert_eq!(book.rules().len(), 22);
     let codes: Vec<&str> = c.warnings.iter().map(|w| w.code.as_str()).collect();
     assert_eq!(codes, ["creature.under_construction"]);
     assert!(c.warnings[0].message.contains("Plane shift"), "{}", c.warnings[0].message);

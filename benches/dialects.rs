@@ -1,0 +1,138 @@
+//! The dialects' costs, each against the native-format equivalent in the same run:
+//!
+//! - `load_1000_features`: 1,000 creature features (four kinds of subfeature, in turn) given
+//!   to 100 creatures, 10 each — read, compiled to a native ruleset and its event rules checked
+//!   — against loading the translation (`sheetd translate`'s files) and checking its rules.
+//! - `replay_200_steps`: a 200-step game of 10 creatures (hits, uses, turns, rests, recharge
+//!   rolls) played from its verbs, against the same game from the generic steps they stand for
+//!   (the JSON a native game file would hold), each from a new game and its setup.
+//!
+//! `cargo bench --bench dialects`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use dialects::creature::{self, game};
+use serde_json::{Value as Json, json};
+use std::hint::black_box;
+use std::sync::Arc;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const CREATURES: usize = 100;
+const PER_CREATURE: usize = 10;
+
+/// Feature `i`: one subfeature of four kinds in turn (a passive set, a recharged action that
+/// heals, a hit that deals damage, a turn start that reduces damage until the turn ends).
+fn feature(i: usize) -> Json {
+    let sub = match i % 4 {
+        0 => json!({"trigger": "passive",
+                    "effects": [{"target": "self", "effect": ["Set N = N", "SPELLDC", "(8,INT,PROF,+,+,V0,+)"]}]}),
+        1 => json!({"trigger": "action", "recharge": [2, "short rest"],
+                    "effects": [{"target": "creature", "condition": "(creature.ALIVE)", "effect": ["Regain X hp", "V0"]}]}),
+        2 => json!({"trigger": ["hits", "self", "creature"], "conditions": "(creature.HP,0,>)",
+                    "effects": [{"target": "creature", "effect": ["Deal X damage", "(V0,2,*)"]}]}),
+        _ => json!({"trigger": ["turnstart", "self"],
+                    "effects": [{"target": "self", "effect": ["Reduce incoming damage by X", "V0"], "duration": "End of turn"}]}),
+    };
+    json!({"name": format!("Feature {i}"), "text": "The {NAME} uses feature {V0}.", "subfeatures": [sub]})
+}
+
+/// The dialect's files: the features, and the creatures with 10 each.
+fn files() -> Vec<(String, String)> {
+    let features: Vec<Json> = (0..CREATURES * PER_CREATURE).map(feature).collect();
+    let creatures: Vec<Json> = (0..CREATURES)
+        .map(|c| {
+            let uses: Vec<Json> = (0..PER_CREATURE)
+                .map(|k| json!({"feature": format!("Feature {}", c * PER_CREATURE + k), "vars": [c % 5 + 1]}))
+                .collect();
+            json!({"name": format!("m{c}"), "attributes": {"INT": 2, "PROF": 3, "MAXHP": 60, "SIZE": 5}, "features": uses})
+        })
+        .collect();
+    vec![
+        ("features.json".to_owned(), Json::Array(features).to_string()),
+        ("creatures.json".to_owned(), json!({"creatures": creatures}).to_string()),
+    ]
+}
+
+/// A 200-step game of creatures m0…m9: each step as a verb and as the generic step it stands
+/// for.
+fn game_steps() -> (Json, Vec<Json>, Vec<Json>) {
+    let setup = json!({"creatures": (0..10).map(|c| json!({"id": format!("m{c}"), "creature": format!("m{c}")})).collect::<Vec<_>>()});
+    let mut verbs = Vec::new();
+    let mut generic = Vec::new();
+    for i in 0..200 {
+        let (a, b) = (format!("m{}", i % 10), format!("m{}", (i + 3) % 10));
+        let (verb, emit) = match i % 5 {
+            0 => (
+                json!({"trigger": {"event": "hits", "creature": a, "target": b, "amount": 3}}),
+                json!({"emit": {"event": "Hits", "args": {"by": a, "target": b, "amount": 3}}}),
+            ),
+            1 => (
+                json!({"use": {"creature": a, "feature": format!("Feature {}", (i % 10) * PER_CREATURE + 1), "target": b}}),
+                json!({"emit": {"event": "Use", "args": {"who": a, "feature": format!("Feature {}", (i % 10) * PER_CREATURE + 1), "target": b}}}),
+            ),
+            2 => (
+                json!({"trigger": {"event": "turnstart", "creature": a}}),
+                json!({"emit": {"event": "TurnStart", "args": {"who": a}}}),
+            ),
+            3 => (
+                json!({"trigger": {"event": "turnend", "creature": a}}),
+                json!({"emit": {"event": "TurnEnd", "args": {"who": a}}}),
+            ),
+            _ => (json!({"rest": {"kind": "short"}}), json!({"emit": {"event": "ShortRest", "args": {}}})),
+        };
+        verbs.push(verb);
+        generic.push(emit);
+    }
+    (setup, verbs, generic)
+}
+
+fn bench_dialects(c: &mut Criterion) {
+    let files = files();
+    let compiled = creature::compile_texts(&files).expect("the generated features compile");
+    let native: Vec<(String, String)> = compiled.files.clone();
+    let mut g = c.benchmark_group("dialects");
+    g.sample_size(20);
+    g.bench_function("load_1000_features/dialect", |b| {
+        b.iter(|| {
+            let c = creature::compile_texts(black_box(&files)).expect("compiles");
+            let r = c.load().expect("loads");
+            events::RuleBook::compile(Arc::new(r)).expect("rules check")
+        })
+    });
+    g.bench_function("load_1000_features/native", |b| {
+        b.iter(|| {
+            let r = data::load_texts(black_box(&native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
+                .expect("loads");
+            events::RuleBook::compile(Arc::new(r)).expect("rules check")
+        })
+    });
+    let book = Arc::new(events::RuleBook::compile(Arc::new(compiled.load().expect("loads"))).expect("rules"));
+    let (setup, verbs, generic) = game_steps();
+    let setup = game::setup(&setup).expect("a setup");
+    // Both games end the same.
+    let play = |steps: &mut dyn Iterator<Item = events::Step>| {
+        let mut game = events::Game::new(book.clone()).expect("a game");
+        game.apply(&setup).expect("set up");
+        for s in steps {
+            let _ = game.apply(&s);
+        }
+        game
+    };
+    let from_verbs = |verbs: &[Json]| {
+        play(&mut verbs.iter().map(|v| match game::step(v).expect("a verb") {
+            game::Step::Play(s) => s,
+            other => panic!("not a play: {other:?}"),
+        }))
+    };
+    let from_generic =
+        |steps: &[Json]| play(&mut steps.iter().map(|s| sheetd::cli::steps::game_step(s).expect("a step")));
+    let (a, b) = (from_verbs(&verbs), from_generic(&generic));
+    assert_eq!(a.character().sheet().values(), b.character().sheet().values());
+    g.bench_function("replay_200_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
+    g.bench_function("replay_200_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
+    g.finish();
+}
+
+criterion_group!(benches, bench_dialects);
+criterion_main!(benches);
