@@ -19,21 +19,25 @@
 //!   one object per creature, one rule per subfeature and effect); its game files' setup and
 //!   verbs made into sheetd's generic steps.
 //!
+//! - [`rulescript`]: RuleScript's syntax — a card's properties and statements, with spans,
+//!   its commands, abilities and events checked, Python outside the expression subset refused.
+//!
 //! ## What it does not do
 //! It evaluates nothing: what it writes is loaded by `data`, its rules compiled by `events`,
-//! and run by the `solver`; commands and the API live in the service. It does not read
-//! RuleScript cards yet.
+//! and run by the `solver`; commands and the API live in the service. It does not compile
+//! RuleScript cards to rules yet: it reads and checks their syntax.
 //!
 //! ## Main types
 //! [`postfix::compile`] → [`postfix::Compiled`] (a native formula and the `store` steps);
 //! [`template::parse`] → [`template::Template`]; [`creature::compile_paths`] →
 //! [`creature::Compiled`] (native files, warnings); [`creature::game::step`] →
-//! [`creature::game::Step`]; [`Error`]: every error, with its code and the byte span it points
+//! [`creature::game::Step`]; [`rulescript::parse`] → [`rulescript::Rules`]; [`Error`]: every error, with its code and the byte span it points
 //! at.
 
 pub mod creature;
 pub mod postfix;
 pub mod prelude;
+pub mod rulescript;
 pub mod template;
 
 use std::fmt;

@@ -1,0 +1,225 @@
+//! RuleScript's syntax: every example of the seed (`../shared/seeds/rulescript.txt`) reads, the
+//! first one into exactly its parts; every refusal has its code and points at its text.
+
+use super::*;
+
+fn rules(text: &str) -> Rules {
+    parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
+fn statements(text: &str) -> Vec<Statement> {
+    let r = rules(text);
+    match &r.properties.last().expect("a property").value {
+        Value::Statements(s) => s.clone(),
+        other => panic!("{text:?}: {other:?}"),
+    }
+}
+
+/// *RuleScript* (the seed's opening example), read into its parts.
+#[test]
+fn the_opening_example_reads_into_its_parts() {
+    let text = "target = character\nvars = _coin := flipCoin()\naction = {F}: [[if _coin]] bp(+500) target(tgt.0) [[else]] damage(300) to(this)\n";
+    let r = rules(text);
+    assert_eq!(r.properties.len(), 3);
+    assert_eq!(r.properties[0].key, Key::Target { volitional: false });
+    let Value::Filters(f) = &r.properties[0].value else { panic!() };
+    assert_eq!(f[0].kind, "character");
+    let Value::Vars(v) = &r.properties[1].value else { panic!() };
+    assert_eq!(v[0].0.text, "_coin");
+    assert!(matches!(&v[0].1, Expr::Call(n, args, _) if n == "flipCoin" && args.is_empty()));
+    let Value::Statements(s) = &r.properties[2].value else { panic!() };
+    let s = &s[0];
+    assert_eq!(s.costs, [Cost { kind: 'F', arg: None, span: 56..57 }]);
+    assert_eq!(&text[s.costs[0].span.clone()], "F");
+    assert!(matches!(&s.cond, Some(Cond::If(Expr::Path(p, _))) if p == &["_coin"]));
+    let Effect::Command { name, args, .. } = &s.then.effects[0].1 else { panic!() };
+    assert_eq!((name.text.as_str(), args[0].text.as_str()), ("bp", "+500"));
+    assert_eq!(s.then.to.as_ref().map(|t| t.filters[0].kind.as_str()), Some("tgt.0"));
+    let otherwise = s.otherwise.as_ref().expect("an else branch");
+    let Effect::Command { name, args, .. } = &otherwise.effects[0].1 else { panic!() };
+    assert_eq!((name.text.as_str(), args[0].text.as_str()), ("damage", "300"));
+    assert_eq!(otherwise.to.as_ref().map(|t| t.filters[0].kind.as_str()), Some("this"));
+}
+
+/// Every other example of the seed reads (each line names its section).
+#[test]
+fn every_example_of_the_seed_reads() {
+    let cards = [
+        // *Commenting*
+        "#target = players\naction = trash(5) # Anything after the hash sign is ignored",
+        // *Label Property*
+        "label  = \"Action button 1\"\naction = draw()\nlabel  = Action button 2\naction = trash(2)",
+        // *Requisite Property*
+        "requisite = character<1>@oppRing\naction = draw()",
+        // *Variables Property*
+        "vars = _cards := getTargets('*s@myDiscards')\naction = {F}: [[if _cards.size > 0]] bp(+500) to(*[bp<=300])",
+        // *Target Filter statement*, its examples and each segment's
+        "target = character<1>[powerful]@anyDeck\naction = draw()",
+        "target = *@discards\naction = draw()",
+        "target = character@myRing; character@oppRing\naction = destroy()",
+        "target = <2>action@oppDiscards\naction = moveTo(hand)",
+        "target = <,5>*@myDeck\naction = moveTo(hand)",
+        "target = <r3>character@hand\naction = discard()",
+        "target = players\naction = draw()",
+        "target = character&warrior\naction = bp(+100)",
+        "target = !\"Emulate\"[action]@oppDiscards\naction = moveTo(removed)",
+        "target = *s@myDeck\naction = shuffle()",
+        "target = character<1>@anyDeck\naction = draw()",
+        "target = *s<-2>@deck\naction = moveTo(hand)",
+        "target = characters[bp<=400]@ring\naction = bp(+100)",
+        "target = *s[backedup & attack, -frozen]\naction = freeze()",
+        // *[[cond]]*
+        "action = [[ may 'Draw a card?' ]] draw()",
+        "action = [[if all card.bp <= 300 in me.ring]] bp(+200)",
+        "action = [[if me.sp < opp.sp]] sp(+1)",
+        // *effect*
+        "action = prophecy(3, top) & shuffle?(deck)",
+        "action = discard(character) || destroy()",
+        "action = draw(); draw() target(opp)",
+        // *Action Abilities*
+        "action = +frosted oppUeot",
+        "action = +cantplayac to(opp)",
+        // *to(target filter)*
+        "action = destroy() target(character@myRing); destroy() target(character@oppRing)",
+        "action = moveTo(deck) from?(*s@hand)",
+        // *Auto Statement*
+        "auto = ~myDrawPhase~ draw() target(me)",
+        "auto = ~powerless,backedUp~ damage(100)",
+        "auto = ~oppEndPhase:once~ destroy() target(<r>character@oppRing)",
+        // *Abilities Property*
+        "abilities = unblockable, rush",
+    ];
+    for card in cards {
+        rules(card);
+    }
+    // A few of them, in detail.
+    let s = statements("action = prophecy(3, top) & shuffle?(deck)");
+    assert_eq!(s[0].then.effects.len(), 2);
+    assert!(matches!(&s[0].then.effects[1], (Op::Then, Effect::Command { ask: true, .. })));
+    let s = statements("action = discard(character) || destroy()");
+    assert_eq!(s[0].then.effects[1].0, Op::Or);
+    let s = statements("action = +frosted oppUeot");
+    assert_eq!(s[0].restriction.as_ref().map(|r| (r.opponent, r.until)), Some((true, Until::EndOfTurn)));
+    let s = statements("auto = ~oppEndPhase:once~ destroy() target(<r>character@oppRing)");
+    assert_eq!((s[0].events[0].whose.as_str(), s[0].events[0].name.as_str()), ("opp", "endphase"));
+    assert_eq!(s[0].events[0].suffixes, ["once"]);
+    let f = &s[0].then.to.as_ref().expect("a target").filters[0];
+    assert_eq!(
+        (f.qty.as_deref(), f.kind.as_str(), f.zone.as_deref()),
+        (Some("r"), "character", Some("oppring"))
+    );
+    let s = statements("action = [[if all card.bp <= 300 in me.ring]] bp(+200)");
+    assert!(matches!(&s[0].cond, Some(Cond::If(Expr::All(item, list, _)))
+        if matches!(**item, Expr::Binary(BinOp::Le, _, _, _)) && matches!(&**list, Expr::Path(p, _) if p == &["me", "ring"])));
+    // Case-insensitive: keys, commands and keywords.
+    let s = statements("ACTION = {f}: BP(x2) & Bp(=100) MyUeot");
+    assert_eq!(s[0].costs[0].kind, 'F');
+    assert_eq!(s[0].restriction.as_ref().map(|r| r.until), Some(Until::EndOfTurn));
+}
+
+/// Each refusal: its code and the text it points at.
+// long: a table of cases, one line each.
+#[test]
+fn bad_rules_are_refused_with_a_code_at_the_text() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("cost = 1", "rulescript.unknown_key", "cost"),
+        ("action = draw(1", "rulescript.syntax", "(1"),
+        ("action = fly(3)", "rulescript.unknown_command", "fly"),
+        ("action = bp(+100) & teleport()", "rulescript.unknown_command", "teleport"),
+        ("action = +flying", "rulescript.unknown_ability", "flying"),
+        ("abilities = rush, flying", "rulescript.unknown_ability", "flying"),
+        ("auto = ~myLunchPhase~ draw()", "rulescript.unknown_event", "myLunchPhase"),
+        ("auto = ~attacks:twice~ draw()", "rulescript.unknown_event", "attacks:twice"),
+        // A restriction on a statement whose effects happen once.
+        ("action = damage(300) ueot", "rulescript.restriction", "ueot"),
+        ("action = draw() & sp(+1) oppUynt", "rulescript.restriction", "oppUynt"),
+        ("action = {Q}: draw()", "rulescript.syntax", "Q"),
+        ("action = {F} draw()", "rulescript.syntax", ""),
+        ("action = [[perhaps]] draw()", "rulescript.syntax", "perhaps"),
+        ("action = draw() later", "rulescript.syntax", "later"),
+        ("action = draw() draw()", "rulescript.syntax", "draw()"),
+        (
+            "auto = ?oppCanBlock:this? [[if opp.ring.size > 1]]",
+            "rulescript.syntax",
+            "?oppCanBlock:this? [[if opp.ring.size > 1]]",
+        ),
+        ("action = {D}: [[if]] draw()", "rulescript.syntax", "if"),
+        ("label draw", "rulescript.syntax", "label draw"),
+        // Python outside the subset, each named.
+        ("action = [[if [c for c in me.ring]]] draw()", "rulescript.python", "["),
+        ("action = [[if lambda: 1]] draw()", "rulescript.python", "lambda"),
+        ("vars = _n := len(me.hand)", "rulescript.python", "len"),
+        ("vars = _n := me.hand.count(1)", "rulescript.python", "count"),
+        ("action = [[if me.sp ** 2 > 3]] draw()", "rulescript.python", "**"),
+        ("action = [[if me.sp / 2 > 3]] draw()", "rulescript.python", "/"),
+        ("action = [[if 1 < me.sp < 3]] draw()", "rulescript.python", "<"),
+        ("action = [[if me.sp if True else 0]] draw()", "rulescript.python", "if"),
+        ("vars = _x := 1.5", "rulescript.python", "1.5"),
+        ("vars = _x := {1: 2}", "rulescript.python", "{"),
+        ("vars = _x := __import__('os')", "rulescript.python", "__import__"),
+        ("vars = x", "rulescript.syntax", "x"),
+    ];
+    for (text, code, at) in cases {
+        let e = parse(text).map(|r| format!("{r:?}")).expect_err(text);
+        assert_eq!((e.code, &text[e.span.clone()]), (*code, *at), "{text}: {}", e.message);
+    }
+}
+
+/// Nothing the reader is given makes it panic, and every error lies inside the text.
+#[test]
+fn any_text_reads_or_is_an_error_inside_it() {
+    use proptest::prelude::*;
+    let parts = prop::collection::vec(
+        prop::sample::select(vec![
+            "action",
+            "auto",
+            "target",
+            "vars",
+            " = ",
+            "\n",
+            "{F}:",
+            "[[",
+            "]]",
+            "if ",
+            "me.sp",
+            " < ",
+            "opp.sp",
+            "bp(",
+            "+500",
+            ")",
+            " & ",
+            " && ",
+            " || ",
+            "to(",
+            "character@ring",
+            ";",
+            "~",
+            "myDrawPhase",
+            ":once",
+            "+frosted",
+            " ueot",
+            "all ",
+            " in ",
+            "(",
+            "'",
+            "\"",
+            "#",
+            "[",
+            "]",
+            "lambda",
+            ":=",
+            "_x",
+            "0",
+            "{",
+            "}",
+        ]),
+        0..40,
+    );
+    proptest!(|(parts in parts)| {
+        let text: String = parts.concat();
+        if let Err(e) = parse(&text) {
+            prop_assert!(e.span.start <= e.span.end && e.span.end <= text.len(), "{text:?}: {e:?}");
+            prop_assert!(text.is_char_boundary(e.span.start) && text.is_char_boundary(e.span.end));
+        }
+    });
+}
