@@ -344,7 +344,21 @@ fn noun(text: &str, v: &Value<'_>) -> Result<(Noun, Range<usize>), Error> {
                 s.span,
             ));
         }
-        _ => Noun::Named(s.text.clone()),
+        _ if s.text.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            Noun::Named(s.text.clone())
+        }
+        _ => {
+            return Err(err(
+                codes::NOUN,
+                format!(
+                    "`{}` is no noun: self, creature, creatures, any, or a creature's id (a letter, then letters, digits and `_`)",
+                    s.text
+                ),
+                s.span,
+            ));
+        }
     };
     Ok((n, s.span))
 }

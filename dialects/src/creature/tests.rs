@@ -146,6 +146,8 @@ fn bad_features_are_refused_with_a_code_at_the_text() {
             "\"Until overridden or dead\"",
         ),
         (r#"{"trigger": "action", "recharge": [1, "7-8"]}"#, "creature.recharge", "\"7-8\""),
+        // A creature's id is a word: `$this` would read as the events layer's own name.
+        (r#"{"trigger": ["attacks", "creature", "$this"]}"#, "creature.noun", "\"$this\""),
         (r#"{"trigger": "action", "recharge": [1]}"#, "creature.recharge", "[1]"),
         (r#"{"trigger": "action", "cost": 1}"#, "creature.shape", "\"cost\""),
         (
