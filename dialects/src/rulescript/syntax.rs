@@ -472,11 +472,12 @@ fn split_points(text: &str, sep: &str) -> Vec<usize> {
             (_, Some(_)) => {}
             (b'(' | b'[' | b'{', None) => depth += 1,
             (b')' | b']' | b'}', None) => depth -= 1,
-            _ if depth == 0 && text[i..].starts_with(sep) => {
+            // (`sep` is ASCII: where it matches is a character boundary.)
+            _ if depth == 0 && bytes[i..].starts_with(sep.as_bytes()) => {
                 // `=` alone: not part of `==`, `<=`, `>=`, `!=`, `:=`.
                 let lone = sep != "="
-                    || (!text[i + 1..].starts_with('=')
-                        && !matches!(text[..i].chars().last(), Some('=' | '<' | '>' | '!' | ':')));
+                    || (bytes.get(i + 1) != Some(&b'=')
+                        && !(i > 0 && matches!(bytes[i - 1], b'=' | b'<' | b'>' | b'!' | b':')));
                 if lone {
                     out.push(i);
                     i += sep.len();
@@ -944,10 +945,11 @@ fn tokens(text: &str, at: usize) -> Result<Vec<(Tok, Span)>, Error> {
     let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        let c = b[i] as char;
+        // (`i` is always at a character boundary: tokens end on ASCII or at a whole character.)
+        let Some(c) = text[i..].chars().next() else { break };
         let start = i;
         if c.is_whitespace() {
-            i += 1;
+            i += c.len_utf8();
             continue;
         }
         if c.is_ascii_digit() {

@@ -212,6 +212,9 @@ fn any_text_reads_or_is_an_error_inside_it() {
             "0",
             "{",
             "}",
+            "ĩ",
+            "=",
+            "é ",
         ]),
         0..40,
     );
