@@ -43,8 +43,8 @@ pub struct Compiled {
     pub files: Vec<(String, String)>,
     /// Effects and durations that load and do nothing, each at its text.
     pub warnings: Vec<Diagnostic>,
-    pub features: usize,
-    pub creatures: usize,
+    /// What the dialect read, counted: `("features", 8)`, `("creatures", 2)`.
+    pub counts: Vec<(&'static str, usize)>,
 }
 
 impl Compiled {
@@ -103,8 +103,7 @@ pub fn compile_texts(files: &[(String, String)]) -> Result<Compiled, Vec<Diagnos
         Ok((prelude, body)) => Ok(Compiled {
             files: vec![(PRELUDE_FILE.to_owned(), prelude), (CREATURES_FILE.to_owned(), body)],
             warnings,
-            features,
-            creatures,
+            counts: vec![("features", features), ("creatures", creatures)],
         }),
         Err(errors) => Err(errors.iter().map(|(i, e)| diagnostic(&sources[*i], e)).collect()),
     }
@@ -140,6 +139,11 @@ pub fn compile_paths(paths: &[PathBuf]) -> Result<Compiled, Vec<Diagnostic>> {
 
 /// Reads and compiles the dialect's files under `paths` through `files`.
 pub fn compile_with(paths: &[PathBuf], files: &Files) -> Result<Compiled, Vec<Diagnostic>> {
+    compile_texts(&read_all(paths, files)?)
+}
+
+/// The `.json` files under `paths` (see [`files_of`]), read through `files`: (name, text).
+pub fn read_all(paths: &[PathBuf], files: &Files) -> Result<Vec<(String, String)>, Vec<Diagnostic>> {
     let mut texts = Vec::new();
     let mut errors = Vec::new();
     for f in files_of(paths, files)? {
@@ -148,10 +152,7 @@ pub fn compile_with(paths: &[PathBuf], files: &Files) -> Result<Compiled, Vec<Di
             Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, e)),
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    compile_texts(&texts)
+    if errors.is_empty() { Ok(texts) } else { Err(errors) }
 }
 
 #[cfg(test)]

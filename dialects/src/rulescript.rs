@@ -3,14 +3,65 @@
 //! values are statements: `{F}: [[if _coin]] bp(+500) target(tgt.0) [[else]] damage(300)
 //! to(this)`.
 //!
-//! [`syntax`] reads a card's rules text into a syntax tree with the byte span of every part, so
-//! that each error — an unknown property, command, ability or event, a restriction on a
-//! statement whose effects do not last, Python outside the subset of expressions the seed's
-//! examples use — points at its text. Compiling the tree to native rules is not built yet.
+//! - [`syntax`] reads a card's rules text into a syntax tree with the byte span of every part,
+//!   so that each error — an unknown property, command, ability or event, a restriction on a
+//!   statement whose effects do not last, Python outside the subset of expressions the seed's
+//!   examples use — points at its text.
+//! - [`cards`] reads card databases (JSON: name, type, printed BP, rules).
+//! - [`write`] compiles the cards to a native ruleset with event rules on the prelude (players,
+//!   cards, zones, turns): abilities, action statements with their costs, conditions, targets,
+//!   effects in the order written and restrictions. Not yet: `auto` statements, `vars`,
+//!   `requisite`, `[[may]]`, `||`, and the commands that need cards' identities in piles.
+//! - [`game`] reads the dialect's game files: setup and verbs.
 
+pub mod cards;
+pub mod game;
 pub mod syntax;
+pub mod write;
 
 pub use syntax::*;
+
+use data::{Diagnostic, Files, SourceFile};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The file name the compiled cards are written as (after the prelude's).
+pub const CARDS_FILE: &str = "10-cards.toml";
+pub const PRELUDE_FILE: &str = "00-prelude.toml";
+
+/// Compiles card databases given as (name, text), in order.
+pub fn compile_texts(files: &[(String, String)]) -> Result<crate::creature::Compiled, Vec<Diagnostic>> {
+    let sources: Vec<Arc<SourceFile>> =
+        files.iter().map(|(n, t)| SourceFile::new(n, Arc::from(t.as_str()))).collect();
+    let mut cards = Vec::new();
+    let mut errors = Vec::new();
+    for (i, src) in sources.iter().enumerate() {
+        match cards::file(src.text()) {
+            Ok(c) => cards.extend(c.into_iter().map(|c| (i, c))),
+            Err(e) => errors.push(crate::creature::diagnostic(src, &e)),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let n = cards.len();
+    match write::compile(&cards) {
+        Ok(body) => Ok(crate::creature::Compiled {
+            files: vec![(PRELUDE_FILE.to_owned(), write::PRELUDE.to_owned()), (CARDS_FILE.to_owned(), body)],
+            warnings: Vec::new(),
+            counts: vec![("cards", n)],
+        }),
+        Err(errors) => {
+            Err(errors.iter().map(|(i, e)| crate::creature::diagnostic(&sources[*i], e)).collect())
+        }
+    }
+}
+
+/// Reads and compiles the card databases under `paths` (`.json` files, or directories of them)
+/// through `files`.
+pub fn compile_with(paths: &[PathBuf], files: &Files) -> Result<crate::creature::Compiled, Vec<Diagnostic>> {
+    compile_texts(&crate::creature::read_all(paths, files)?)
+}
 
 #[cfg(test)]
 mod tests;

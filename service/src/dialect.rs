@@ -8,7 +8,7 @@ use data::Diagnostic;
 use std::path::{Path, PathBuf};
 
 /// The dialects sheetd reads.
-pub const DIALECTS: &[&str] = &["creature"];
+pub const DIALECTS: &[&str] = &["creature", "rulescript"];
 
 /// A ruleset argument: a native ruleset's path, or `DIALECT:PATH`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +59,7 @@ pub fn compile_with(
 ) -> Result<dialects::creature::Compiled, Vec<Diagnostic>> {
     match dialect {
         "creature" => dialects::creature::compile_with(paths, files),
+        "rulescript" => dialects::rulescript::compile_with(paths, files),
         other => Err(vec![Diagnostic::nowhere(
             data::DiagCode::Layer("dialect.unknown"),
             format!("unknown dialect `{other}` (known: {})", DIALECTS.join(", ")),
@@ -108,4 +109,20 @@ pub fn load_with(args: &[PathBuf], files: &data::Files) -> Result<Loaded, Vec<Di
 /// `path` with `dialect`'s prefix (`creature:PATH`), as the daemon keeps a dialect's paths.
 pub fn prefixed(dialect: &str, path: &std::path::Path) -> PathBuf {
     PathBuf::from(format!("{dialect}:{}", path.display()))
+}
+
+/// A game file's step in `dialect`: a verb made into what runs, or a generic step as it is.
+pub fn game_step(dialect: &str, step: &serde_json::Value) -> Result<dialects::creature::game::Step, String> {
+    match dialect {
+        "rulescript" => dialects::rulescript::game::step(step),
+        _ => dialects::creature::game::step(step),
+    }
+}
+
+/// A game file's setup in `dialect`, as one batch.
+pub fn game_setup(dialect: &str, setup: &serde_json::Value) -> Result<events::Step, String> {
+    match dialect {
+        "rulescript" => dialects::rulescript::game::setup(setup),
+        _ => dialects::creature::game::setup(setup),
+    }
 }

@@ -448,6 +448,50 @@ async fn the_deva_game_over_grpc() {
     server.stop();
 }
 
+/// RuleScript over gRPC: the example's cards loaded as a dialect, the game's setup and verbs
+/// sent as `Verb` operations, a target chosen with `choose`: the same values as the CLI's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rulescript_game_over_grpc() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let root = examples.display().to_string();
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(examples.join("rulescript-game.json")).expect("the game"),
+    )
+    .expect("json");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &["--ruleset-root", &root]);
+    let mut c = server.client().await;
+    let load = pb::LoadRulesetRequest {
+        id: "cards".into(),
+        paths: vec!["rulescript".into()],
+        inline_text: String::new(),
+        dialect: "rulescript".into(),
+    };
+    assert!(c.load_ruleset(load).await.expect("loads").into_inner().ok);
+    let verb = |json: &serde_json::Value| pb::Operation {
+        op: Some(pb::operation::Op::Verb(pb::Verb { dialect: "rulescript".into(), json: json.to_string() })),
+        cause: String::new(),
+    };
+    let setup = verb(&serde_json::json!({"setup": file["setup"]}));
+    let create =
+        pb::CreateSheetRequest { ruleset_id: "cards".into(), id: "g".into(), operations: vec![setup] };
+    c.create_sheet(create).await.expect("creates");
+    let mut rejected = Vec::new();
+    for (i, s) in file["steps"].as_array().expect("steps").iter().enumerate() {
+        let op = if s.get("choose").is_some() { ops(&[&s.to_string()]) } else { vec![verb(s)] };
+        if let Err(e) = c.apply(apply("g", None, op)).await {
+            rejected.push((i, e.code()));
+        }
+    }
+    // The pick that was not offered.
+    assert_eq!(rejected, [(5, Code::InvalidArgument)]);
+    let names = ["w1.BP", "g1.BP", "me.SP", "me.HP", "me.HAND", "s1.BP", "g1.FROSTED", "opp.CANTPLAYAC"];
+    let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
+    assert_eq!(names.map(|n| value_of(&now.values, n)), ["1000", "-100", "4", "3500", "4", "400", "0", "0"]);
+    drop(c);
+    server.stop();
+}
+
 /// A ruleset that applies modifiers as added (`docs/examples/cards`), loaded inline: the
 /// card played first applies first, and Explain says which order its steps follow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -32,7 +32,11 @@ fn fired(line: &Json) -> Vec<String> {
 }
 
 fn game(ruleset: &str) -> Output {
-    sheetd(&["solve", "--ruleset", ruleset, "--sheet", &repo("docs/examples/creature-game.json"), "--json"])
+    play(ruleset, "docs/examples/creature-game.json")
+}
+
+fn play(ruleset: &str, game: &str) -> Output {
+    sheetd(&["solve", "--ruleset", ruleset, "--sheet", &repo(game), "--json"])
 }
 
 /// The seed's examples through a game: the deva's TEXT renders exactly as the seed shows, the
@@ -172,7 +176,7 @@ fn bad_creature_files_are_refused_at_their_text() {
     // An unknown dialect is a usage error.
     let out = sheetd(&["check", "--dialect", "klingon", path]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dialect `klingon` (known: creature)"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dialect `klingon` (known: creature, rulescript)"));
     // A game file that is not valid: exit 1.
     let g = dir.path().join("g.json");
     std::fs::write(&g, r#"{"dialect": "creature", "setup": {"monsters": []}, "steps": []}"#).expect("write");
@@ -185,4 +189,96 @@ fn bad_creature_files_are_refused_at_their_text() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `monsters` in `setup`"));
+}
+
+/// RuleScript cards through a game: effects in the order written (`bp(+200) & bp(x2)` on 300
+/// is 1000), a cost that cannot be paid, a target chosen (an option not offered refused),
+/// `[[if]]` and `[[else]]`, `all … in`, abilities added until a turn's end, restrictions
+/// expiring on the turn clocks.
+#[test]
+fn the_rulescript_game_plays_as_its_cards_say() {
+    let out = play(
+        &format!("rulescript:{}", repo("docs/examples/rulescript")),
+        "docs/examples/rulescript-game.json",
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let l = json_lines(&out);
+    // *Action Statement*, the issue's own: `{F}: bp(+200) & bp(x2)` on 300 gives 1000, and
+    // the card is frozen to pay.
+    assert_eq!(changed(&l[1], "w1.BP"), Some((json!("300"), json!("1000"))));
+    assert_eq!(changed(&l[1], "w1.FROZEN"), Some((json!("0"), json!("1"))));
+    // Frozen, the cost {F} cannot be paid: the firing is refused with the guard's code.
+    assert_eq!(l[2]["fired"][0]["error"]["code"], "solver.guard_failed", "{}", l[2]);
+    assert_eq!(changed(&l[2], "w1.BP"), None);
+    // The target is asked: only the opponent's characters in the ring are offered.
+    assert_eq!(l[4]["pending"]["options"], json!(["g1"]), "{}", l[4]);
+    assert_eq!(l[5]["error"]["code"], "events.bad_pick", "{}", l[5]);
+    // damage(300) to a character lowers its BP; +frosted lasts until the opponent's turn ends.
+    assert_eq!(changed(&l[6], "g1.BP"), Some((json!("200"), json!("-100"))));
+    assert_eq!(changed(&l[6], "g1.FROSTED"), Some((json!("0"), json!("1"))));
+    // [[if me.sp < opp.sp]] sp(+1) [[else]] hp(+500): 2 < 4, 3 < 4, then 4 is not.
+    assert_eq!(changed(&l[8], "me.SP"), Some((json!("2"), json!("3"))));
+    assert_eq!(changed(&l[9], "me.SP"), Some((json!("3"), json!("4"))));
+    assert_eq!(changed(&l[10], "me.HP"), Some((json!("3000"), json!("3500"))));
+    // [[if all card.bp <= 300 in me.ring]]: the warrior has 1000, so nothing is drawn.
+    assert_eq!(changed(&l[12], "me.HAND"), None);
+    assert!(l[12]["fired"].is_null(), "{}", l[12]);
+    // +cantplayac to(opp) uynt; {D}: bp(=1000) ueot pays a card from the hand.
+    assert_eq!(changed(&l[14], "opp.CANTPLAYAC"), Some((json!("0"), json!("1"))));
+    assert_eq!(changed(&l[16], "me.HAND"), Some((json!("5"), json!("4"))));
+    assert_eq!(changed(&l[16], "s1.BP"), Some((json!("400"), json!("1000"))));
+    // ueot: the end of my turn; oppUeot: the end of the opponent's; uynt: my next turn.
+    assert_eq!(changed(&l[17], "s1.BP"), Some((json!("1000"), json!("400"))));
+    assert_eq!(changed(&l[19], "g1.FROSTED"), Some((json!("1"), json!("0"))));
+    assert_eq!(changed(&l[20], "opp.CANTPLAYAC"), Some((json!("1"), json!("0"))));
+    assert_eq!(l[21]["values"]["w1.BP"], "1000");
+    // The translation plays the same game.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out_dir = dir.path().join("cards");
+    let out_dir = out_dir.to_str().expect("a UTF-8 path");
+    let t = sheetd(&[
+        "translate",
+        "--dialect",
+        "rulescript",
+        &repo("docs/examples/rulescript"),
+        "--out",
+        out_dir,
+    ]);
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    assert!(sheetd(&["check", out_dir]).status.success());
+    let native = play(out_dir, "docs/examples/rulescript-game.json");
+    let strip = |o: &Output| String::from_utf8_lossy(&o.stdout).replace(&format!("{out_dir}/"), "");
+    assert_eq!(strip(&native), strip(&out));
+}
+
+/// Bad cards are refused at their text inside the JSON, each with its code: an unknown
+/// command, Python outside the subset, a restriction on effects that do not last, and what
+/// sheetd's RuleScript does not run yet.
+#[test]
+fn bad_cards_are_refused_at_their_text() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cases = [
+        ("action = fly(2)", "rulescript.unknown_command", "fly"),
+        ("action = [[if len(me.hand) > 2]] draw()", "rulescript.python", "len"),
+        ("action = damage(300) ueot", "rulescript.restriction", "ueot"),
+        ("auto = ~myDrawPhase~ draw()", "rulescript.unsupported", "auto"),
+        (
+            "action = discard(character) || destroy()",
+            "rulescript.unsupported",
+            "discard(character) || destroy()",
+        ),
+    ];
+    for (rule, code, at) in cases {
+        let f = dir.path().join("cards.json");
+        let text = format!(
+            "[{{\"name\": \"X\", \"type\": \"character\", \"bp\": 100,\n  \"rules\": [\"{rule}\"]}}]"
+        );
+        std::fs::write(&f, &text).expect("write");
+        let out = sheetd(&["check", "--dialect", "rulescript", f.to_str().expect("UTF-8")]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{rule}: {err}");
+        // file:line:col inside the rules' line in the JSON.
+        let col = text.lines().nth(1).and_then(|l| l.find(at)).map(|c| c + 1).expect("the text");
+        assert!(err.contains(code) && err.contains(&format!("cards.json:2:{col}")), "{rule}: {err}");
+    }
 }

@@ -79,7 +79,7 @@ pub fn setup(setup: &Json) -> Result<Play, String> {
 }
 
 /// A value given in JSON as an input: a number (exactly), a boolean or text.
-fn input(v: &Json) -> Result<formula::Value, String> {
+pub(crate) fn input(v: &Json) -> Result<formula::Value, String> {
     match v {
         Json::Number(n) => formula::parse_decimal(&n.to_string()).map(formula::Value::Number),
         Json::String(s) => Ok(formula::parse_decimal(s)
@@ -91,7 +91,7 @@ fn input(v: &Json) -> Result<formula::Value, String> {
 }
 
 /// A value given in JSON as an event argument's text.
-fn arg(v: &Json) -> Result<String, String> {
+pub(crate) fn arg(v: &Json) -> Result<String, String> {
     match v {
         Json::String(s) => Ok(s.clone()),
         Json::Number(n) => Ok(n.to_string()),
@@ -100,7 +100,7 @@ fn arg(v: &Json) -> Result<String, String> {
     }
 }
 
-fn text(o: &Map<String, Json>, key: &str, what: &str) -> Result<String, String> {
+pub(crate) fn text(o: &Map<String, Json>, key: &str, what: &str) -> Result<String, String> {
     match o.get(key) {
         Some(Json::String(s)) => Ok(s.clone()),
         Some(_) => Err(format!("{what}: `{key}` is not a string")),
@@ -108,7 +108,7 @@ fn text(o: &Map<String, Json>, key: &str, what: &str) -> Result<String, String> 
     }
 }
 
-fn fields<'a>(v: &'a Json, verb: &str, known: &[&str]) -> Result<&'a Map<String, Json>, String> {
+pub(crate) fn fields<'a>(v: &'a Json, verb: &str, known: &[&str]) -> Result<&'a Map<String, Json>, String> {
     let o = v.as_object().ok_or_else(|| format!("`{verb}` takes an object of fields"))?;
     if let Some(k) = o.keys().find(|k| !known.contains(&k.as_str())) {
         return Err(format!("unknown field `{k}` of `{verb}` (expected {})", known.join(", ")));

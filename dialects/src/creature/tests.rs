@@ -16,7 +16,7 @@ fn example() -> Vec<(String, String)> {
 #[test]
 fn the_example_compiles_loads_and_its_rules_check() {
     let c = compile_texts(&example()).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!((c.features, c.creatures), (8, 2));
+    assert_eq!(c.counts, [("features", 8), ("creatures", 2)]);
     let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let book = events::RuleBook::compile(Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
     // 3 prelude rules; per subfeature one, per effect one, per recharge its refills.

@@ -587,7 +587,8 @@ impl<'a> Cur<'a> {
     }
     fn eat(&mut self, s: &str) -> bool {
         self.ws();
-        let ok = self.rest().len() >= s.len() && self.rest()[..s.len()].eq_ignore_ascii_case(s);
+        // (Compared as bytes: `s` is ASCII, so a match ends on a character boundary.)
+        let ok = self.rest().as_bytes().get(..s.len()).is_some_and(|b| b.eq_ignore_ascii_case(s.as_bytes()));
         if ok {
             self.i += s.len();
         }

@@ -1,6 +1,7 @@
 //! RuleScript's syntax: every example of the seed (`../shared/seeds/rulescript.txt`) reads, the
 //! first one into exactly its parts; every refusal has its code and points at its text.
 
+use super::compile_texts;
 use super::*;
 
 fn rules(text: &str) -> Rules {
@@ -225,4 +226,30 @@ fn any_text_reads_or_is_an_error_inside_it() {
             prop_assert!(text.is_char_boundary(e.span.start) && text.is_char_boundary(e.span.end));
         }
     });
+}
+
+/// The example's cards compile to a ruleset that loads and whose rules check; a card's rules
+/// written as one string (with `\n` escapes) point at the whole string, as lines at the line.
+#[test]
+fn the_example_cards_compile_and_load() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/rulescript/cards.json");
+    let text = std::fs::read_to_string(path).expect("the example");
+    let c = compile_texts(&[("cards.json".to_owned(), text)]).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(c.counts, [("cards", 7)]);
+    let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
+    let book = events::RuleBook::compile(std::sync::Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
+    // 4 prelude rules; each action's head (and else head) and one rule per effect.
+    assert_eq!(book.rules().len(), 20);
+    let one = r#"{"name": "X", "type": "character", "rules": "abilities = rush\naction = fly(2)"}"#;
+    let e = compile_texts(&[("x.json".to_owned(), one.to_owned())]).expect_err("fly");
+    assert_eq!(
+        (e[0].code.as_str(), e[0].at.as_ref().map(|a| a.col())),
+        ("rulescript.unknown_command", Some(45))
+    );
+    let lines = r#"{"name": "X", "type": "character", "rules": ["abilities = rush", "action = fly(2)"]}"#;
+    let e = compile_texts(&[("x.json".to_owned(), lines.to_owned())]).expect_err("fly");
+    assert_eq!((e[0].text.as_str(), e[0].at.as_ref().map(|a| a.col())), ("fly", Some(76)));
+    let bad_type = r#"{"name": "X", "type": "spell"}"#;
+    let e = compile_texts(&[("x.json".to_owned(), bad_type.to_owned())]).expect_err("type");
+    assert_eq!((e[0].code.as_str(), e[0].text.as_str()), ("rulescript.card_type", "\"spell\""));
 }

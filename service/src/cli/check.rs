@@ -45,7 +45,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Ok(d) => crate::dialect::compile(d, &paths).and_then(|c| {
                 let ruleset = c.load()?;
                 let warnings = c.warnings.clone();
-                compiled = Some((c.features, c.creatures));
+                compiled = Some(c.counts.clone());
                 Ok(crate::dialect::Loaded { ruleset, warnings, compiled: None })
             }),
             Err(m) => {
@@ -71,9 +71,8 @@ pub fn run(args: CheckArgs) -> ExitCode {
             println!("  scopes     {:>7}", s.scopes);
             println!("  formats    {:>7}", s.formats);
             println!("  variables  {:>7}", s.variables);
-            if let Some((features, creatures)) = compiled {
-                println!("  features   {features:>7}");
-                println!("  creatures  {creatures:>7}");
+            for (what, n) in compiled.iter().flatten() {
+                println!("  {what:<10} {n:>7}");
             }
             println!("  channels   {:>7}", s.channels);
             if s.clocks > 0 {

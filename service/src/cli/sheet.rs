@@ -39,7 +39,7 @@ pub struct SheetFile {
 fn ready(dialect: Option<&str>, s: &Json) -> Result<dialects::creature::game::Step, Rejection> {
     use dialects::creature::game;
     match dialect {
-        Some(_) => game::step(s).map_err(steps::bad_object_step),
+        Some(d) => crate::dialect::game_step(d, s).map_err(steps::bad_object_step),
         None => Ok(game::Step::Generic(s.clone())),
     }
 }
@@ -164,7 +164,7 @@ fn set_up(game: &mut Game, dialect: Option<&str>, setup: Option<&Json>) -> Resul
     if dialect.is_none() {
         return Err("a `setup` belongs to a dialect's game file: name its `dialect`".to_owned());
     }
-    let step = dialects::creature::game::setup(setup)?;
+    let step = crate::dialect::game_setup(dialect.unwrap_or("creature"), setup)?;
     game.apply(&step).map_err(|e| format!("{} [{}]", e.message, e.code))?;
     Ok(())
 }

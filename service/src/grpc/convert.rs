@@ -54,16 +54,15 @@ fn verb(v: &pb::Verb) -> Result<Step, EngineError> {
     use dialects::creature::game;
     let bad =
         |m: String| EngineError::problems(vec![Problem::of(Code::BadVerb, m).at_operation(0, Some("verb"))]);
-    crate::dialect::dialect(&v.dialect).map_err(bad)?;
+    let dialect = crate::dialect::dialect(&v.dialect).map_err(bad)?;
     let json: serde_json::Value =
         serde_json::from_str(&v.json).map_err(|e| bad(format!("verb: not JSON: {e}")))?;
-    match game::step(&json).map_err(bad)? {
+    match crate::dialect::game_step(dialect, &json).map_err(bad)? {
         game::Step::Play(step) => Ok(step),
         game::Step::Generic(_) => Err(bad(format!(
-            "`{}` is not a verb of the {} dialect (verbs: setup, {})",
+            "`{}` is not a verb of the {dialect} dialect (verbs: setup, {})",
             v.json,
-            v.dialect,
-            game::VERBS.join(", ")
+            if dialect == "rulescript" { dialects::rulescript::game::VERBS } else { game::VERBS }.join(", ")
         ))),
         game::Step::Evaluate { .. } | game::Step::Read { .. } => Err(bad(
             "evaluate and render_text ask a question: read the variable with Values (a feature's text is `CREATURE.Feature_Name.TEXT`)".to_owned(),

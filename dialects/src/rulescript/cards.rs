@@ -1,0 +1,100 @@
+//! RuleScript card databases: JSON, a card or a list of them, `{"name", "type", "bp",
+//! "rules"}`, the rules written as one string or as a list of lines (a list keeps every
+//! position exact: a string's `\n` escapes make its offsets differ from the file's).
+
+use super::syntax::{self, Rules};
+use crate::Error;
+use crate::creature::json::{self, Str, fields, list, missing, object, string, wrong};
+use jsonc_parser::ast::Value;
+use std::ops::Range;
+
+/// A card of the database.
+#[derive(Debug)]
+pub struct Card {
+    pub name: Str,
+    /// `character`, `action` or `reaction`.
+    pub kind: String,
+    /// The printed BP (characters).
+    pub bp: Option<String>,
+    pub rules: Rules,
+    /// Where each line of the rules text starts in the text, and the string it came from.
+    lines: Vec<(usize, Str)>,
+}
+
+impl Card {
+    /// The span in the file of `span` in the card's rules text.
+    pub fn file_span(&self, span: Range<usize>) -> Range<usize> {
+        let i = self.lines.partition_point(|(start, _)| *start <= span.start).saturating_sub(1);
+        match self.lines.get(i) {
+            Some((start, s)) => {
+                let len = s.text.len();
+                s.inner((span.start - start).min(len)..(span.end.saturating_sub(*start)).min(len))
+            }
+            None => 0..0,
+        }
+    }
+}
+
+/// The error codes of this module.
+pub mod codes {
+    /// A card type that is not `character`, `action` or `reaction`.
+    pub const TYPE: &str = "rulescript.card_type";
+}
+
+/// Reads a card database file.
+pub fn file(text: &str) -> Result<Vec<Card>, Error> {
+    let root = json::parse(text)?;
+    match &root {
+        Value::Object(_) => Ok(vec![card(text, &root)?]),
+        Value::Array(a) => a.elements.iter().map(|c| card(text, c)).collect(),
+        v => Err(wrong(v, "a card database", "a card or a list of cards")),
+    }
+}
+
+fn card(text: &str, v: &Value<'_>) -> Result<Card, Error> {
+    let o = object(v, "a card")?;
+    let [name, kind, bp, rules] = fields(o, "a card", ["name", "type", "bp", "rules"])?;
+    let name = string(text, name.ok_or_else(|| missing(o, "a card", "name"))?, "a card's `name`")?;
+    let kind_v = kind.ok_or_else(|| missing(o, "a card", "type"))?;
+    let kind = string(text, kind_v, "a card's `type`")?;
+    let lower = kind.text.to_ascii_lowercase();
+    if !["character", "action", "reaction"].contains(&lower.as_str()) {
+        return Err(Error {
+            code: codes::TYPE,
+            message: format!("`{}` is no card type (character, action, reaction)", kind.text),
+            span: kind.span,
+        });
+    }
+    let bp = bp.map(|b| json::number(b, "a card's `bp`")).transpose()?;
+    let mut lines = Vec::new();
+    let mut joined = String::new();
+    match rules {
+        None => {}
+        Some(Value::Array(_)) => {
+            for l in list(rules.unwrap_or(kind_v), "`rules`")? {
+                let s = string(text, l, "a line of `rules`")?;
+                lines.push((joined.len(), s.clone()));
+                joined.push_str(&s.text);
+                joined.push('\n');
+            }
+        }
+        Some(r) => {
+            let s = string(text, r, "`rules`")?;
+            // Each line of the string, with its own place in the file when written as is.
+            let mut at = 0;
+            for line in s.text.split_inclusive('\n') {
+                let inner = Str {
+                    text: line.to_owned(),
+                    span: s.span.clone(),
+                    raw_start: s.raw_start.map(|r| r + at),
+                };
+                lines.push((at, inner));
+                at += line.len();
+            }
+            joined = s.text.clone();
+        }
+    }
+    let mut out = Card { name, kind: lower, bp, rules: Rules { properties: Vec::new() }, lines };
+    out.rules = syntax::parse(&joined).map_err(|e| Error { span: out.file_span(e.span.clone()), ..e })?;
+    Ok(out)
+}

@@ -1,0 +1,634 @@
+//! RuleScript cards compiled to a native ruleset with event rules, on the prelude
+//! ([`PRELUDE`]): players `me` and `opp` with HP, SP and pile counts as stocks; cards as
+//! instances with BP (its modifiers applied in the order they are added, so that
+//! `bp(+200) & bp(x2)` on 300 gives 1000), ability flags, a zone and a controller.
+//!
+//! Each action statement becomes a rule on the `Action` event for its card (its cost
+//! required and paid, its `[[if]]` the guard of it and of the `[[else]]` rule, its target asked
+//! when it is a choice) that starts the effects; each effect is a rule on the `Step` event,
+//! which starts the next when it succeeds, so that effects apply in the order written and a
+//! failure stops the rest. Restrictions end lasting effects on the turn clocks.
+
+use super::cards::Card;
+use super::syntax::{self, BinOp, Cond, Effect, Expr, Filter, Op, Statement, Until, Value};
+use crate::Error;
+use crate::creature::write::q;
+use std::fmt::Write;
+use std::ops::Range;
+
+/// The error codes of this module.
+pub mod codes {
+    /// Something RuleScript has that sheetd does not run yet, named.
+    pub const UNSUPPORTED: &str = "rulescript.unsupported";
+    /// A card defined twice.
+    pub const DUPLICATE: &str = "rulescript.duplicate";
+}
+
+/// The prelude: the players, the cards, their zones and turns.
+pub const PRELUDE: &str = r#"# RuleScript's prelude: players, cards, zones and turns.
+[ruleset]
+name = "rulescript prelude"
+order = "applied"              # effects apply in the order they are written
+
+[scopes]
+"PC.PLAYER" = "PC"
+"PC.CARD" = "PC"
+
+[stocks."PC.PLAYER"]
+HP = {}
+SP = { min = "0", bounds = "clamp" }
+HAND = { min = "0" }           # how many cards each pile holds
+DECK = { min = "0" }
+DISCARDS = { min = "0" }
+REMOVED = { min = "0" }
+
+[variables."PC.PLAYER"]
+CANTPLAYAC = "NUMBER"
+CANTPLAYRE = "NUMBER"
+
+[clocks."PC.PLAYER"]
+TURN_STARTS = {}
+TURN_ENDS = {}
+
+[clocks.PC]
+ACTIONS_PLAYED = {}            # action cards played: `unac` ends there
+
+[channels.PC]
+PLAYED = { format = "STRING", holds = "PC.CARD" }   # the card a Play is about
+
+[variables."PC.CARD"]
+BP = "NUMBER"
+TYPE = "STRING"
+UNBLOCKABLE = "NUMBER"
+CANTATTACK = "NUMBER"
+CANTBLOCK = "NUMBER"
+UNLIMITEDBACKUP = "NUMBER"
+UNFREEZABLE = "NUMBER"
+PIERCE = "NUMBER"
+PREVENTPIERCE = "NUMBER"
+RUSH = "NUMBER"
+FROSTED = "NUMBER"
+
+[channels."PC.CARD"]
+ZONE = "STRING"                # ring, hand, deck, discards, removed
+CONTROLLER = "STRING"          # me or opp
+FROZEN = "NUMBER"
+
+[kinds.PLAYER]
+scope = "PC.PLAYER"
+
+[kinds.CARD]
+scope = "PC.CARD"
+
+[[object]]
+kind = "PLAYER"
+key = "Player"
+
+[events]
+Action = { card = { instance = true }, n = {} }
+Step = { step = {}, card = { instance = true }, target = {} }   # an effect starts (odd ones)
+Next = { step = {}, card = { instance = true }, target = {} }   # … (even ones: a rule may not emit its own event)
+BeginTurn = { player = { instance = true } }
+EndTurn = { player = { instance = true } }
+Play = { card = "PLAYED" }
+
+[[rule]]
+name = "a card is played into the ring"
+on = "Play"
+do = [{ set_input = { channel = "ZONE", on = "$card", value = "ring" } }]
+
+[[rule]]
+name = "an action card is played"
+on = "Play"
+guard = 'PLAYED.TYPE == "action"'
+do = [{ tick = { clock = "ACTIONS_PLAYED" } }]
+
+[[rule]]
+name = "a turn begins"
+on = "BeginTurn"
+do = [{ tick = { clock = "TURN_STARTS", on = "$player" } }]
+
+[[rule]]
+name = "a turn ends"
+on = "EndTurn"
+do = [{ tick = { clock = "TURN_ENDS", on = "$player" } }]
+"#;
+
+/// The commands on the current player by default (the others are on the card).
+const PLAYER_COMMANDS: &[&str] = &["sp", "hp", "loselife", "draw", "trash", "discard"];
+
+struct Writer<'a> {
+    card: &'a Card,
+    rules: String,
+    errors: Vec<Error>,
+}
+
+/// The cards (each with the index of its file) compiled: the native text after the prelude;
+/// every error, each in its file.
+pub fn compile(cards: &[(usize, Card)]) -> Result<String, Vec<(usize, Error)>> {
+    let mut out = String::from("# The cards, compiled by sheetd's RuleScript dialect.\n");
+    let mut errors = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (file, card) in cards {
+        if !seen.insert(card.name.text.to_ascii_lowercase()) {
+            let e = Error {
+                code: codes::DUPLICATE,
+                message: format!("the card `{}` is defined twice", card.name.text),
+                span: card.name.span.clone(),
+            };
+            errors.push((*file, e));
+            continue;
+        }
+        let mut w = Writer { card, rules: String::new(), errors: Vec::new() };
+        let object = w.object();
+        w.statements();
+        out.push_str(&object);
+        out.push_str(&w.rules);
+        errors.extend(w.errors.into_iter().map(|e| (*file, e)));
+    }
+    if errors.is_empty() { Ok(out) } else { Err(errors) }
+}
+
+impl Writer<'_> {
+    /// An error at `span` of the card's rules text.
+    fn error(&mut self, code: &'static str, message: String, span: Range<usize>) {
+        let span = self.card.file_span(span);
+        self.errors.push(Error { code, message, span });
+    }
+
+    fn unsupported(&mut self, what: &str, span: Range<usize>) {
+        self.error(codes::UNSUPPORTED, format!("{what} is not supported by sheetd's RuleScript yet"), span);
+    }
+
+    /// The card's object: its type, printed BP and abilities.
+    fn object(&mut self) -> String {
+        let c = self.card;
+        let mut modify = vec![format!("{{ var = \"TYPE\", set = {} }}", q(&c.kind))];
+        if let Some(bp) = &c.bp {
+            modify.push(format!("{{ var = \"BP\", set = {} }}", q(bp)));
+        }
+        for p in &c.rules.properties {
+            if let Value::Words(abilities) = &p.value {
+                for a in abilities {
+                    modify.push(format!("{{ var = {}, set = \"1\" }}", q(&a.text.to_ascii_uppercase())));
+                }
+            }
+        }
+        let mut text = format!("\n[[object]]\nkind = \"CARD\"\nkey = {}\nmodify = [\n", q(&c.name.text));
+        for m in modify {
+            let _ = writeln!(text, "  {m},");
+        }
+        text.push_str("]\n");
+        text
+    }
+
+    fn statements(&mut self) {
+        let card = self.card;
+        let mut target = None;
+        let mut n = 0;
+        for p in &card.rules.properties {
+            match (&p.key, &p.value) {
+                (syntax::Key::Target { .. }, Value::Filters(f)) => target = f.first().cloned(),
+                (syntax::Key::Action, Value::Statements(s)) => {
+                    n += 1;
+                    for (i, st) in s.iter().enumerate() {
+                        self.action(n, i + 1, st, target.as_ref());
+                    }
+                }
+                (syntax::Key::Auto, _) => self.unsupported("`auto` (event listeners)", p.key_span.clone()),
+                (syntax::Key::Vars, _) => self.unsupported("`vars`", p.key_span.clone()),
+                (syntax::Key::Requisite, _) => self.unsupported("`requisite`", p.key_span.clone()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Where a filter points: a fixed target (`"$this"`, `"me"`, `"opp"`), or a choice over
+    /// cards (the native `where` of the cards offered).
+    fn target_of(&mut self, f: &Filter) -> Option<Target> {
+        match f.kind.as_str() {
+            "this" => return Some(Target::Fixed("$this".into())),
+            "me" | "opp" => return Some(Target::Fixed(f.kind.clone())),
+            _ => {}
+        }
+        let mut parts = Vec::new();
+        match f.kind.trim_end_matches('s') {
+            "*" | "card" => {}
+            k @ ("character" | "action" | "reaction") => parts.push(format!("TYPE == \"{k}\"")),
+            _ => {
+                self.unsupported(&format!("the target `{}`", f.kind), f.span.clone());
+                return None;
+            }
+        }
+        let zone = f.zone.as_deref().unwrap_or("arena");
+        let (whose, place) = ["opp", "my", "ctrl", "same", "any"]
+            .iter()
+            .find_map(|p| zone.strip_prefix(p).map(|z| (*p, z)))
+            .unwrap_or(("my", zone));
+        match place {
+            "ring" | "hand" | "deck" | "discards" | "removed" => parts.push(format!("ZONE == \"{place}\"")),
+            "arena" => parts.push("ZONE == \"ring\"".to_owned()),
+            _ => {
+                self.unsupported(&format!("the zone `{zone}`"), f.span.clone());
+                return None;
+            }
+        }
+        match whose {
+            "opp" => parts.push("CONTROLLER == \"opp\"".to_owned()),
+            "my" if zone != "arena" => parts.push("CONTROLLER == \"me\"".to_owned()),
+            _ => {}
+        }
+        if let Some(filter) = &f.filter {
+            match filter_formula(filter) {
+                Some(x) => parts.push(x),
+                None => {
+                    self.unsupported(&format!("the filter `[{filter}]`"), f.span.clone());
+                    return None;
+                }
+            }
+        }
+        Some(Target::Choice(parts.join(" && ")))
+    }
+
+    // long: the head rules (the statement's branches) and one rule per effect, in order.
+    fn action(&mut self, n: usize, i: usize, s: &Statement, property_target: Option<&Filter>) {
+        let card = &self.card.name.text;
+        let label = format!("{card}: action {n}.{i}");
+        if !s.events.is_empty() {
+            self.unsupported("events in an action", s.span.clone());
+        }
+        let mut require = Vec::new();
+        let mut pay = Vec::new();
+        for c in &s.costs {
+            match (c.kind, &c.arg) {
+                ('F', None) => {
+                    require.push(("FROZEN == 0".to_owned(), "{F}: the card is not frozen"));
+                    pay.push("{ set_input = { channel = \"FROZEN\", value = 1 } }".to_owned());
+                }
+                ('S', None) => {
+                    pay.push("{ set_input = { channel = \"ZONE\", value = \"discards\" } }".to_owned())
+                }
+                ('D', None) => {
+                    require.push(("@me.HAND >= 1".to_owned(), "{D}: a card in the hand to discard"));
+                    pay.push("{ adjust = { channel = \"HAND\", on = \"me\", by = \"-1\" } }".to_owned());
+                    pay.push("{ adjust = { channel = \"DISCARDS\", on = \"me\", by = \"1\" } }".to_owned());
+                }
+                _ => self.unsupported(&format!("the cost `{}`", c.kind), c.span.clone()),
+            }
+        }
+        let cond = match &s.cond {
+            Some(Cond::If(e)) => self.boolean(e),
+            Some(Cond::May(_, span)) => {
+                self.unsupported("`[[may]]`", span.clone());
+                None
+            }
+            None => None,
+        };
+        let branches: Vec<(&syntax::Branch, Option<String>, &str)> = match (&s.otherwise, &cond) {
+            (None, c) => vec![(&s.then, c.clone(), "")],
+            (Some(e), Some(c)) => vec![(&s.then, Some(c.clone()), ""), (e, Some(format!("!({c})")), " else")],
+            (Some(e), None) => vec![(&s.then, None, ""), (e, Some("false".into()), " else")],
+        };
+        let until = s.restriction.as_ref().map(|r| {
+            let who = if r.opponent { "opp" } else { "me" };
+            match r.until {
+                Until::EndOfTurn => format!("{{ clock = \"TURN_ENDS\", on = \"{who}\", after = \"+0\" }}"),
+                Until::YourNextTurn => {
+                    format!("{{ clock = \"TURN_STARTS\", on = \"{who}\", after = \"+0\" }}")
+                }
+                Until::NextAction => "{ clock = \"ACTIONS_PLAYED\", after = \"+0\" }".to_owned(),
+            }
+        });
+        for (b, guard, suffix) in branches {
+            let head = format!("{label}{suffix}");
+            let filter = b.to.as_ref().and_then(|t| t.filters.first()).or(property_target);
+            let target = match filter {
+                Some(f) => self.target_of(f),
+                None => None,
+            };
+            let mut actions: Vec<String> = require
+                .iter()
+                .map(|(f, m)| format!("{{ require = {{ formula = {}, message = {} }} }}", q(f), q(m)))
+                .collect();
+            actions.extend(pay.iter().cloned());
+            let chosen = match &target {
+                Some(Target::Choice(w)) => {
+                    actions.push(format!(
+                        "{{ ask = {{ as = \"tgt\", prompt = {}, options = {{ select = \"PC.CARD\", where = {} }} }} }}",
+                        q(&format!("target for {card}")),
+                        q(w)
+                    ));
+                    "$tgt".to_owned()
+                }
+                Some(Target::Fixed(t)) => t.clone(),
+                None => String::new(),
+            };
+            let first = format!("{head} effect 1");
+            actions.push(step(0, &first, &chosen));
+            self.rule(
+                &head,
+                "Action",
+                &["card = \"$this\"".to_owned(), format!("n = \"{n}\"")],
+                guard.as_deref(),
+                &actions,
+            );
+            for (j, (op, e)) in b.effects.iter().enumerate() {
+                if *op == Op::Or {
+                    self.unsupported("`||`", s.span.clone());
+                    continue;
+                }
+                let id = format!("{head} effect {}", j + 1);
+                let Some(mut acts) = self.effect(e, &chosen, until.as_deref()) else { continue };
+                if j + 1 < b.effects.len() {
+                    let passed = if chosen.is_empty() { "" } else { "$target" };
+                    acts.push(step(j + 1, &format!("{head} effect {}", j + 2), passed));
+                }
+                let filters = [format!("step = {}", q(&id)), "card = \"$this\"".to_owned()];
+                self.rule(&id, event_of(j), &filters, None, &acts);
+            }
+        }
+    }
+
+    /// One effect's actions on `target` (`$target` in its rule when the head chose it).
+    // long: one arm per command, each a few lines.
+    fn effect(&mut self, e: &Effect, chosen: &str, until: Option<&str>) -> Option<Vec<String>> {
+        let until = until.map_or(String::new(), |u| format!(", until = {u}"));
+        let (name, args, span) = match e {
+            Effect::Ability { add, name } => {
+                let on = if chosen.is_empty() { "$this".to_owned() } else { "$target".to_owned() };
+                let flag = name.text.to_ascii_uppercase();
+                let v = if *add { "1" } else { "0" };
+                return Some(vec![format!(
+                    "{{ add_modifier = {{ var = {}, type = \"SET\", value = \"{v}\", on = {}{until} }} }}",
+                    q(&flag),
+                    q(&on)
+                )]);
+            }
+            Effect::Command { name, args, .. } => (name.text.as_str(), args, name.span.clone()),
+        };
+        let on = if !chosen.is_empty() {
+            "$target"
+        } else if PLAYER_COMMANDS.contains(&name) {
+            "me"
+        } else {
+            "$this"
+        };
+        let arg = |k: usize| args.get(k).map(|a| a.text.clone());
+        let amount = |me: &mut Self, a: Option<String>| -> Option<String> {
+            let a = a.unwrap_or_else(|| "1".into());
+            match a.trim_start_matches('+').parse::<i64>() {
+                Ok(n) => Some(n.to_string()),
+                Err(_) => {
+                    me.unsupported(&format!("the amount `{a}`"), span.clone());
+                    None
+                }
+            }
+        };
+        let modifier = |kind: &str, value: &str| {
+            format!(
+                "{{ add_modifier = {{ var = \"BP\", type = \"{kind}\", value = {}, on = {}{until} }} }}",
+                q(value),
+                q(on)
+            )
+        };
+        let adjust = |channel: &str, on: &str, by: &str| {
+            format!("{{ adjust = {{ channel = \"{channel}\", on = {}, by = {} }} }}", q(on), q(by))
+        };
+        Some(match name {
+            "bp" => {
+                let a = arg(0).unwrap_or_default();
+                if let Some(x) = a.strip_prefix('x') {
+                    vec![modifier("MULTIPLY", &amount(self, Some(x.to_owned()))?)]
+                } else if let Some(x) = a.strip_prefix('=') {
+                    vec![modifier("SET", &amount(self, Some(x.to_owned()))?)]
+                } else {
+                    vec![modifier("ADD", &amount(self, Some(a))?)]
+                }
+            }
+            "sp" | "hp" => {
+                let channel = name.to_ascii_uppercase();
+                let a = arg(0).unwrap_or_default();
+                match a.strip_prefix('=') {
+                    Some(x) => vec![adjust(
+                        &channel,
+                        on,
+                        &format!("{} - {channel}", amount(self, Some(x.to_owned()))?),
+                    )],
+                    None => vec![adjust(&channel, on, &amount(self, Some(a))?)],
+                }
+            }
+            "loselife" => vec![adjust("HP", on, &format!("-{}", amount(self, arg(0))?))],
+            "damage" => {
+                let n = amount(self, arg(0))?;
+                if on == "me" || on == "opp" {
+                    vec![adjust("HP", on, &format!("-{n}"))]
+                } else {
+                    // Damage to a character lowers its BP.
+                    vec![format!(
+                        "{{ add_modifier = {{ var = \"BP\", type = \"ADD\", value = \"-{n}\", on = {} }} }}",
+                        q(on)
+                    )]
+                }
+            }
+            "draw" => {
+                let n = amount(self, arg(0))?;
+                vec![adjust("DECK", on, &format!("-{n}")), adjust("HAND", on, &n)]
+            }
+            "trash" => {
+                let n = amount(self, arg(0))?;
+                vec![adjust("DECK", on, &format!("-{n}")), adjust("DISCARDS", on, &n)]
+            }
+            "discard" => {
+                let n = amount(self, arg(0))?;
+                vec![adjust("HAND", on, &format!("-{n}")), adjust("DISCARDS", on, &n)]
+            }
+            "destroy" => vec![format!(
+                "{{ set_input = {{ channel = \"ZONE\", on = {}, value = \"discards\" }} }}",
+                q(on)
+            )],
+            "moveto" => {
+                let zone = arg(0).unwrap_or_default();
+                if !["ring", "hand", "deck", "discards", "removed"].contains(&zone.as_str()) {
+                    self.unsupported(&format!("moving to `{zone}`"), span);
+                    return None;
+                }
+                vec![format!(
+                    "{{ set_input = {{ channel = \"ZONE\", on = {}, value = {} }} }}",
+                    q(on),
+                    q(&zone)
+                )]
+            }
+            "freeze" | "unfreeze" => {
+                let v = if name == "freeze" { 1 } else { 0 };
+                vec![format!("{{ set_input = {{ channel = \"FROZEN\", on = {}, value = {v} }} }}", q(on))]
+            }
+            other => {
+                self.unsupported(&format!("the command `{other}()`"), span);
+                return None;
+            }
+        })
+    }
+
+    fn rule(&mut self, name: &str, on: &str, filters: &[String], guard: Option<&str>, actions: &[String]) {
+        let card = q(&self.card.name.text);
+        let _ = writeln!(
+            self.rules,
+            "\n[[rule]]\nname = {}\non = \"{on}\"\nobject = {{ kind = \"CARD\", key = {card} }}",
+            q(name)
+        );
+        let _ = writeln!(self.rules, "where = {{ {} }}", filters.join(", "));
+        if let Some(g) = guard {
+            let _ = writeln!(self.rules, "guard = {}", q(g));
+        }
+        let _ = writeln!(self.rules, "do = [");
+        for a in actions {
+            let _ = writeln!(self.rules, "  {a},");
+        }
+        self.rules.push_str("]\n");
+    }
+
+    /// An expression as a native BOOLEAN formula (a number: not 0).
+    fn boolean(&mut self, e: &Expr) -> Option<String> {
+        let (text, boolean) = self.expr(e)?;
+        Some(if boolean { text } else { format!("({text}) != 0") })
+    }
+
+    /// An expression as a native formula, and whether it is BOOLEAN.
+    // long: one arm per kind of expression of the subset.
+    fn expr(&mut self, e: &Expr) -> Option<(String, bool)> {
+        Some(match e {
+            Expr::Int(n, _) => (n.to_string(), false),
+            Expr::Bool(b, _) => (b.to_string(), true),
+            Expr::Path(p, span) => (self.path(p, span.clone())?, false),
+            Expr::Not(x, _) => (format!("!({})", self.boolean(x)?), true),
+            Expr::Binary(op @ (BinOp::And | BinOp::Or), a, b, _) => {
+                let sym = if *op == BinOp::And { "&&" } else { "||" };
+                (format!("({}) {sym} ({})", self.boolean(a)?, self.boolean(b)?), true)
+            }
+            Expr::Binary(op, a, b, _) => {
+                let (x, _) = self.expr(a)?;
+                let (y, _) = self.expr(b)?;
+                let (sym, boolean) = match op {
+                    BinOp::Lt => ("<", true),
+                    BinOp::Le => ("<=", true),
+                    BinOp::Gt => (">", true),
+                    BinOp::Ge => (">=", true),
+                    BinOp::Eq => ("==", true),
+                    BinOp::Ne => ("!=", true),
+                    BinOp::Add => ("+", false),
+                    _ => ("-", false),
+                };
+                (format!("({x}) {sym} ({y})"), boolean)
+            }
+            Expr::All(item, list, span) => {
+                let Expr::Path(p, lspan) = &**list else {
+                    self.unsupported("`all … in` over anything but a pile (me.ring)", span.clone());
+                    return None;
+                };
+                let zone = self.zone_where(p, lspan.clone())?;
+                let Expr::Binary(op, a, b, _) = &**item else {
+                    self.unsupported("`all` over anything but a comparison of the card", item.span());
+                    return None;
+                };
+                let side = |me: &mut Self, x: &Expr| -> Option<String> {
+                    match x {
+                        Expr::Path(q, _)
+                            if q.len() == 2 && ["card", "char"].contains(&q[0].as_str()) && q[1] == "bp" =>
+                        {
+                            Some("BP".to_owned())
+                        }
+                        other => me.expr(other).map(|(t, _)| t),
+                    }
+                };
+                let (x, y) = (side(self, a)?, side(self, b)?);
+                let sym = match op {
+                    BinOp::Lt => "<",
+                    BinOp::Le => "<=",
+                    BinOp::Gt => ">",
+                    BinOp::Ge => ">=",
+                    BinOp::Eq => "==",
+                    BinOp::Ne => "!=",
+                    _ => {
+                        self.unsupported("`all` over anything but a comparison of the card", item.span());
+                        return None;
+                    }
+                };
+                (format!("count(PC.CARD, {zone} && !(({x}) {sym} ({y}))) == 0"), true)
+            }
+            Expr::Text(_, span) | Expr::Nil(span) | Expr::Call(_, _, span) => {
+                self.unsupported("this expression (text, None, a call)", span.clone());
+                return None;
+            }
+        })
+    }
+
+    /// The `where` of the cards of a pile in play: `me.ring`.
+    fn zone_where(&mut self, p: &[String], span: Range<usize>) -> Option<String> {
+        match p {
+            [who, zone] if (who == "me" || who == "opp") && zone == "ring" => {
+                Some(format!("ZONE == \"ring\" && CONTROLLER == \"{who}\""))
+            }
+            _ => {
+                self.unsupported(&format!("the list `{}`", p.join(".")), span);
+                None
+            }
+        }
+    }
+
+    /// A path's value: `me.sp`, `opp.hp`, `me.hand.size`, `me.ring.size`, `this.bp`.
+    fn path(&mut self, p: &[String], span: Range<usize>) -> Option<String> {
+        let lower: Vec<String> = p.iter().map(|s| s.to_ascii_lowercase()).collect();
+        let l: Vec<&str> = lower.iter().map(String::as_str).collect();
+        match l.as_slice() {
+            [who @ ("me" | "opp"), attr @ ("hp" | "sp")] => {
+                Some(format!("@{who}.{}", attr.to_ascii_uppercase()))
+            }
+            [who @ ("me" | "opp"), pile @ ("hand" | "deck" | "discards" | "removed"), "size"] => {
+                Some(format!("@{who}.{}", pile.to_ascii_uppercase()))
+            }
+            [who @ ("me" | "opp"), "ring", "size"] => {
+                Some(format!("count(PC.CARD, ZONE == \"ring\" && CONTROLLER == \"{who}\")"))
+            }
+            ["this", "bp"] => Some("BP".to_owned()),
+            _ => {
+                self.unsupported(&format!("the value `{}`", p.join(".")), span);
+                None
+            }
+        }
+    }
+}
+
+/// Where an effect applies.
+enum Target {
+    /// `$this`, `me`, `opp`.
+    Fixed(String),
+    /// A card the player picks, among those the native `where` selects.
+    Choice(String),
+}
+
+/// A filter segment `[bp<=300]` as a native formula over the card.
+fn filter_formula(f: &str) -> Option<String> {
+    let f = f.replace(' ', "");
+    for op in ["<=", ">=", "=="] {
+        if let Some(n) = f.strip_prefix("bp").and_then(|r| r.strip_prefix(op)) {
+            return n.parse::<i64>().ok().map(|n| format!("BP {op} {n}"));
+        }
+    }
+    None
+}
+
+/// The event effect number `j` (from 0) listens to: `Step` and `Next` in turn, so that each
+/// effect's rule starts the next without emitting its own event.
+fn event_of(j: usize) -> &'static str {
+    if j.is_multiple_of(2) { "Step" } else { "Next" }
+}
+
+/// The action that starts effect number `j` (from 0), `id`, on `target`.
+fn step(j: usize, id: &str, target: &str) -> String {
+    format!(
+        "{{ emit = {{ event = \"{}\", args = {{ step = {}, card = \"$this\", target = {} }} }} }}",
+        event_of(j),
+        q(id),
+        q(target)
+    )
+}
