@@ -162,3 +162,20 @@ pub fn number(v: &Value<'_>, what: &str) -> Result<String, Error> {
     })?;
     Ok(n.value.to_owned())
 }
+
+/// `v` as a name (of a creature, a feature, a card): text that is not empty, does not start
+/// with `$` (which the events layer reads as a name of its own) and has no control character.
+pub fn name(file: &str, v: &Value<'_>, what: &str) -> Result<Str, Error> {
+    let s = string(file, v, what)?;
+    if s.text.trim().is_empty() || s.text.starts_with('$') || s.text.chars().any(char::is_control) {
+        return Err(Error {
+            code: codes::SHAPE,
+            message: format!(
+                "{what} `{}` is not a name: not empty, not starting with `$`, no control characters",
+                s.text.escape_debug()
+            ),
+            span: s.span,
+        });
+    }
+    Ok(s)
+}

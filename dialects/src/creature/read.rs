@@ -264,7 +264,7 @@ fn attribute_table(text: &str, v: &Value<'_>, what: &str) -> Result<Vec<(Str, Va
 fn creature(text: &str, v: &Value<'_>) -> Result<Creature, Error> {
     let o = object(v, "a creature")?;
     let [name, attributes, features] = fields(o, "a creature", ["name", "attributes", "features"])?;
-    let name = string(text, name.ok_or_else(|| missing(o, "a creature", "name"))?, "a creature's `name`")?;
+    let name = json::name(text, name.ok_or_else(|| missing(o, "a creature", "name"))?, "a creature's `name`")?;
     let attributes = match attributes {
         Some(a) => attribute_table(text, a, "a creature's `attributes`")?,
         None => Vec::new(),
@@ -304,7 +304,7 @@ fn value(text: &str, v: &Value<'_>, what: &str) -> Result<Val, Error> {
 fn feature(text: &str, v: &Value<'_>, index: usize, warnings: &mut Vec<Error>) -> Result<Feature, Error> {
     let o = object(v, "a feature")?;
     let [name, body, subs] = fields(o, "a feature", ["name", "text", "subfeatures"])?;
-    let name = string(text, name.ok_or_else(|| missing(o, "a feature", "name"))?, "a feature's `name`")?;
+    let name = json::name(text, name.ok_or_else(|| missing(o, "a feature", "name"))?, "a feature's `name`")?;
     let body = body.map(|t| string(text, t, "a feature's `text`")).transpose()?;
     let mut subfeatures = Vec::new();
     for s in subs.map(|s| list(s, "`subfeatures`")).transpose()?.unwrap_or_default() {

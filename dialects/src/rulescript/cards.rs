@@ -54,7 +54,7 @@ pub fn file(text: &str) -> Result<Vec<Card>, Error> {
 fn card(text: &str, v: &Value<'_>) -> Result<Card, Error> {
     let o = object(v, "a card")?;
     let [name, kind, bp, rules] = fields(o, "a card", ["name", "type", "bp", "rules"])?;
-    let name = string(text, name.ok_or_else(|| missing(o, "a card", "name"))?, "a card's `name`")?;
+    let name = json::name(text, name.ok_or_else(|| missing(o, "a card", "name"))?, "a card's `name`")?;
     let kind_v = kind.ok_or_else(|| missing(o, "a card", "type"))?;
     let kind = string(text, kind_v, "a card's `type`")?;
     let lower = kind.text.to_ascii_lowercase();
