@@ -9,9 +9,10 @@
 //!   examples use — points at its text.
 //! - [`cards`] reads card databases (JSON: name, type, printed BP, rules).
 //! - [`write`] compiles the cards to a native ruleset with event rules on the prelude (players,
-//!   cards, zones, turns): abilities, action statements with their costs, conditions, targets,
-//!   effects in the order written and restrictions. Not yet: `auto` statements, `vars`,
-//!   `requisite`, `[[may]]`, `||`, and the commands that need cards' identities in piles.
+//!   cards, zones, turns): abilities, action and auto statements with their costs, requisites,
+//!   conditions, `vars` (`flipCoin()` as a roll, `getTargets()` as a count), `[[may]]`,
+//!   targets, effects in the order written and restrictions. Not yet: `||`, hooks, and the
+//!   commands that need cards' identities in piles.
 //! - [`game`] reads the dialect's game files: setup and verbs.
 
 pub mod cards;

@@ -176,7 +176,10 @@ fn bad_creature_files_are_refused_at_their_text() {
     // An unknown dialect is a usage error.
     let out = sheetd(&["check", "--dialect", "klingon", path]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dialect `klingon` (known: creature, rulescript)"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("unknown dialect `klingon` (known: creature, rulescript)")
+    );
     // A game file that is not valid: exit 1.
     let g = dir.path().join("g.json");
     std::fs::write(&g, r#"{"dialect": "creature", "setup": {"monsters": []}, "steps": []}"#).expect("write");
@@ -231,7 +234,25 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     assert_eq!(changed(&l[17], "s1.BP"), Some((json!("1000"), json!("400"))));
     assert_eq!(changed(&l[19], "g1.FROSTED"), Some((json!("1"), json!("0"))));
     assert_eq!(changed(&l[20], "opp.CANTPLAYAC"), Some((json!("1"), json!("0"))));
-    assert_eq!(l[21]["values"]["w1.BP"], "1000");
+    // *RuleScript*, the opening example: {F} paid, the coin flipped (a roll step: sheetd draws
+    // no randomness), heads, the target asked among the characters, bp(+500) on it.
+    assert_eq!(l[21]["pending"]["die"], "d2", "{}", l[21]);
+    assert_eq!(changed(&l[22], "c1.VAR_coin"), Some((json!("0"), json!("2"))));
+    assert_eq!(l[22]["pending"]["choice"], 3, "{}", l[22]);
+    assert_eq!(changed(&l[23], "c1.BP"), Some((json!("300"), json!("800"))));
+    // *Variables Property*: `_cards := getTargets('*s@myDiscards')` counts a card put there.
+    assert_eq!(changed(&l[26], "t1.BP"), Some((json!("200"), json!("700"))));
+    // [[may 'Draw a card?']]: yes draws; declined, nothing happens.
+    assert_eq!(changed(&l[29], "me.HAND"), Some((json!("4"), json!("5"))));
+    assert!(l[31]["changed"].as_array().is_some_and(Vec::is_empty), "{}", l[31]);
+    // *Auto Statement*: ~myDrawPhase~ draws; ~oppEndPhase:once~ destroys the chosen character,
+    // once; ~powerless,backedUp~ (of this card, by default) damages the player.
+    assert_eq!(changed(&l[32], "me.HAND"), Some((json!("5"), json!("6"))));
+    assert_eq!(changed(&l[34], "g1.ZONE"), Some((json!("ring"), json!("discards"))));
+    assert!(l[35]["fired"].is_null(), "{}", l[35]);
+    assert_eq!(changed(&l[36], "me.HP"), Some((json!("3500"), json!("3400"))));
+    assert!(l[37]["fired"].is_null(), "{}", l[37]);
+    assert_eq!(l[38]["values"]["w1.BP"], "1000");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");
@@ -261,7 +282,7 @@ fn bad_cards_are_refused_at_their_text() {
         ("action = fly(2)", "rulescript.unknown_command", "fly"),
         ("action = [[if len(me.hand) > 2]] draw()", "rulescript.python", "len"),
         ("action = damage(300) ueot", "rulescript.restriction", "ueot"),
-        ("auto = ~myDrawPhase~ draw()", "rulescript.unsupported", "auto"),
+        ("auto = draw()", "rulescript.unsupported", "draw()"),
         (
             "action = discard(character) || destroy()",
             "rulescript.unsupported",

@@ -1,8 +1,9 @@
 //! Fuzz target: any text, as a RuleScript card's rules, reads or is an error whose span lies
-//! inside the text on character boundaries.
+//! inside the text on character boundaries; a card with rules that read compiles or is
+//! refused at a place in its file, and what compiles loads and its rules check.
 //!
 //! Run from `dialects/fuzz/` (see docs/ARCHITECTURE.md, "Testing"):
-//! `RUSTC_BOOTSTRAP=1 cargo fuzz run rulescript -- -max_total_time=600`
+//! `RUSTC_BOOTSTRAP=1 cargo fuzz run rulescript corpus/rulescript seeds/ -- -max_total_time=600`
 
 #![no_main]
 
@@ -13,5 +14,26 @@ fuzz_target!(|bytes: &[u8]| {
     if let Err(e) = dialects::rulescript::parse(text) {
         assert!(e.span.start <= e.span.end && e.span.end <= text.len(), "{text:?}: {e:?}");
         assert!(text.is_char_boundary(e.span.start) && text.is_char_boundary(e.span.end), "{text:?}: {e:?}");
+        return;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let card = format!(
+        r#"[{{"name": "X", "type": "character", "bp": 100, "rules": {}}}, {{"name": "Y", "type": "action"}}]"#,
+        serde_json::to_string(&lines).expect("strings encode")
+    );
+    match dialects::rulescript::compile_texts(&[("cards.json".to_owned(), card.clone())]) {
+        Ok(c) => {
+            let r = c
+                .load()
+                .unwrap_or_else(|e| panic!("the translation does not load: {e:#?}\n{}", c.files[1].1));
+            if let Err(e) = events::RuleBook::compile(std::sync::Arc::new(r)) {
+                panic!("the translation's rules do not check: {e:#?}\n{}", c.files[1].1);
+            }
+        }
+        Err(errors) => {
+            for e in errors {
+                assert_eq!(e.at.as_ref().map(|a| a.file()), Some("cards.json"), "{card}: {e:?}");
+            }
+        }
     }
 });

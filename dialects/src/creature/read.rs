@@ -264,7 +264,8 @@ fn attribute_table(text: &str, v: &Value<'_>, what: &str) -> Result<Vec<(Str, Va
 fn creature(text: &str, v: &Value<'_>) -> Result<Creature, Error> {
     let o = object(v, "a creature")?;
     let [name, attributes, features] = fields(o, "a creature", ["name", "attributes", "features"])?;
-    let name = json::name(text, name.ok_or_else(|| missing(o, "a creature", "name"))?, "a creature's `name`")?;
+    let name =
+        json::name(text, name.ok_or_else(|| missing(o, "a creature", "name"))?, "a creature's `name`")?;
     let attributes = match attributes {
         Some(a) => attribute_table(text, a, "a creature's `attributes`")?,
         None => Vec::new(),

@@ -12,6 +12,8 @@
 //! | `put` | `card`, `zone` | the card's `ZONE` set |
 //! | `begin_turn`, `end_turn` | `player` | `emit BeginTurn` / `EndTurn` (`uynt`, `ueot` end) |
 //! | `set` | `target` (a player or card id), `attribute` (`HP`, `SP`, `BP`…), `value` | `set_input` |
+//! | `phase` | `player`, `phase` (`draw` or `drawphase`, …) | `emit Phase`: `~myDrawPhase~` listeners run |
+//! | `event` | `event` (`attacks`, `ringchanges`, …), `card` (the card it is about), `player` (`me`) | `emit Happened` |
 
 use crate::creature::game::{Step, arg, fields, input, text};
 use data::SheetOp;
@@ -120,8 +122,19 @@ pub fn step(step: &Json) -> Result<Step, String> {
                 value,
             }])))
         }
-        "event" | "phase" => {
-            Err(format!("`{verb}` drives `auto` statements, which sheetd's RuleScript does not run yet"))
+        "phase" => {
+            let o = fields(v, verb, &["player", "phase"])?;
+            let phase = text(o, "phase", "`phase`")?.to_ascii_lowercase();
+            let phase = if phase.ends_with("phase") { phase } else { format!("{phase}phase") };
+            Ok(emit("Phase", vec![("player", text(o, "player", "`phase`")?), ("phase", phase)]))
+        }
+        "event" => {
+            let o = fields(v, verb, &["event", "card", "player"])?;
+            let card = if o.contains_key("card") { text(o, "card", "`event`")? } else { String::new() };
+            let player =
+                if o.contains_key("player") { text(o, "player", "`event`")? } else { "me".to_owned() };
+            let event = text(o, "event", "`event`")?.to_ascii_lowercase();
+            Ok(emit("Happened", vec![("event", event), ("card", card), ("player", player)]))
         }
         _ => Ok(Step::Generic(step.clone())),
     }

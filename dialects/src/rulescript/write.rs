@@ -86,8 +86,11 @@ key = "Player"
 
 [events]
 Action = { card = { instance = true }, n = {} }
-Step = { step = {}, card = { instance = true }, target = {} }   # an effect starts (odd ones)
-Next = { step = {}, card = { instance = true }, target = {} }   # … (even ones: a rule may not emit its own event)
+Step = { step = {}, card = { instance = true }, target = {}, ok = {} }   # an effect starts (odd ones)
+Next = { step = {}, card = { instance = true }, target = {}, ok = {} }   # … (even ones: a rule may not emit its own event)
+Decide = { step = {}, card = { instance = true } }   # a statement's coins are in: its branches start
+Phase = { player = { instance = true }, phase = {} }  # a player's phase begins (drawphase, endphase, …)
+Happened = { event = {}, card = {}, player = {} }     # a game event (attacks, ringchanges, …) by a card
 BeginTurn = { player = { instance = true } }
 EndTurn = { player = { instance = true } }
 Play = { card = "PLAYED" }
@@ -115,18 +118,44 @@ do = [{ tick = { clock = "TURN_ENDS", on = "$player" } }]
 "#;
 
 /// The commands on the current player by default (the others are on the card).
-const PLAYER_COMMANDS: &[&str] = &["sp", "hp", "loselife", "draw", "trash", "discard"];
+const PLAYER_COMMANDS: &[&str] = &["sp", "hp", "loselife", "draw", "trash", "discard", "damage"];
 
 struct Writer<'a> {
     card: &'a Card,
     rules: String,
     errors: Vec<Error>,
+    /// The card's `vars`, by name.
+    vars: Vec<(String, Var)>,
+    /// The coins the condition being compiled reads (their channels).
+    coins: Vec<String>,
+    /// Channels of cards to declare (a coin's).
+    channels: std::collections::BTreeSet<String>,
+}
+
+/// A `vars` entry.
+enum Var {
+    /// `flipCoin()`: a d2 rolled when the rule runs, kept in this card channel (1 or 2).
+    Coin(String),
+    /// `getTargets('…')`: how many cards match.
+    Count(String),
+    /// Any other value, as a formula.
+    Value(String),
+}
+
+/// What a statement runs on.
+enum On {
+    /// The card's nth `action`.
+    Action(usize),
+    /// Its `~event~`.
+    Auto,
 }
 
 /// The cards (each with the index of its file) compiled: the native text after the prelude;
 /// every error, each in its file.
 pub fn compile(cards: &[(usize, Card)]) -> Result<String, Vec<(usize, Error)>> {
     let mut out = String::from("# The cards, compiled by sheetd's RuleScript dialect.\n");
+    let mut rules = String::new();
+    let mut channels = std::collections::BTreeSet::new();
     let mut errors = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for (file, card) in cards {
@@ -139,13 +168,28 @@ pub fn compile(cards: &[(usize, Card)]) -> Result<String, Vec<(usize, Error)>> {
             errors.push((*file, e));
             continue;
         }
-        let mut w = Writer { card, rules: String::new(), errors: Vec::new() };
+        let mut w = Writer {
+            card,
+            rules: String::new(),
+            errors: Vec::new(),
+            vars: Vec::new(),
+            coins: Vec::new(),
+            channels: std::collections::BTreeSet::new(),
+        };
         let object = w.object();
         w.statements();
-        out.push_str(&object);
-        out.push_str(&w.rules);
+        channels.extend(w.channels);
+        rules.push_str(&object);
+        rules.push_str(&w.rules);
         errors.extend(w.errors.into_iter().map(|e| (*file, e)));
     }
+    if !channels.is_empty() {
+        out.push_str("\n[channels.\"PC.CARD\"]              # coins flipped by `vars` (1 or 2)\n");
+        for c in &channels {
+            let _ = writeln!(out, "{} = \"NUMBER\"", q(c));
+        }
+    }
+    out.push_str(&rules);
     if errors.is_empty() { Ok(out) } else { Err(errors) }
 }
 
@@ -185,22 +229,104 @@ impl Writer<'_> {
     fn statements(&mut self) {
         let card = self.card;
         let mut target = None;
+        let mut requisite = Vec::new();
         let mut n = 0;
+        // `vars` and `requisite` apply to the card's rule: read them first.
+        for p in &card.rules.properties {
+            match (&p.key, &p.value) {
+                (syntax::Key::Vars, Value::Vars(vars)) => {
+                    for (name, e) in vars {
+                        self.var(name, e);
+                    }
+                }
+                (syntax::Key::Requisite, Value::Filters(f)) => {
+                    for filter in f {
+                        match self.target_of(filter) {
+                            Some(Target::Choice(w)) => requisite.push((
+                                format!("count(PC.CARD, {w}) >= {}", filter.qty.as_deref().unwrap_or("1")),
+                                "the requisite's targets exist",
+                            )),
+                            Some(Target::Fixed(_)) => {
+                                self.unsupported("a requisite that is not a card", filter.span.clone())
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
         for p in &card.rules.properties {
             match (&p.key, &p.value) {
                 (syntax::Key::Target { .. }, Value::Filters(f)) => target = f.first().cloned(),
                 (syntax::Key::Action, Value::Statements(s)) => {
                     n += 1;
                     for (i, st) in s.iter().enumerate() {
-                        self.action(n, i + 1, st, target.as_ref());
+                        let on = On::Action(n);
+                        self.statement(
+                            &format!("action {n}.{i}", i = i + 1),
+                            on,
+                            st,
+                            target.as_ref(),
+                            &requisite,
+                        );
                     }
                 }
-                (syntax::Key::Auto, _) => self.unsupported("`auto` (event listeners)", p.key_span.clone()),
-                (syntax::Key::Vars, _) => self.unsupported("`vars`", p.key_span.clone()),
-                (syntax::Key::Requisite, _) => self.unsupported("`requisite`", p.key_span.clone()),
+                (syntax::Key::Auto, Value::Statements(s)) => {
+                    for (i, st) in s.iter().enumerate() {
+                        // `~powerless,backedUp~`: the statement once for each event.
+                        if st.events.len() > 1 {
+                            for e in &st.events {
+                                let one = Statement { events: vec![e.clone()], ..st.clone() };
+                                let what = format!("auto {} on {}", i + 1, e.name);
+                                self.statement(&what, On::Auto, &one, target.as_ref(), &[]);
+                            }
+                        } else {
+                            self.statement(&format!("auto {}", i + 1), On::Auto, st, target.as_ref(), &[]);
+                        }
+                    }
+                }
                 _ => {}
             }
         }
+    }
+
+    /// A `vars` entry: a coin flipped when the rule runs, targets counted, or a value.
+    fn var(&mut self, name: &syntax::Word, e: &Expr) {
+        let kind = match e {
+            Expr::Call(f, args, _) if f == "flipCoin" && args.is_empty() => {
+                let channel = format!("VAR{}", name.text);
+                self.channels.insert(channel.clone());
+                Var::Coin(channel)
+            }
+            Expr::Call(f, args, span) if f == "getTargets" => match args.as_slice() {
+                [Expr::Text(t, _)] => match super::syntax::parse(&format!("target = {t}")) {
+                    Ok(r) => match r.properties.first().map(|p| &p.value) {
+                        Some(Value::Filters(fs)) if fs.len() == 1 => match self.target_of(&fs[0]) {
+                            Some(Target::Choice(w)) => Var::Count(format!("count(PC.CARD, {w})")),
+                            _ => return,
+                        },
+                        _ => {
+                            self.unsupported("`getTargets()` of several filters", span.clone());
+                            return;
+                        }
+                    },
+                    Err(_) => {
+                        self.unsupported(&format!("the filter `{t}`"), span.clone());
+                        return;
+                    }
+                },
+                _ => {
+                    self.unsupported("`getTargets()` without its filter text", span.clone());
+                    return;
+                }
+            },
+            other => match self.expr(other) {
+                Some((f, _)) => Var::Value(f),
+                None => return,
+            },
+        };
+        self.vars.push((name.text.clone(), kind));
     }
 
     /// Where a filter points: a fixed target (`"$this"`, `"me"`, `"opp"`), or a choice over
@@ -251,13 +377,19 @@ impl Writer<'_> {
     }
 
     // long: the head rules (the statement's branches) and one rule per effect, in order.
-    fn action(&mut self, n: usize, i: usize, s: &Statement, property_target: Option<&Filter>) {
-        let card = &self.card.name.text;
-        let label = format!("{card}: action {n}.{i}");
-        if !s.events.is_empty() {
-            self.unsupported("events in an action", s.span.clone());
-        }
-        let mut require = Vec::new();
+    // long: the head rules (the statement's branches, after a coin is flipped when it reads
+    // one) and one rule per effect, in order.
+    fn statement(
+        &mut self,
+        what: &str,
+        on: On,
+        s: &Statement,
+        property_target: Option<&Filter>,
+        requisite: &[(String, &'static str)],
+    ) {
+        let card = self.card.name.text.clone();
+        let label = format!("{card}: {what}");
+        let mut require: Vec<(String, &str)> = requisite.to_vec();
         let mut pay = Vec::new();
         for c in &s.costs {
             match (c.kind, &c.arg) {
@@ -276,14 +408,13 @@ impl Writer<'_> {
                 _ => self.unsupported(&format!("the cost `{}`", c.kind), c.span.clone()),
             }
         }
-        let cond = match &s.cond {
-            Some(Cond::If(e)) => self.boolean(e),
-            Some(Cond::May(_, span)) => {
-                self.unsupported("`[[may]]`", span.clone());
-                None
-            }
-            None => None,
+        self.coins.clear();
+        let (cond, may) = match &s.cond {
+            Some(Cond::If(e)) => (self.boolean(e), None),
+            Some(Cond::May(q, _)) => (None, Some(q.clone().unwrap_or_else(|| format!("{label}?")))),
+            None => (None, None),
         };
+        let coins = std::mem::take(&mut self.coins);
         let branches: Vec<(&syntax::Branch, Option<String>, &str)> = match (&s.otherwise, &cond) {
             (None, c) => vec![(&s.then, c.clone(), "")],
             (Some(e), Some(c)) => vec![(&s.then, Some(c.clone()), ""), (e, Some(format!("!({c})")), " else")],
@@ -299,18 +430,43 @@ impl Writer<'_> {
                 Until::NextAction => "{ clock = \"ACTIONS_PLAYED\", after = \"+0\" }".to_owned(),
             }
         });
+        let mut prelude: Vec<String> = require
+            .iter()
+            .map(|(f, m)| format!("{{ require = {{ formula = {}, message = {} }} }}", q(f), q(m)))
+            .collect();
+        prelude.extend(pay);
+        // What starts the branches: the event itself, or — when the condition reads a coin
+        // flipped as the rule runs — a `Decide` the first rule emits once the coins are in.
+        let (trigger, filters, limit, in_play) = self.trigger(&on, s);
+        let (branch_on, branch_filters) = if coins.is_empty() {
+            (trigger, filters)
+        } else {
+            let mut actions = prelude.clone();
+            for (k, c) in coins.iter().enumerate() {
+                actions.push(format!("{{ roll = {{ as = \"coin{k}\", die = \"d2\" }} }}"));
+                actions.push(format!("{{ set_input = {{ channel = {}, value = \"$coin{k}\" }} }}", q(c)));
+            }
+            actions.push(format!(
+                "{{ emit = {{ event = \"Decide\", args = {{ step = {}, card = \"$this\" }} }} }}",
+                q(&label)
+            ));
+            self.rule(&format!("{label} flips"), trigger, &filters, limit, in_play.as_deref(), &actions);
+            prelude.clear();
+            ("Decide", vec![format!("step = {}", q(&label)), "card = \"$this\"".to_owned()])
+        };
         for (b, guard, suffix) in branches {
             let head = format!("{label}{suffix}");
-            let filter = b.to.as_ref().and_then(|t| t.filters.first()).or(property_target);
+            // `tgt`, `tgt.0`: the targets the `target` property chose.
+            let filter =
+                b.to.as_ref()
+                    .and_then(|t| t.filters.first())
+                    .filter(|f| !f.kind.starts_with("tgt"))
+                    .or(property_target);
             let target = match filter {
                 Some(f) => self.target_of(f),
                 None => None,
             };
-            let mut actions: Vec<String> = require
-                .iter()
-                .map(|(f, m)| format!("{{ require = {{ formula = {}, message = {} }} }}", q(f), q(m)))
-                .collect();
-            actions.extend(pay.iter().cloned());
+            let mut actions = prelude.clone();
             let chosen = match &target {
                 Some(Target::Choice(w)) => {
                     actions.push(format!(
@@ -323,15 +479,25 @@ impl Writer<'_> {
                 Some(Target::Fixed(t)) => t.clone(),
                 None => String::new(),
             };
-            let first = format!("{head} effect 1");
-            actions.push(step(0, &first, &chosen));
-            self.rule(
-                &head,
-                "Action",
-                &["card = \"$this\"".to_owned(), format!("n = \"{n}\"")],
-                guard.as_deref(),
-                &actions,
-            );
+            // [[may]]: the player confirms; declined, the effects do not start.
+            let ok = match &may {
+                Some(question) => {
+                    actions.push(format!(
+                        "{{ ask = {{ as = \"may\", prompt = {}, options = [\"yes\"], decline = true }} }}",
+                        q(question)
+                    ));
+                    "$may"
+                }
+                None => "yes",
+            };
+            actions.push(step(0, &format!("{head} effect 1"), &chosen, ok));
+            let guard = match (&guard, coins.is_empty(), &in_play) {
+                (Some(g), true, Some(p)) => Some(format!("({p}) && ({g})")),
+                (None, true, Some(p)) => Some(p.clone()),
+                (g, _, _) => g.clone(),
+            };
+            let limit = if coins.is_empty() { limit } else { None };
+            self.rule(&head, branch_on, &branch_filters, limit, guard.as_deref(), &actions);
             for (j, (op, e)) in b.effects.iter().enumerate() {
                 if *op == Op::Or {
                     self.unsupported("`||`", s.span.clone());
@@ -341,10 +507,54 @@ impl Writer<'_> {
                 let Some(mut acts) = self.effect(e, &chosen, until.as_deref()) else { continue };
                 if j + 1 < b.effects.len() {
                     let passed = if chosen.is_empty() { "" } else { "$target" };
-                    acts.push(step(j + 1, &format!("{head} effect {}", j + 2), passed));
+                    acts.push(step(j + 1, &format!("{head} effect {}", j + 2), passed, "yes"));
                 }
                 let filters = [format!("step = {}", q(&id)), "card = \"$this\"".to_owned()];
-                self.rule(&id, event_of(j), &filters, None, &acts);
+                self.rule(&id, event_of(j), &filters, None, None, &acts);
+            }
+        }
+    }
+
+    /// The event a statement runs on, its filters, its limit, and (auto) the guard that the
+    /// card is in play.
+    fn trigger(
+        &mut self,
+        on: &On,
+        s: &Statement,
+    ) -> (&'static str, Vec<String>, Option<&'static str>, Option<String>) {
+        match on {
+            On::Action(n) => {
+                if !s.events.is_empty() {
+                    self.unsupported("events in an action", s.span.clone());
+                }
+                ("Action", vec!["card = \"$this\"".to_owned(), format!("n = \"{n}\"")], None, None)
+            }
+            On::Auto => {
+                let in_play = Some("ZONE == \"ring\"".to_owned());
+                let Some(e) = s.events.first() else {
+                    self.unsupported("an auto statement without ~event~ (always active)", s.span.clone());
+                    return ("Phase", Vec::new(), None, in_play);
+                };
+                let once = e.suffixes.iter().any(|x| x == "once").then_some("once");
+                let mut filters = Vec::new();
+                if e.whose != "any" {
+                    filters.push(format!("player = {}", q(if e.whose == "opp" { "opp" } else { "me" })));
+                }
+                if e.name.ends_with("phase") {
+                    filters.push(format!("phase = {}", q(&e.name)));
+                    return ("Phase", filters, once, in_play);
+                }
+                filters.push(format!("event = {}", q(&e.name)));
+                let any = e.suffixes.iter().any(|x| x == "any");
+                if let Some(x) =
+                    e.suffixes.iter().find(|x| ["action", "reaction", "char"].contains(&x.as_str()))
+                {
+                    self.unsupported(&format!("the suffix `:{x}`"), e.span.clone());
+                }
+                if !any {
+                    filters.push("card = \"$this\"".to_owned());
+                }
+                ("Happened", filters, once, in_play)
             }
         }
     }
@@ -469,14 +679,27 @@ impl Writer<'_> {
         })
     }
 
-    fn rule(&mut self, name: &str, on: &str, filters: &[String], guard: Option<&str>, actions: &[String]) {
+    fn rule(
+        &mut self,
+        name: &str,
+        on: &str,
+        filters: &[String],
+        limit: Option<&str>,
+        guard: Option<&str>,
+        actions: &[String],
+    ) {
         let card = q(&self.card.name.text);
         let _ = writeln!(
             self.rules,
             "\n[[rule]]\nname = {}\non = \"{on}\"\nobject = {{ kind = \"CARD\", key = {card} }}",
             q(name)
         );
-        let _ = writeln!(self.rules, "where = {{ {} }}", filters.join(", "));
+        if !filters.is_empty() {
+            let _ = writeln!(self.rules, "where = {{ {} }}", filters.join(", "));
+        }
+        if let Some(l) = limit {
+            let _ = writeln!(self.rules, "limit = {}", q(l));
+        }
         if let Some(g) = guard {
             let _ = writeln!(self.rules, "guard = {}", q(g));
         }
@@ -499,7 +722,10 @@ impl Writer<'_> {
         Some(match e {
             Expr::Int(n, _) => (n.to_string(), false),
             Expr::Bool(b, _) => (b.to_string(), true),
-            Expr::Path(p, span) => (self.path(p, span.clone())?, false),
+            Expr::Path(p, span) => match self.var_value(p) {
+                Some(f) => (f, false),
+                None => (self.path(p, span.clone())?, false),
+            },
             Expr::Not(x, _) => (format!("!({})", self.boolean(x)?), true),
             Expr::Binary(op @ (BinOp::And | BinOp::Or), a, b, _) => {
                 let sym = if *op == BinOp::And { "&&" } else { "||" };
@@ -560,6 +786,23 @@ impl Writer<'_> {
                 return None;
             }
         })
+    }
+
+    /// A path that names a `vars` entry: `_coin` (0 or 1), `_cards.size`, `_cards`.
+    fn var_value(&mut self, p: &[String]) -> Option<String> {
+        let (name, rest) = p.split_first()?;
+        let (_, v) = self.vars.iter().find(|(n, _)| n == name)?;
+        let f = match (v, rest) {
+            (Var::Coin(channel), []) => {
+                let c = channel.clone();
+                self.coins.push(c.clone());
+                format!("({c} - 1)")
+            }
+            (Var::Count(f), [] | [_]) => f.clone(),
+            (Var::Value(f), []) => f.clone(),
+            _ => return None,
+        };
+        Some(f)
     }
 
     /// The `where` of the cards of a pile in play: `me.ring`.
@@ -623,12 +866,14 @@ fn event_of(j: usize) -> &'static str {
     if j.is_multiple_of(2) { "Step" } else { "Next" }
 }
 
-/// The action that starts effect number `j` (from 0), `id`, on `target`.
-fn step(j: usize, id: &str, target: &str) -> String {
+/// The action that starts effect number `j` (from 0), `id`, on `target`; `ok` is `yes`, or
+/// `$may` (declined, the emit is skipped).
+fn step(j: usize, id: &str, target: &str, ok: &str) -> String {
     format!(
-        "{{ emit = {{ event = \"{}\", args = {{ step = {}, card = \"$this\", target = {} }} }} }}",
+        "{{ emit = {{ event = \"{}\", args = {{ step = {}, card = \"$this\", target = {}, ok = {} }} }} }}",
         event_of(j),
         q(id),
-        q(target)
+        q(target),
+        q(ok)
     )
 }
