@@ -3,6 +3,8 @@
 //! - `load_1000_features`: 1,000 creature features (four kinds of subfeature, in turn) given
 //!   to 100 creatures, 10 each — read, compiled to a native ruleset and its event rules checked
 //!   — against loading the translation (`sheetd translate`'s files) and checking its rules.
+//! - `load_1000_cards`: 1,000 RuleScript cards (four kinds in turn) read, compiled and their
+//!   rules checked, against loading their translation.
 //! - `replay_200_steps`: a 200-step game of 10 creatures (hits, uses, turns, rests, recharge
 //!   rolls) played from its verbs, against the same game from the generic steps they stand for
 //!   (the JSON a native game file would hold), each from a new game and its setup.
@@ -87,6 +89,23 @@ fn game_steps() -> (Json, Vec<Json>, Vec<Json>) {
     (setup, verbs, generic)
 }
 
+/// 1,000 RuleScript cards, four kinds in turn: an action in the order written, a condition
+/// with an else, a target chosen with a restriction, an auto statement.
+fn cards() -> Vec<(String, String)> {
+    let cards: Vec<Json> = (0..1000)
+        .map(|i| {
+            let rules = match i % 4 {
+                0 => vec!["action = {F}: bp(+100) & bp(x2)"],
+                1 => vec!["action = [[if me.sp < opp.sp]] sp(+1) [[else]] hp(+500)"],
+                2 => vec!["target = character@oppRing", "action = bp(-200) & +frosted oppUeot"],
+                _ => vec!["auto = ~myDrawPhase~ draw() target(me)"],
+            };
+            json!({"name": format!("Card {i}"), "type": "character", "bp": 100 + i % 7 * 100, "rules": rules})
+        })
+        .collect();
+    vec![("cards.json".to_owned(), Json::Array(cards).to_string())]
+}
+
 fn bench_dialects(c: &mut Criterion) {
     let files = files();
     let compiled = creature::compile_texts(&files).expect("the generated features compile");
@@ -103,6 +122,22 @@ fn bench_dialects(c: &mut Criterion) {
     g.bench_function("load_1000_features/native", |b| {
         b.iter(|| {
             let r = data::load_texts(black_box(&native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
+                .expect("loads");
+            events::RuleBook::compile(Arc::new(r)).expect("rules check")
+        })
+    });
+    let cards = cards();
+    let card_rules = dialects::rulescript::compile_texts(&cards).expect("the generated cards compile");
+    let card_native = card_rules.files.clone();
+    g.bench_function("load_1000_cards/dialect", |b| {
+        b.iter(|| {
+            let c = dialects::rulescript::compile_texts(black_box(&cards)).expect("compiles");
+            events::RuleBook::compile(Arc::new(c.load().expect("loads"))).expect("rules check")
+        })
+    });
+    g.bench_function("load_1000_cards/native", |b| {
+        b.iter(|| {
+            let r = data::load_texts(black_box(&card_native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
                 .expect("loads");
             events::RuleBook::compile(Arc::new(r)).expect("rules check")
         })
