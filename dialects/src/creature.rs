@@ -113,18 +113,32 @@ pub fn compile_texts(files: &[(String, String)]) -> Result<Compiled, Vec<Diagnos
 /// a `.json` file, or a directory whose `.json` files (not its subdirectories') are read in
 /// name order.
 pub fn files_of(paths: &[PathBuf], files: &Files) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
+    files_with(paths, files, &["json"])
+}
+
+/// The files under `paths` whose extension is one of `exts`: each path a file, or a directory
+/// whose such files (not its subdirectories') are taken in name order.
+pub fn files_with(paths: &[PathBuf], files: &Files, exts: &[&str]) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for p in paths {
         if files.is_dir(p) {
-            match files.list(p, "json") {
-                Ok(found) if found.is_empty() => errors.push(Diagnostic::nowhere(
-                    DiagCode::File,
-                    format!("{}: a directory with no .json file", p.display()),
-                )),
-                Ok(found) => out.extend(found),
-                Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, e)),
+            let mut found = Vec::new();
+            for ext in exts {
+                match files.list(p, ext) {
+                    Ok(f) => found.extend(f),
+                    Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, e)),
+                }
             }
+            found.sort();
+            if found.is_empty() {
+                let exts: Vec<String> = exts.iter().map(|e| format!(".{e}")).collect();
+                errors.push(Diagnostic::nowhere(
+                    DiagCode::File,
+                    format!("{}: a directory with no {} file", p.display(), exts.join(" or ")),
+                ));
+            }
+            out.extend(found);
         } else {
             out.push(p.clone());
         }
@@ -144,9 +158,19 @@ pub fn compile_with(paths: &[PathBuf], files: &Files) -> Result<Compiled, Vec<Di
 
 /// The `.json` files under `paths` (see [`files_of`]), read through `files`: (name, text).
 pub fn read_all(paths: &[PathBuf], files: &Files) -> Result<Vec<(String, String)>, Vec<Diagnostic>> {
+    read_with(paths, files, &["json"])
+}
+
+/// The files under `paths` with one of the extensions `exts` (see [`files_with`]), read
+/// through `files`: (name, text).
+pub fn read_with(
+    paths: &[PathBuf],
+    files: &Files,
+    exts: &[&str],
+) -> Result<Vec<(String, String)>, Vec<Diagnostic>> {
     let mut texts = Vec::new();
     let mut errors = Vec::new();
-    for f in files_of(paths, files)? {
+    for f in files_with(paths, files, exts)? {
         match files.read(&f) {
             Ok(t) => texts.push((f.display().to_string(), t.to_string())),
             Err(e) => errors.push(Diagnostic::nowhere(DiagCode::File, e)),

@@ -7,7 +7,8 @@
 //!   so that each error — an unknown property, command, ability or event, a restriction on a
 //!   statement whose effects do not last, Python outside the subset of expressions the seed's
 //!   examples use — points at its text.
-//! - [`cards`] reads card databases (JSON: name, type, printed BP, rules).
+//! - [`cards`] reads card databases (JSON: name, type, printed BP, rules) and `.rulescript`
+//!   files (one card each: its rules, and `#!` lines for its name, type and BP).
 //! - [`write`] compiles the cards to a native ruleset with event rules on the prelude (players,
 //!   cards, zones, turns): abilities, action and auto statements with their costs, requisites,
 //!   conditions, `vars` (`flipCoin()` as a roll, `getTargets()` as a count), `[[may]]`,
@@ -37,7 +38,13 @@ pub fn compile_texts(files: &[(String, String)]) -> Result<crate::creature::Comp
     let mut cards = Vec::new();
     let mut errors = Vec::new();
     for (i, src) in sources.iter().enumerate() {
-        match cards::file(src.text()) {
+        let read = if src.name.ends_with(".rulescript") {
+            let stem = std::path::Path::new(&*src.name).file_stem().map(|s| s.to_string_lossy().into_owned());
+            cards::rulescript_file(src.text(), stem.as_deref().unwrap_or("card")).map(|c| vec![c])
+        } else {
+            cards::file(src.text())
+        };
+        match read {
             Ok(c) => cards.extend(c.into_iter().map(|c| (i, c))),
             Err(e) => errors.push(crate::creature::diagnostic(src, &e)),
         }
@@ -61,7 +68,7 @@ pub fn compile_texts(files: &[(String, String)]) -> Result<crate::creature::Comp
 /// Reads and compiles the card databases under `paths` (`.json` files, or directories of them)
 /// through `files`.
 pub fn compile_with(paths: &[PathBuf], files: &Files) -> Result<crate::creature::Compiled, Vec<Diagnostic>> {
-    compile_texts(&crate::creature::read_all(paths, files)?)
+    compile_texts(&crate::creature::read_with(paths, files, &["json", "rulescript"])?)
 }
 
 #[cfg(test)]

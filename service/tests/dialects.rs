@@ -252,7 +252,11 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     assert!(l[35]["fired"].is_null(), "{}", l[35]);
     assert_eq!(changed(&l[36], "me.HP"), Some((json!("3500"), json!("3400"))));
     assert!(l[37]["fired"].is_null(), "{}", l[37]);
-    assert_eq!(l[38]["values"]["w1.BP"], "1000");
+    // A `.rulescript` file's card (berserker.rulescript): bp(+300) until the end of my turn.
+    assert_eq!(changed(&l[38], "b1.BP"), Some((json!("500"), json!("800"))));
+    assert_eq!(changed(&l[39], "b1.BP"), Some((json!("800"), json!("500"))));
+    assert_eq!(l[40]["values"]["w1.BP"], "1000");
+    assert_eq!(l[40]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");

@@ -1,6 +1,8 @@
 //! RuleScript card databases: JSON, a card or a list of them, `{"name", "type", "bp",
 //! "rules"}`, the rules written as one string or as a list of lines (a list keeps every
-//! position exact: a string's `\n` escapes make its offsets differ from the file's).
+//! position exact: a string's `\n` escapes make its offsets differ from the file's); or a
+//! `.rulescript` file, one card: its rules as they are, and comment lines `#! type =
+//! character`, `#! bp = 300`, `#! name = …` (default: the file's name) for what is not rules.
 
 use super::syntax::{self, Rules};
 use crate::Error;
@@ -97,4 +99,69 @@ fn card(text: &str, v: &Value<'_>) -> Result<Card, Error> {
     let mut out = Card { name, kind: lower, bp, rules: Rules { properties: Vec::new() }, lines };
     out.rules = syntax::parse(&joined).map_err(|e| Error { span: out.file_span(e.span.clone()), ..e })?;
     Ok(out)
+}
+
+/// Reads a `.rulescript` file: one card named `stem` unless a `#! name =` line says otherwise.
+pub fn rulescript_file(text: &str, stem: &str) -> Result<Card, Error> {
+    let mut name = stem.to_owned();
+    let mut kind = "character".to_owned();
+    let mut bp = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let Some(meta) = line.trim_start().strip_prefix("#!") else { continue };
+        let span = start..start + line.trim_end().len();
+        let Some((k, v)) = meta.split_once('=') else {
+            return Err(Error {
+                code: syntax::codes::SYNTAX,
+                message: "a `#!` line is `#! key = value` (name, type, bp)".into(),
+                span,
+            });
+        };
+        let v = v.trim().trim_matches(['"', '\'']).to_owned();
+        match k.trim().to_ascii_lowercase().as_str() {
+            "name" => name = v,
+            "type" => kind = v.to_ascii_lowercase(),
+            "bp" => {
+                formula::parse_decimal(&v).map_err(|e| Error {
+                    code: syntax::codes::SYNTAX,
+                    message: format!("`#! bp`: `{v}` is not a number: {e}"),
+                    span: span.clone(),
+                })?;
+                bp = Some(v);
+            }
+            other => {
+                return Err(Error {
+                    code: syntax::codes::SYNTAX,
+                    message: format!("`#! {other}` is not name, type or bp"),
+                    span,
+                });
+            }
+        }
+    }
+    if !["character", "action", "reaction"].contains(&kind.as_str()) {
+        return Err(Error {
+            code: codes::TYPE,
+            message: format!("`{kind}` is no card type (character, action, reaction)"),
+            span: 0..text.find('\n').unwrap_or(text.len()),
+        });
+    }
+    if name.trim().is_empty() || name.starts_with('$') || name.chars().any(char::is_control) {
+        return Err(Error {
+            code: json::codes::SHAPE,
+            message: format!("`{}` is not a card's name", name.escape_debug()),
+            span: 0..0,
+        });
+    }
+    // The whole text is the rules, each offset the file's own.
+    let whole = Str { text: text.to_owned(), span: 0..text.len(), raw_start: Some(0) };
+    let rules = syntax::parse(text)?;
+    Ok(Card {
+        name: Str { text: name, span: 0..0, raw_start: None },
+        kind,
+        bp,
+        rules,
+        lines: vec![(0, whole)],
+    })
 }

@@ -249,6 +249,19 @@ fn the_example_cards_compile_and_load() {
     let lines = r#"{"name": "X", "type": "character", "rules": ["abilities = rush", "action = fly(2)"]}"#;
     let e = compile_texts(&[("x.json".to_owned(), lines.to_owned())]).expect_err("fly");
     assert_eq!((e[0].text.as_str(), e[0].at.as_ref().map(|a| a.col())), ("fly", Some(76)));
+    // A `.rulescript` file: one card, its `#!` lines, errors at the file's own offsets.
+    let card = "#! type = action\n#! bp = 0\naction = draw(2)\n";
+    let c = compile_texts(&[("draw.rulescript".to_owned(), card.to_owned())]).expect("compiles");
+    assert!(
+        c.files[1].1.contains("key = \"draw\"") && c.files[1].1.contains("TYPE\", set = \"action\""),
+        "{}",
+        c.files[1].1
+    );
+    let e = compile_texts(&[("x.rulescript".to_owned(), "#! bp = 1\naction = fly(2)".to_owned())])
+        .expect_err("fly");
+    assert_eq!((e[0].text.as_str(), e[0].at.as_ref().map(|a| (a.line(), a.col()))), ("fly", Some((2, 10))));
+    let e = compile_texts(&[("x.rulescript".to_owned(), "#! colour = red".to_owned())]).expect_err("colour");
+    assert_eq!(e[0].code.as_str(), "rulescript.syntax");
     let bad_type = r#"{"name": "X", "type": "spell"}"#;
     let e = compile_texts(&[("x.json".to_owned(), bad_type.to_owned())]).expect_err("type");
     assert_eq!((e[0].code.as_str(), e[0].text.as_str()), ("rulescript.card_type", "\"spell\""));
