@@ -11,7 +11,7 @@
 //! {"set_input": {"channel": "StatScore", "on": "STR", "value": 14}}
 //! ```
 
-use super::solve::{Stepped, print_results};
+use super::solve::{Keys, Stepped, print_results_with};
 use super::steps::{self, Rejection};
 use data::history::{DiffKind, Log, Revision, Typed, WhyChanged, why_changed};
 use data::record;
@@ -140,7 +140,9 @@ pub fn run(
         })
         .collect();
     let character = game.character();
-    let mut ok = print_results(character.sheet(), &outcomes, traces, selects, as_json);
+    // A dialect's game prints every key on every step line (docs/dialects.md).
+    let keys = if dialect.is_some() { Keys::All } else { Keys::Present };
+    let mut ok = print_results_with(character.sheet(), &outcomes, traces, selects, as_json, keys);
     if let Some(p) = game.pending() {
         match as_json {
             true => println!("{}", serde_json::json!({"pending": crate::json::pending(p)})),

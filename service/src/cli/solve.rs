@@ -220,12 +220,31 @@ pub fn apply_step(sheet: &mut Sheet, step: &Json) -> Result<Stepped, Rejection> 
     Ok(Stepped::of(&report, sheet))
 }
 
-/// The JSON line for a step's outcome: `step`, `changed`, `recomputed`, and when there are any,
-/// `expired`, `fired` and `pending`; or `step` and `error`.
+/// Which keys a step's JSON line has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keys {
+    /// `step`, `changed`, `recomputed`, and `expired`, `fired`, `pending` when there are any; or
+    /// `step` and `error`.
+    Present,
+    /// Every key on every line — `step`, `changed`, `expired`, `fired`, `pending`, `error` (and
+    /// `recomputed`), empty or null where nothing is — as a dialect's game output promises.
+    All,
+}
+
+/// The JSON line for a step's outcome (see [`Keys`]).
 pub fn step_json(index: usize, result: &Result<Stepped, Rejection>) -> Json {
-    let r = match result {
-        Ok(r) => r,
-        Err(e) => return json!({"step": index, "error": json::problem(&e.problem())}),
+    step_json_with(index, result, Keys::Present)
+}
+
+/// The JSON line for a step's outcome, with the keys asked for.
+pub fn step_json_with(index: usize, result: &Result<Stepped, Rejection>, keys: Keys) -> Json {
+    let r = match (result, keys) {
+        (Ok(r), _) => r,
+        (Err(e), Keys::Present) => return json!({"step": index, "error": json::problem(&e.problem())}),
+        (Err(e), Keys::All) => {
+            return json!({"step": index, "changed": [], "expired": [], "fired": [], "pending": null,
+                          "error": json::problem(&e.problem())});
+        }
     };
     let mut j = json!({
         "step": index,
@@ -252,6 +271,17 @@ pub fn step_json(index: usize, result: &Result<Stepped, Rejection>) -> Json {
     if let Some(v) = &r.value {
         j["value"] = json::slot(v);
     }
+    if keys == Keys::All {
+        for k in ["expired", "fired"] {
+            if j.get(k).is_none() {
+                j[k] = json!([]);
+            }
+        }
+        if j.get("pending").is_none() {
+            j["pending"] = Json::Null;
+        }
+        j["error"] = Json::Null;
+    }
     if let Some(e) = &r.stopped {
         j["stopped"] = json!({"code": e.code.as_str(), "message": e.message, "chain": e.chain.iter().map(|c| &**c).collect::<Vec<_>>()});
     }
@@ -276,8 +306,20 @@ pub fn print_results(
     selects: &[String],
     as_json: bool,
 ) -> bool {
+    print_results_with(sheet, outcomes, traces, selects, as_json, Keys::Present)
+}
+
+/// [`print_results`], with the keys of the JSON step lines asked for.
+pub fn print_results_with(
+    sheet: &Sheet,
+    outcomes: &[(String, Result<Stepped, Rejection>)],
+    traces: &[String],
+    selects: &[String],
+    as_json: bool,
+    keys: Keys,
+) -> bool {
     if as_json {
-        return print_json(sheet, outcomes, traces) & print_selects(sheet, selects, true);
+        return print_json(sheet, outcomes, traces, keys) & print_selects(sheet, selects, true);
     }
     for (i, (what, r)) in outcomes.iter().enumerate() {
         match r {
@@ -362,9 +404,14 @@ select {scope} where {where_}: {}",
     ok
 }
 
-fn print_json(sheet: &Sheet, outcomes: &[(String, Result<Stepped, Rejection>)], traces: &[String]) -> bool {
+fn print_json(
+    sheet: &Sheet,
+    outcomes: &[(String, Result<Stepped, Rejection>)],
+    traces: &[String],
+    keys: Keys,
+) -> bool {
     for (i, (_, r)) in outcomes.iter().enumerate() {
-        println!("{}", step_json(i, r));
+        println!("{}", step_json_with(i, r, keys));
     }
     let values: Map<String, Json> =
         sheet.values().iter().map(|(r, v)| (r.to_string(), json::slot(v))).collect();
