@@ -261,8 +261,19 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     // A `.rulescript` file's card (berserker.rulescript): bp(+300) until the end of my turn.
     assert_eq!(changed(&l[38], "b1.BP"), Some((json!("500"), json!("800"))));
     assert_eq!(changed(&l[39], "b1.BP"), Some((json!("800"), json!("500"))));
-    assert_eq!(l[40]["values"]["w1.BP"], "1000");
-    assert_eq!(l[40]["values"]["b1.RUSH"], "1");
+    // *Requisite Property*: no character of the opponent's is left in the ring: refused.
+    assert_eq!(l[40]["fired"][0]["error"]["code"], "solver.guard_failed", "{}", l[40]);
+    // *effect*: `draw(); draw() target(opp)`: both players draw.
+    assert_eq!(changed(&l[41], "me.HAND"), Some((json!("6"), json!("7"))));
+    assert_eq!(changed(&l[41], "opp.HAND"), Some((json!("5"), json!("6"))));
+    // *to(target filter)*: one of mine destroyed; none of the opponent's to pick.
+    assert_eq!(l[43]["pending"]["options"], json!([]), "{}", l[43]);
+    assert_eq!(changed(&l[44], "m1.ZONE"), Some((json!("ring"), json!("discards"))));
+    // `moveTo(deck) from?(*s@hand)`: a card of my hand back to the deck.
+    assert_eq!(l[46]["pending"]["options"], json!(["b1"]), "{}", l[46]);
+    assert_eq!(changed(&l[47], "b1.ZONE"), Some((json!("hand"), json!("deck"))));
+    assert_eq!(l[48]["values"]["w1.BP"], "1000");
+    assert_eq!(l[48]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");
