@@ -18,8 +18,12 @@ pub mod codes {
     pub const SHAPE: &str = "creature.shape";
 }
 
+/// The deepest lists and objects may nest (the parser recurses on each).
+pub const MAX_DEPTH: usize = 128;
+
 /// Parses `text` into its syntax tree.
 pub fn parse(text: &str) -> Result<Value<'_>, Error> {
+    check_depth(text)?;
     let options = jsonc_parser::ParseOptions {
         allow_comments: true,
         allow_loose_object_property_names: false,
@@ -178,4 +182,47 @@ pub fn name(file: &str, v: &Value<'_>, what: &str) -> Result<Str, Error> {
         });
     }
     Ok(s)
+}
+
+/// Refuses text whose lists and objects nest deeper than [`MAX_DEPTH`], before the parser
+/// recurses into them (counted outside strings and comments, in one pass).
+fn check_depth(text: &str) -> Result<(), Error> {
+    let b = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(Error {
+                        code: codes::JSON,
+                        message: format!("lists and objects nest deeper than {MAX_DEPTH}"),
+                        span: i..i + 1,
+                    });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
 }

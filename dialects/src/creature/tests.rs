@@ -177,6 +177,9 @@ fn bad_files_are_refused_with_a_code_at_the_text() {
         )
     };
     assert_eq!(one(&[("a.json", "{\"name\": \"F\",\n  oops}")]).0, "creature.json");
+    // Nesting that would take the parser's stack is refused first.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(one(&[("a.json", &deep)]).0, "creature.json");
     // Names reach the events layer as text: one starting with `$` would read as a name there.
     let (code, text, _) = one(&[("a.json", r#"{"name": "$this"}"#)]);
     assert_eq!((code.as_str(), text.as_str()), ("creature.shape", "\"$this\""));

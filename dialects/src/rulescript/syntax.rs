@@ -903,7 +903,7 @@ fn restriction(c: &mut Cur<'_>) -> Result<Option<Restriction>, Error> {
 /// Reads an expression of the subset (see the module docs).
 pub fn expression(text: &str, at: usize) -> Result<Expr, Error> {
     let toks = tokens(text, at)?;
-    let mut p = Parser { toks, i: 0, end: at + text.len() };
+    let mut p = Parser { toks, i: 0, end: at + text.len(), depth: 0 };
     let e = p.or()?;
     match p.toks.get(p.i) {
         None => Ok(e),
@@ -1043,6 +1043,9 @@ struct Parser {
     toks: Vec<(Tok, Span)>,
     i: usize,
     end: usize,
+    /// How deeply the parentheses read so far nest (bounded by [`MAX_DEPTH`]: the parser
+    /// recurses on each).
+    depth: usize,
 }
 
 impl Parser {
@@ -1099,10 +1102,12 @@ impl Parser {
         if self.is_name("not") {
             let start = self.here().start;
             self.i += 1;
-            if self.i > MAX_DEPTH * 4 {
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
                 return Err(err(codes::SYNTAX, "an expression nested too deeply", self.here()));
             }
             let e = self.not()?;
+            self.depth -= 1;
             let s = start..e.span().end;
             return Ok(Expr::Not(Box::new(e), s));
         }
@@ -1158,7 +1163,12 @@ impl Parser {
                 Ok(Expr::Binary(BinOp::Sub, Box::new(Expr::Int(0, span)), Box::new(e), s))
             }
             Tok::Sym("(") => {
+                self.depth += 1;
+                if self.depth > MAX_DEPTH {
+                    return Err(err(codes::SYNTAX, "an expression nested too deeply", span));
+                }
                 let e = self.or()?;
+                self.depth -= 1;
                 if !self.is_sym(")") {
                     if self.is_sym(",") {
                         return Err(python("a tuple", self.here()));

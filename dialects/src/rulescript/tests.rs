@@ -166,6 +166,19 @@ fn bad_rules_are_refused_with_a_code_at_the_text() {
     }
 }
 
+/// Parentheses nested past the limit are an error, not a stack overflow.
+#[test]
+fn deep_nesting_is_refused() {
+    let text = format!("vars = _x := {}1{}", "(".repeat(100_000), ")".repeat(100_000));
+    let e = parse(&text).expect_err("too deep");
+    assert_eq!(e.code, "rulescript.syntax");
+    let text = format!("vars = _x := {}1", "not ".repeat(100_000));
+    assert_eq!(parse(&text).expect_err("too deep").code, "rulescript.syntax");
+    // A long expression is not a deep one.
+    let text = format!("vars = _x := {} > 1 and not 1", vec!["1"; 400].join(" + "));
+    parse(&text).expect("long, not deep");
+}
+
 /// Nothing the reader is given makes it panic, and every error lies inside the text.
 #[test]
 fn any_text_reads_or_is_an_error_inside_it() {
