@@ -38,26 +38,23 @@ pub fn run(args: CheckArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let start = Instant::now();
-    let mut compiled = None;
-    let loaded = match &args.dialect {
-        None => crate::dialect::load(&paths),
+    // With --dialect, the paths are that dialect's: read as `DIALECT:PATH`.
+    let specs: Vec<PathBuf> = match &args.dialect {
+        None => paths.clone(),
         Some(d) => match crate::dialect::dialect(d) {
-            Ok(d) => crate::dialect::compile(d, &paths).and_then(|c| {
-                let ruleset = c.load()?;
-                let warnings = c.warnings.clone();
-                compiled = Some(c.counts.clone());
-                Ok(crate::dialect::Loaded { ruleset, warnings, compiled: None })
-            }),
+            Ok(d) => paths.iter().map(|p| crate::dialect::prefixed(d, p)).collect(),
             Err(m) => {
                 eprintln!("error: {m}");
                 return ExitCode::from(2);
             }
         },
     };
-    let loaded = loaded.and_then(|l| {
+    let mut compiled = None;
+    let loaded = crate::dialect::load(&specs).and_then(|l| {
         for w in &l.warnings {
             eprint!("{}", crate::render::warning(&crate::problem::Problem::of_diagnostic(w)));
         }
+        compiled = l.compiled.map(|c| c.counts);
         let r = l.ruleset;
         let r = std::sync::Arc::new(r);
         events::RuleBook::compile(r.clone()).map(|book| (r, book))
