@@ -108,6 +108,26 @@ mod tests {
         Problem::of_diagnostic(&errors[0])
     }
 
+    /// A dialect's problems render the same way, at the token inside the string they came
+    /// from; its warnings as warnings.
+    #[test]
+    fn dialect_problems_render_at_their_token() {
+        let feature = "{\"name\": \"F\", \"subfeatures\": [{\"trigger\": \"passive\",\n  \"effects\": [{\"effect\": [\"Set N = N\", \"SPELLDC\", \"(8,INT,%)\"]}]}]}";
+        let e = dialects::creature::compile_texts(&[("f.json".to_owned(), feature.to_owned())])
+            .expect_err("a bad token");
+        insta::assert_snapshot!("creature_problem", problem_in(&Problem::of_diagnostic(&e[0]), false));
+        let cards =
+            "[{\"name\": \"X\", \"type\": \"action\",\n  \"rules\": [\"action = [[if lambda: 1]] draw()\"]}]";
+        let e = dialects::rulescript::compile_texts(&[("cards.json".to_owned(), cards.to_owned())])
+            .expect_err("python");
+        insta::assert_snapshot!("rulescript_problem", problem_in(&Problem::of_diagnostic(&e[0]), false));
+        let warned = "{\"name\": \"F\", \"subfeatures\": [{\"trigger\": \"action\",\n  \"effects\": [{\"effect\": [\"Plane shift\"]}]}]}";
+        let c =
+            dialects::creature::compile_texts(&[("f.json".to_owned(), warned.to_owned())]).expect("loads");
+        let w = Problem::of_diagnostic(&c.warnings[0]);
+        insta::assert_snapshot!("creature_warning", rendered(&w, false, miette::Severity::Warning));
+    }
+
     /// Data, solver and formula problems all render through miette, pointing at the text.
     #[test]
     fn every_kind_of_problem_renders_the_same_way() {
