@@ -272,8 +272,16 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     // `moveTo(deck) from?(*s@hand)`: a card of my hand back to the deck.
     assert_eq!(l[46]["pending"]["options"], json!(["b1"]), "{}", l[46]);
     assert_eq!(changed(&l[47], "b1.ZONE"), Some((json!("hand"), json!("deck"))));
-    assert_eq!(l[48]["values"]["w1.BP"], "1000");
-    assert_eq!(l[48]["values"]["b1.RUSH"], "1");
+    // *effect*: `&` runs the next effect after a failure; `&&` stops there.
+    let codes = |l: &Json| -> Vec<Json> {
+        l["fired"].as_array().map_or(Vec::new(), |f| f.iter().map(|x| x["error"]["code"].clone()).collect())
+    };
+    assert_eq!(codes(&l[48]), [Json::Null, json!("solver.out_of_bounds"), Json::Null]);
+    assert_eq!(changed(&l[48], "me.SP"), Some((json!("4"), json!("5"))));
+    assert_eq!(codes(&l[49]), [Json::Null, json!("solver.out_of_bounds")]);
+    assert_eq!(changed(&l[49], "me.SP"), None);
+    assert_eq!(l[50]["values"]["w1.BP"], "1000");
+    assert_eq!(l[50]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");

@@ -490,7 +490,13 @@ impl Writer<'_> {
                 }
                 None => "yes",
             };
-            actions.push(step(0, &format!("{head} effect 1"), &chosen, ok));
+            // Effects joined only by `&` each start from here, in order, whatever the one
+            // before did; with a `&&`, each starts the next when it succeeds.
+            let independent = b.effects.iter().skip(1).all(|(op, _)| *op == Op::Then);
+            let starts = if independent { b.effects.len() } else { 1 };
+            for j in 0..starts {
+                actions.push(step(j, &format!("{head} effect {}", j + 1), &chosen, ok));
+            }
             let guard = match (&guard, coins.is_empty(), &in_play) {
                 (Some(g), true, Some(p)) => Some(format!("({p}) && ({g})")),
                 (None, true, Some(p)) => Some(p.clone()),
@@ -505,7 +511,7 @@ impl Writer<'_> {
                 }
                 let id = format!("{head} effect {}", j + 1);
                 let Some(mut acts) = self.effect(e, &chosen, until.as_deref()) else { continue };
-                if j + 1 < b.effects.len() {
+                if !independent && j + 1 < b.effects.len() {
                     let passed = if chosen.is_empty() { "" } else { "$target" };
                     acts.push(step(j + 1, &format!("{head} effect {}", j + 2), passed, "yes"));
                 }
