@@ -280,8 +280,12 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     assert_eq!(changed(&l[48], "me.SP"), Some((json!("4"), json!("5"))));
     assert_eq!(codes(&l[49]), [Json::Null, json!("solver.out_of_bounds")]);
     assert_eq!(changed(&l[49], "me.SP"), None);
-    assert_eq!(l[50]["values"]["w1.BP"], "1000");
-    assert_eq!(l[50]["values"]["b1.RUSH"], "1");
+    // `||`: the right effect when the left failed (no 99 cards to draw), not when it did not.
+    assert_eq!(changed(&l[50], "me.SP"), Some((json!("5"), json!("6"))));
+    assert_eq!(changed(&l[51], "me.HAND"), Some((json!("7"), json!("8"))));
+    assert_eq!(changed(&l[51], "me.SP"), None);
+    assert_eq!(l[52]["values"]["w1.BP"], "1000");
+    assert_eq!(l[52]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");

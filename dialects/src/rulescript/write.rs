@@ -504,21 +504,58 @@ impl Writer<'_> {
             };
             let limit = if coins.is_empty() { limit } else { None };
             self.rule(&head, branch_on, &branch_filters, limit, guard.as_deref(), &actions);
-            for (j, (op, e)) in b.effects.iter().enumerate() {
-                if *op == Op::Or {
-                    self.unsupported("`||`", s.span.clone());
-                    continue;
-                }
+            let passed = if chosen.is_empty() { "" } else { "$target" };
+            let ops: Vec<Op> = b.effects.iter().map(|(op, _)| *op).collect();
+            for (j, (_, e)) in b.effects.iter().enumerate() {
                 let id = format!("{head} effect {}", j + 1);
-                let Some(mut acts) = self.effect(e, &chosen, until.as_deref()) else { continue };
-                if !independent && j + 1 < b.effects.len() {
-                    let passed = if chosen.is_empty() { "" } else { "$target" };
-                    acts.push(step(j + 1, &format!("{head} effect {}", j + 2), passed, "yes"));
-                }
                 let filters = [format!("step = {}", q(&id)), "card = \"$this\"".to_owned()];
+                // `A || B`: B starts when A fails — a rule before A's, on A's step, whose guard
+                // is that A cannot be done (only effects that can fail have one).
+                if ops.get(j + 1) == Some(&Op::Or) {
+                    match self.failure(e, &chosen) {
+                        Some(Failure::Never) => {}
+                        Some(Failure::When(cond)) => {
+                            let next = step(j + 1, &format!("{head} effect {}", j + 2), passed, "yes");
+                            self.rule(
+                                &format!("{id} fails"),
+                                event_of(j),
+                                &filters,
+                                None,
+                                Some(&cond),
+                                &[next],
+                            );
+                        }
+                        None => self.unsupported("`||` after an effect on a chosen target", s.span.clone()),
+                    }
+                }
+                let Some(mut acts) = self.effect(e, &chosen, until.as_deref()) else { continue };
+                // On success, the next effect not behind an `||`.
+                let next = (j + 1..ops.len()).find(|&k| ops[k] != Op::Or);
+                if let Some(k) = next.filter(|_| !independent) {
+                    acts.push(step(k, &format!("{head} effect {}", k + 1), passed, "yes"));
+                }
                 self.rule(&id, event_of(j), &filters, None, None, &acts);
             }
         }
+    }
+
+    /// When an effect fails: never (it always can be done), when a formula read in the card's
+    /// scope is true (a pile too small to draw, trash or discard from), or unknown (`None`:
+    /// its target is chosen when it runs).
+    fn failure(&self, e: &Effect, chosen: &str) -> Option<Failure> {
+        let Effect::Command { name, args, .. } = e else { return Some(Failure::Never) };
+        let pile = match name.text.as_str() {
+            "draw" | "trash" => "DECK",
+            "discard" => "HAND",
+            _ => return Some(Failure::Never),
+        };
+        let who = match chosen {
+            "" => "me",
+            "me" | "opp" => chosen,
+            _ => return None,
+        };
+        let n = args.first().and_then(|a| a.text.trim_start_matches('+').parse::<i64>().ok()).unwrap_or(1);
+        Some(Failure::When(format!("@{who}.{pile} < {n}")))
     }
 
     /// The event a statement runs on, its filters, its limit, and (auto) the guard that the
@@ -845,6 +882,13 @@ impl Writer<'_> {
             }
         }
     }
+}
+
+/// When an effect fails.
+enum Failure {
+    Never,
+    /// When this formula (read in the card's scope) is true.
+    When(String),
 }
 
 /// Where an effect applies.
