@@ -265,11 +265,15 @@ impl Compiler {
                 RawValue::Number(_) | RawValue::Boolean(_) => {}
             }
         }
+        // A section's strings are not all formulas (a question's prompt, a rule's name): one
+        // that does not declare is left to the layer that reads it, which reports it where it
+        // is a formula.
+        let own = texts.len();
         for (_, raw) in &draft.sections {
             strings(raw, &mut texts);
         }
         let mut first: HashMap<String, Text> = HashMap::new();
-        for t in texts {
+        for (i, t) in texts.into_iter().enumerate() {
             // Most text has no aggregate and no reference: only what could hold one is parsed.
             if !b.may_declare(&t.text) {
                 continue;
@@ -281,6 +285,7 @@ impl Compiler {
                         first.entry(text.to_ascii_lowercase()).or_insert_with(|| t.clone());
                     }
                 }
+                Err(_) if i >= own => {}
                 Err(e) => {
                     let code = match e.code {
                         solver::Code::BadReference => codes::BAD_REFERENCE,

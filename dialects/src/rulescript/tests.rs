@@ -275,6 +275,11 @@ fn the_example_cards_compile_and_load() {
     assert_eq!((e[0].text.as_str(), e[0].at.as_ref().map(|a| (a.line(), a.col()))), ("fly", Some((2, 10))));
     let e = compile_texts(&[("x.rulescript".to_owned(), "#! colour = red".to_owned())]).expect_err("colour");
     assert_eq!(e[0].code.as_str(), "rulescript.syntax");
+    // A question that mentions what reads as a reference is text, not a formula (found by the
+    // rulescript fuzz target).
+    let may = r#"{"name": "X", "type": "action", "rules": ["action = [[may 'see @me.rin.ri']] draw()"]}"#;
+    let c = compile_texts(&[("x.json".to_owned(), may.to_owned())]).expect("compiles");
+    c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let bad_type = r#"{"name": "X", "type": "spell"}"#;
     let e = compile_texts(&[("x.json".to_owned(), bad_type.to_owned())]).expect_err("type");
     assert_eq!((e[0].code.as_str(), e[0].text.as_str()), ("rulescript.card_type", "\"spell\""));
