@@ -284,8 +284,11 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     assert_eq!(changed(&l[50], "me.SP"), Some((json!("5"), json!("6"))));
     assert_eq!(changed(&l[51], "me.HAND"), Some((json!("7"), json!("8"))));
     assert_eq!(changed(&l[51], "me.SP"), None);
-    assert_eq!(l[52]["values"]["w1.BP"], "1000");
-    assert_eq!(l[52]["values"]["b1.RUSH"], "1");
+    // An always-active auto statement: bp(+100) & +unblockable while in the ring.
+    assert_eq!(changed(&l[52], "sb1.BP"), Some((json!("400"), json!("300"))));
+    assert_eq!(changed(&l[52], "sb1.UNBLOCKABLE"), Some((json!("1"), json!("0"))));
+    assert_eq!(l[53]["values"]["w1.BP"], "1000");
+    assert_eq!(l[53]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");
@@ -315,7 +318,7 @@ fn bad_cards_are_refused_at_their_text() {
         ("action = fly(2)", "rulescript.unknown_command", "fly"),
         ("action = [[if len(me.hand) > 2]] draw()", "rulescript.python", "len"),
         ("action = damage(300) ueot", "rulescript.restriction", "ueot"),
-        ("auto = draw()", "rulescript.unsupported", "draw()"),
+        ("auto = draw()", "rulescript.unsupported", "draw"),
         (
             "action = discard(character) || destroy()",
             "rulescript.unsupported",

@@ -212,10 +212,18 @@ impl Writer<'_> {
             modify.push(format!("{{ var = \"BP\", set = {} }}", q(bp)));
         }
         for p in &c.rules.properties {
-            if let Value::Words(abilities) = &p.value {
-                for a in abilities {
-                    modify.push(format!("{{ var = {}, set = \"1\" }}", q(&a.text.to_ascii_uppercase())));
+            match (&p.key, &p.value) {
+                (_, Value::Words(abilities)) => {
+                    for a in abilities {
+                        modify.push(format!("{{ var = {}, set = \"1\" }}", q(&a.text.to_ascii_uppercase())));
+                    }
                 }
+                (syntax::Key::Auto, Value::Statements(st)) => {
+                    for s in st.iter().filter(|s| s.events.is_empty()) {
+                        self.always(s, &mut modify);
+                    }
+                }
+                _ => {}
             }
         }
         let mut text = format!("\n[[object]]\nkind = \"CARD\"\nkey = {}\nmodify = [\n", q(&c.name.text));
@@ -224,6 +232,63 @@ impl Writer<'_> {
         }
         text.push_str("]\n");
         text
+    }
+
+    /// An `auto` statement with no `~event~`: always active while the card is in the ring —
+    /// its changes of the card's BP and abilities are the object's modifiers, with the card in
+    /// the ring (and its `[[if]]`) as their condition.
+    fn always(&mut self, s: &Statement, modify: &mut Vec<String>) {
+        let simple =
+            s.costs.is_empty() && s.otherwise.is_none() && s.restriction.is_none() && s.then.to.is_none();
+        if !simple || matches!(s.cond, Some(Cond::May(..))) {
+            self.unsupported(
+                "an always-active auto statement with costs, a target, [[may]], [[else]] or a restriction",
+                s.span.clone(),
+            );
+            return;
+        }
+        let mut when = "ZONE == \"ring\"".to_owned();
+        if let Some(Cond::If(e)) = &s.cond {
+            match self.boolean(e) {
+                Some(c) => when = format!("{when} && ({c})"),
+                None => return,
+            }
+        }
+        for (_, e) in &s.then.effects {
+            let m = match e {
+                Effect::Ability { add, name } => {
+                    format!(
+                        "{{ var = {}, set = \"{}\"",
+                        q(&name.text.to_ascii_uppercase()),
+                        if *add { 1 } else { 0 }
+                    )
+                }
+                Effect::Command { name, args, .. } if name.text == "bp" => {
+                    let a = args.first().map(|a| a.text.clone()).unwrap_or_default();
+                    let (kind, n) = match (a.strip_prefix('x'), a.strip_prefix('=')) {
+                        (Some(x), _) => ("multiply", x.to_owned()),
+                        (_, Some(x)) => ("set", x.to_owned()),
+                        _ => ("add", a.trim_start_matches('+').to_owned()),
+                    };
+                    if n.parse::<i64>().is_err() {
+                        self.unsupported(&format!("the amount `{a}`"), name.span.clone());
+                        continue;
+                    }
+                    format!("{{ var = \"BP\", {kind} = \"{n}\"")
+                }
+                Effect::Command { name, .. } => {
+                    self.unsupported(
+                        &format!(
+                            "`{}()` in an always-active auto statement (only bp() and abilities last)",
+                            name.text
+                        ),
+                        name.span.clone(),
+                    );
+                    continue;
+                }
+            };
+            modify.push(format!("{m}, when = {} }}", q(&when)));
+        }
     }
 
     fn statements(&mut self) {
@@ -273,7 +338,8 @@ impl Writer<'_> {
                     }
                 }
                 (syntax::Key::Auto, Value::Statements(s)) => {
-                    for (i, st) in s.iter().enumerate() {
+                    // (Those with no `~event~` are the object's modifiers: see `always`.)
+                    for (i, st) in s.iter().enumerate().filter(|(_, st)| !st.events.is_empty()) {
                         // `~powerless,backedUp~`: the statement once for each event.
                         if st.events.len() > 1 {
                             for e in &st.events {
@@ -575,7 +641,7 @@ impl Writer<'_> {
             On::Auto => {
                 let in_play = Some("ZONE == \"ring\"".to_owned());
                 let Some(e) = s.events.first() else {
-                    self.unsupported("an auto statement without ~event~ (always active)", s.span.clone());
+                    // `statements` passes only auto statements with events.
                     return ("Phase", Vec::new(), None, in_play);
                 };
                 let once = e.suffixes.iter().any(|x| x == "once").then_some("once");
