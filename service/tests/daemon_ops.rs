@@ -488,7 +488,7 @@ async fn a_rulescript_game_over_grpc() {
     assert_eq!(rejected, [(5, Code::InvalidArgument)]);
     let names = ["w1.BP", "g1.BP", "me.SP", "me.HP", "me.HAND", "s1.BP", "c1.BP", "t1.BP", "g1.ZONE"];
     let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
-    let want = ["1000", "-100", "6", "3400", "8", "400", "800", "700", "\"discards\""];
+    let want = ["1000", "-100", "7", "3400", "8", "400", "800", "700", "\"discards\""];
     assert_eq!(names.map(|n| value_of(&now.values, n)), want);
     drop(c);
     server.stop();

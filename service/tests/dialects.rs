@@ -287,8 +287,12 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     // An always-active auto statement: bp(+100) & +unblockable while in the ring.
     assert_eq!(changed(&l[52], "sb1.BP"), Some((json!("400"), json!("300"))));
     assert_eq!(changed(&l[52], "sb1.UNBLOCKABLE"), Some((json!("1"), json!("0"))));
-    assert_eq!(l[53]["values"]["w1.BP"], "1000");
-    assert_eq!(l[53]["values"]["b1.RUSH"], "1");
+    // *Auto Statement* suffixes: `~attacks:any:char~` fires for any character, not an action.
+    assert_eq!(changed(&l[53], "me.SP"), Some((json!("6"), json!("7"))));
+    assert_eq!(changed(&l[54], "me.SP"), None);
+    assert_eq!(l[54]["fired"], json!([]), "{}", l[54]);
+    assert_eq!(l[55]["values"]["w1.BP"], "1000");
+    assert_eq!(l[55]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");

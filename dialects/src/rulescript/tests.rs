@@ -248,11 +248,11 @@ fn the_example_cards_compile_and_load() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/rulescript/cards.json");
     let text = std::fs::read_to_string(path).expect("the example");
     let c = compile_texts(&[("cards.json".to_owned(), text)]).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(c.counts, [("cards", 22)]);
+    assert_eq!(c.counts, [("cards", 23)]);
     let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let book = events::RuleBook::compile(std::sync::Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
     // 4 prelude rules; each action's head (and else head) and one rule per effect.
-    assert_eq!(book.rules().len(), 63);
+    assert_eq!(book.rules().len(), 65);
     let one = r#"{"name": "X", "type": "character", "rules": "abilities = rush\naction = fly(2)"}"#;
     let e = compile_texts(&[("x.json".to_owned(), one.to_owned())]).expect_err("fly");
     assert_eq!(

@@ -55,6 +55,7 @@ ACTIONS_PLAYED = {}            # action cards played: `unac` ends there
 
 [channels.PC]
 PLAYED = { format = "STRING", holds = "PC.CARD" }   # the card a Play is about
+TRIGGER = { format = "STRING", holds = "PC.CARD" }  # the card a Happened event is about
 
 [variables."PC.CARD"]
 BP = "NUMBER"
@@ -90,7 +91,7 @@ Step = { step = {}, card = { instance = true }, target = {}, ok = {} }   # an ef
 Next = { step = {}, card = { instance = true }, target = {}, ok = {} }   # … (even ones: a rule may not emit its own event)
 Decide = { step = {}, card = { instance = true } }   # a statement's coins are in: its branches start
 Phase = { player = { instance = true }, phase = {} }  # a player's phase begins (drawphase, endphase, …)
-Happened = { event = {}, card = {}, player = {} }     # a game event (attacks, ringchanges, …) by a card
+Happened = { event = {}, card = "TRIGGER", player = {} }   # a game event (attacks, ringchanges, …) by a card
 BeginTurn = { player = { instance = true } }
 EndTurn = { player = { instance = true } }
 Play = { card = "PLAYED" }
@@ -639,7 +640,7 @@ impl Writer<'_> {
                 ("Action", vec!["card = \"$this\"".to_owned(), format!("n = \"{n}\"")], None, None)
             }
             On::Auto => {
-                let in_play = Some("ZONE == \"ring\"".to_owned());
+                let mut in_play = Some("ZONE == \"ring\"".to_owned());
                 let Some(e) = s.events.first() else {
                     // `statements` passes only auto statements with events.
                     return ("Phase", Vec::new(), None, in_play);
@@ -655,10 +656,12 @@ impl Writer<'_> {
                 }
                 filters.push(format!("event = {}", q(&e.name)));
                 let any = e.suffixes.iter().any(|x| x == "any");
+                // `:char`, `:action`, `:reaction`: only for a card of that type.
                 if let Some(x) =
                     e.suffixes.iter().find(|x| ["action", "reaction", "char"].contains(&x.as_str()))
                 {
-                    self.unsupported(&format!("the suffix `:{x}`"), e.span.clone());
+                    let kind = if x == "char" { "character" } else { x.as_str() };
+                    in_play = Some(format!("ZONE == \"ring\" && TRIGGER.TYPE == \"{kind}\""));
                 }
                 if !any {
                     filters.push("card = \"$this\"".to_owned());
