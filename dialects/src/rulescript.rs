@@ -12,8 +12,9 @@
 //! - [`write`] compiles the cards to a native ruleset with event rules on the prelude (players,
 //!   cards, zones, turns): abilities, action and auto statements with their costs, requisites,
 //!   conditions, `vars` (`flipCoin()` as a roll, `getTargets()` as a count), `[[may]]`,
-//!   targets, effects in the order written and restrictions. Not yet: `||`, hooks, and the
-//!   commands that need cards' identities in piles.
+//!   targets, effects in the order written (`&`, `&&`, and `||` where the left effect's
+//!   failure is known) and restrictions; always-active `auto` statements as the card's
+//!   modifiers. Not yet: hooks, and the commands that need cards' identities in piles.
 //! - [`game`] reads the dialect's game files: setup and verbs.
 
 pub mod cards;
