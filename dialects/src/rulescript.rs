@@ -9,7 +9,7 @@
 //!   examples use — points at its text.
 //! - [`cards`] reads card databases (JSON: name, type, printed BP, rules) and `.rulescript`
 //!   files (one card each: its rules, and `#!` lines for its name, type and BP).
-//! - [`write`] compiles the cards to a native ruleset with event rules on the prelude (players,
+//! - [`write`](mod@write) compiles the cards to a native ruleset with event rules on the prelude (players,
 //!   cards, zones, turns): abilities, action and auto statements with their costs, requisites,
 //!   conditions, `vars` (`flipCoin()` as a roll, `getTargets()` as a count), `[[may]]`,
 //!   targets, effects in the order written (`&`, `&&`, and `||` where the left effect's
