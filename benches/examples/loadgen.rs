@@ -238,8 +238,12 @@ async fn solve_batch(client: &mut sheetd::cli::client::Client, items: Vec<pb::Ba
 /// The example character's armor put on and taken off: the Apply phases' one-object changes.
 fn armor_steps() -> (Vec<pb::Operation>, Vec<pb::Operation>) {
     let steps = |json: &str| {
-        sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps: vec![json.into()], file: None })
-            .expect("step")
+        sheetd::cli::client::operations(&sheetd::cli::client::Steps {
+            steps: vec![json.into()],
+            file: None,
+            dialect: None,
+        })
+        .expect("step")
     };
     (
         steps(r#"{"add_object": {"kind": "EQUIPMENT", "key": "Ring Hauberk", "id": "armor"}}"#),

@@ -33,6 +33,7 @@ fn steps(json: &[&str]) -> Vec<pb::Operation> {
     sheetd::cli::client::operations(&sheetd::cli::client::Steps {
         steps: json.iter().map(|s| s.to_string()).collect(),
         file: None,
+        dialect: None,
     })
     .expect("valid steps")
 }

@@ -18,7 +18,7 @@ fn main() {
     let reply = std::env::args().nth(2).is_some_and(|a| a == "reply");
     let file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    let steps = sheetd::cli::client::Steps { steps: vec![], file: Some(file) };
+    let steps = sheetd::cli::client::Steps { steps: vec![], file: Some(file), dialect: None };
     let wire = sheetd::cli::client::operations(&steps).expect("example sheet");
     let ops = sheetd::grpc::convert::operations(wire).expect("operations");
     let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));

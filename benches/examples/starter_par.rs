@@ -27,7 +27,7 @@ fn main() {
     let separate = arg(3).is_some_and(|a| a == "separate");
     let file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    let steps = sheetd::cli::client::Steps { steps: vec![], file: Some(file) };
+    let steps = sheetd::cli::client::Steps { steps: vec![], file: Some(file), dialect: None };
     let wire = sheetd::cli::client::operations(&steps).expect("example sheet");
     let mut ops = sheetd::grpc::convert::operations(wire).expect("operations");
     ops.truncate(arg(4).and_then(|a| a.parse().ok()).unwrap_or(ops.len()));

@@ -458,9 +458,12 @@ fn a_character_encodes_as_its_records() {
     ];
     for steps in [vec![], extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()] {
         let with_extra = !steps.is_empty();
-        let ops =
-            sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps, file: Some(file.clone()) })
-                .expect("steps");
+        let ops = sheetd::cli::client::operations(&sheetd::cli::client::Steps {
+            steps,
+            file: Some(file.clone()),
+            dialect: None,
+        })
+        .expect("steps");
         let ops = sheetd::grpc::convert::operations(ops).expect("operations");
         let mut c = data::Character::new(ruleset.clone()).expect("sheet");
         c.apply(&ops).expect("solves");

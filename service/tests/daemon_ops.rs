@@ -398,6 +398,13 @@ async fn the_deva_game_over_grpc() {
         cause: String::new(),
     };
     let setup = verb(&serde_json::json!({"setup": file["setup"]}));
+    // `sheetd client --dialect creature` sends a verb as the same operation.
+    let client_steps = sheetd::cli::client::Steps {
+        steps: vec![serde_json::json!({"setup": file["setup"]}).to_string()],
+        file: None,
+        dialect: Some("creature".into()),
+    };
+    assert_eq!(sheetd::cli::client::operations(&client_steps).expect("a verb"), std::slice::from_ref(&setup));
     let create =
         pb::CreateSheetRequest { ruleset_id: "deva".into(), id: "g".into(), operations: vec![setup] };
     c.create_sheet(create).await.expect("creates");

@@ -8,8 +8,12 @@ use sheetd::grpc::proto as pb;
 pub fn example() -> Vec<pb::Operation> {
     let file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    sheetd::cli::client::operations(&sheetd::cli::client::Steps { steps: vec![], file: Some(file) })
-        .expect("example sheet")
+    sheetd::cli::client::operations(&sheetd::cli::client::Steps {
+        steps: vec![],
+        file: Some(file),
+        dialect: None,
+    })
+    .expect("example sheet")
 }
 
 /// A new sheet built from the example character on `client`'s server; its id.

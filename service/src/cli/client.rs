@@ -51,6 +51,12 @@ pub struct Steps {
     /// A sheet file (`{"steps": [...]}`) whose steps go first.
     #[arg(long = "file", value_name = "SHEET_FILE")]
     pub file: Option<PathBuf>,
+
+    /// Send the steps that are a dialect's verbs (`{"use": {...}}`, `{"setup": {...}}`) as
+    /// `Verb` operations of this dialect (`creature`, `rulescript`; see docs/dialects.md);
+    /// each is a step of its own. A sheet file that names its `dialect` sets it too.
+    #[arg(long, value_name = "DIALECT")]
+    pub dialect: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -162,18 +168,32 @@ pub async fn connect(server: &str, token: Option<&str>, ca_cert: Option<&[u8]>) 
 /// Parses JSON steps (sheet-file syntax) into API operations.
 pub fn operations(steps: &Steps) -> Result<Vec<pb::Operation>, String> {
     let mut all: Vec<Json> = Vec::new();
+    let mut dialect = steps.dialect.clone();
     if let Some(path) = &steps.file {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let file: super::sheet::SheetFile = serde_json::from_str(&text)
             .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+        dialect = dialect.or(file.dialect);
+        if let Some(setup) = file.setup {
+            all.push(serde_json::json!({ "setup": setup }));
+        }
         all.extend(file.steps);
     }
     for (i, s) in steps.steps.iter().enumerate() {
         all.push(serde_json::from_str(s).map_err(|e| format!("--step #{}: {e}", i + 1))?);
     }
+    let dialect = dialect.map(|d| crate::dialect::dialect(&d)).transpose()?;
     let mut out = Vec::new();
     for s in &all {
+        // A dialect's verb goes as it is written; the server makes it into its step.
+        if let Some(d) = dialect
+            && !matches!(crate::dialect::game_step(d, s), Ok(dialects::creature::game::Step::Generic(_)))
+        {
+            let verb = pb::Verb { dialect: d.to_owned(), json: s.to_string() };
+            out.push(pb::Operation { op: Some(pb::operation::Op::Verb(verb)), cause: String::new() });
+            continue;
+        }
         let step = super::steps::game_step(s)
             .map_err(|e| format!("step {}: {}", super::steps::describe(s), e.message()))?;
         out.extend(convert::step_message(&step));

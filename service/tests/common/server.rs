@@ -180,6 +180,7 @@ pub fn ops(steps: &[&str]) -> Vec<pb::Operation> {
     sheetd::cli::client::operations(&Steps {
         steps: steps.iter().map(|s| s.to_string()).collect(),
         file: None,
+        dialect: None,
     })
     .expect("valid steps")
 }
@@ -188,7 +189,8 @@ pub fn ops(steps: &[&str]) -> Vec<pb::Operation> {
 #[allow(dead_code, reason = "not every test file uses it")]
 pub fn example_character() -> Vec<pb::Operation> {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
-    sheetd::cli::client::operations(&Steps { steps: vec![], file: Some(file) }).expect("example sheet")
+    sheetd::cli::client::operations(&Steps { steps: vec![], file: Some(file), dialect: None })
+        .expect("example sheet")
 }
 
 /// A value as people read it.
