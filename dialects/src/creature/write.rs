@@ -595,7 +595,16 @@ impl<'a> Writer<'a> {
             ));
             self.effect_rule(file, &id, &object, e, ident, vars);
         }
-        write_rule(&mut self.rules, &label, on, &object, &filters, &guard, &actions);
+        write_rule(
+            &mut self.rules,
+            &label,
+            on,
+            &object,
+            &filters,
+            None,
+            all_true(&guard).as_deref(),
+            &actions,
+        );
     }
 
     fn refill(&mut self, label: &str, object: &str, feature: &str, counter: &str, r: &read::Recharge) {
@@ -608,7 +617,8 @@ impl<'a> Writer<'a> {
                 on,
                 object,
                 filters,
-                guard,
+                None,
+                all_true(guard).as_deref(),
                 &adjust,
             );
         };
@@ -776,27 +786,42 @@ impl<'a> Writer<'a> {
             What::Nothing => return,
         }
         let filters = ["owner = \"$this\"".to_owned(), format!("effect = {}", q(id))];
-        write_rule(&mut self.rules, id, "Effect", object, &filters, &guard, &actions);
+        write_rule(
+            &mut self.rules,
+            id,
+            "Effect",
+            object,
+            &filters,
+            None,
+            all_true(&guard).as_deref(),
+            &actions,
+        );
     }
 }
 
-/// Appends a `[[rule]]`: its name, event, object, filters, guard (the parts all true) and
-/// actions.
-fn write_rule(
+/// Appends a `[[rule]]` (see `docs/ruleset-format.md`): its name, event, object line
+/// (`object = { kind = …, key = … }`), filters, limit, guard and actions. Both dialects write
+/// their rules through it.
+#[allow(clippy::too_many_arguments)]
+pub fn write_rule(
     out: &mut String,
     name: &str,
     on: &str,
     object: &str,
     filters: &[String],
-    guard: &[String],
+    limit: Option<&str>,
+    guard: Option<&str>,
     actions: &[String],
 ) {
     let _ = writeln!(out, "\n[[rule]]\nname = {}\non = {}\n{object}", q(name), q(on));
     if !filters.is_empty() {
         let _ = writeln!(out, "where = {{ {} }}", filters.join(", "));
     }
-    if let Some(g) = all_true(guard) {
-        let _ = writeln!(out, "guard = {}", q(&g));
+    if let Some(l) = limit {
+        let _ = writeln!(out, "limit = {}", q(l));
+    }
+    if let Some(g) = guard {
+        let _ = writeln!(out, "guard = {}", q(g));
     }
     let _ = writeln!(out, "do = [");
     for a in actions {

@@ -800,26 +800,17 @@ impl Writer<'_> {
         guard: Option<&str>,
         actions: &[String],
     ) {
-        let card = q(&self.card.name.text);
-        let _ = writeln!(
-            self.rules,
-            "\n[[rule]]\nname = {}\non = \"{on}\"\nobject = {{ kind = \"CARD\", key = {card} }}",
-            q(name)
+        let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&self.card.name.text));
+        crate::creature::write::write_rule(
+            &mut self.rules,
+            name,
+            on,
+            &object,
+            filters,
+            limit,
+            guard,
+            actions,
         );
-        if !filters.is_empty() {
-            let _ = writeln!(self.rules, "where = {{ {} }}", filters.join(", "));
-        }
-        if let Some(l) = limit {
-            let _ = writeln!(self.rules, "limit = {}", q(l));
-        }
-        if let Some(g) = guard {
-            let _ = writeln!(self.rules, "guard = {}", q(g));
-        }
-        let _ = writeln!(self.rules, "do = [");
-        for a in actions {
-            let _ = writeln!(self.rules, "  {a},");
-        }
-        self.rules.push_str("]\n");
     }
 
     /// An expression as a native BOOLEAN formula (a number: not 0).
