@@ -14,7 +14,9 @@
 //!   conditions, `vars` (`flipCoin()` as a roll, `getTargets()` as a count), `[[may]]`,
 //!   targets, effects in the order written (`&`, `&&`, and `||` where the left effect's
 //!   failure is known) and restrictions; always-active `auto` statements as the card's
-//!   modifiers. Not yet: hooks, and the commands that need cards' identities in piles.
+//!   modifiers; `?hooks?` as the card's ability flags; `command?()` confirmations,
+//!   `prophecy()`, `shuffle()` and `discard(filter)`. Not yet: the commands that need cards'
+//!   identities in piles (`each`, `transform`, `steal`, …).
 //! - [`game`] reads the dialect's game files: setup and verbs.
 
 pub mod cards;

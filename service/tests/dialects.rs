@@ -291,8 +291,39 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     assert_eq!(changed(&l[53], "me.SP"), Some((json!("6"), json!("7"))));
     assert_eq!(changed(&l[54], "me.SP"), None);
     assert_eq!(l[54]["fired"], json!([]), "{}", l[54]);
-    assert_eq!(l[55]["values"]["w1.BP"], "1000");
-    assert_eq!(l[55]["values"]["b1.RUSH"], "1");
+    // *effect*: `discard(character) || destroy()`: a character of my hand is asked for and
+    // discarded; with none left, the card itself is.
+    assert_eq!(l[58]["pending"]["options"], json!(["hx1"]), "{}", l[58]);
+    assert_eq!(changed(&l[59], "hx1.ZONE"), Some((json!("hand"), json!("discards"))));
+    assert_eq!(changed(&l[60], "hm1.ZONE"), Some((json!("ring"), json!("discards"))));
+    assert!(fired(&l[60]).contains(&"Hermit: action 1.1 effect 1 fails".to_owned()), "{}", l[60]);
+    // *effect*: `prophecy(3, top) & shuffle?(deck)`: the player looks at the top 3 cards
+    // (the deck is a count: which cards is the front end's), then is asked whether to shuffle.
+    assert_eq!(l[62]["pending"]["options"], json!(["done"]), "{}", l[62]);
+    assert!(l[62]["pending"]["prompt"].as_str().is_some_and(|p| p.contains("top 3 card(s) of your deck")));
+    assert_eq!(
+        (l[63]["pending"]["prompt"].clone(), l[63]["pending"]["decline"].clone()),
+        (json!("Oracle: shuffle(deck)?"), json!(true))
+    );
+    assert_eq!(changed(&l[64], "me.SHUFFLES"), Some((json!("0"), json!("1"))));
+    assert_eq!(changed(&l[67], "me.SHUFFLES"), None, "declined: {}", l[67]);
+    // *?hook?*: `?oppCanBlock:this? [[if opp.ring.size > 1]]`: unblockable while the opponent
+    // has two characters in the ring, not one.
+    assert_eq!(changed(&l[68], "gk1.UNBLOCKABLE"), None);
+    assert_eq!(changed(&l[69], "gk1.UNBLOCKABLE"), None);
+    assert_eq!(changed(&l[70], "gk1.UNBLOCKABLE"), Some((json!("0"), json!("1"))));
+    assert_eq!(changed(&l[71], "gk1.UNBLOCKABLE"), Some((json!("1"), json!("0"))));
+    // *Commenting*: `trash(5) # …` trashes 5 (the commented target is no target);
+    // *Label Property*: the second action is `trash(2)`.
+    assert_eq!(changed(&l[72], "me.DECK"), Some((json!("26"), json!("21"))));
+    assert_eq!(changed(&l[73], "me.DISCARDS"), Some((json!("6"), json!("8"))));
+    // *<qty>*: `<2>action@oppDiscards`: two of the opponent's discarded action cards.
+    assert_eq!(l[76]["pending"]["options"], json!(["oa1", "oa2"]), "{}", l[76]);
+    assert_eq!(l[76]["pending"]["pick"], 2, "{}", l[76]);
+    assert_eq!(changed(&l[77], "oa1.ZONE"), Some((json!("discards"), json!("hand"))));
+    assert_eq!(changed(&l[77], "oa2.ZONE"), Some((json!("discards"), json!("hand"))));
+    assert_eq!(l[78]["values"]["w1.BP"], "1000");
+    assert_eq!(l[78]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");
@@ -323,11 +354,8 @@ fn bad_cards_are_refused_at_their_text() {
         ("action = [[if len(me.hand) > 2]] draw()", "rulescript.python", "len"),
         ("action = damage(300) ueot", "rulescript.restriction", "ueot"),
         ("auto = draw()", "rulescript.unsupported", "draw"),
-        (
-            "action = discard(character) || destroy()",
-            "rulescript.unsupported",
-            "discard(character) || destroy()",
-        ),
+        ("action = steal()", "rulescript.unsupported", "steal"),
+        ("action = discard(opp)", "rulescript.unsupported", "discard"),
     ];
     for (rule, code, at) in cases {
         let f = dir.path().join("cards.json");

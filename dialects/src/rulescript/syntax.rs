@@ -103,6 +103,9 @@ pub struct Filter {
 pub struct Statement {
     /// `~event, …~` (auto statements).
     pub events: Vec<Event>,
+    /// `?hook, …?` (auto statements): the statement is only its `[[if]]`, which, true, cancels
+    /// what the hook decides (`?oppCanBlock:this?`: whether the opponent can block this card).
+    pub hooks: Vec<Event>,
     /// `{F}:`, `{S}:`, `{D(2)}:` (action statements).
     pub costs: Vec<Cost>,
     pub cond: Option<Cond>,
@@ -334,6 +337,9 @@ pub const EVENTS: &[&str] = &[
 ];
 
 /// The event suffixes the seed lists.
+/// The hooks the seed defines.
+pub const HOOKS: &[&str] = &["canblock"];
+
 pub const SUFFIXES: &[&str] = &["this", "fromthis", "any", "once", "action", "reaction", "char"];
 
 /// The functions an expression may call.
@@ -647,14 +653,38 @@ fn statement(text: &str, at: usize, auto: bool) -> Result<Statement, Error> {
         let (inner, o) = (&c.rest()[..close], at + c.i);
         c.i += close + 1;
         for (s, so) in split_top(inner, o, ",") {
-            events.push(event(s, so)?);
+            events.push(event(s, so, EVENTS)?);
         }
-    } else if auto && c.rest().trim_start().starts_with('?') {
-        return Err(err(
-            codes::SYNTAX,
-            "hooks (`?canBlock?`) are not supported: sheetd runs auto statements with ~events~",
-            at + start..at + text.len(),
-        ));
+    } else if auto && c.eat("?") {
+        // `?hook, …? [[if expr]]`: nothing else.
+        let Some(close) = c.rest().find('?') else {
+            return Err(err(codes::SYNTAX, "a `?` without its closing `?`", at + start..at + text.len()));
+        };
+        let (inner, o) = (&c.rest()[..close], at + c.i);
+        c.i += close + 1;
+        let mut hooks = Vec::new();
+        for (s, so) in split_top(inner, o, ",") {
+            hooks.push(event(s, so, HOOKS)?);
+        }
+        let cond = if c.eat("[[") { Some(condition(&mut c)?) } else { None };
+        c.ws();
+        if !matches!(cond, Some(Cond::If(_))) || !c.rest().trim_end().is_empty() {
+            return Err(err(
+                codes::SYNTAX,
+                "a hook is followed only by its condition: `?oppCanBlock:this? [[if expr]]`",
+                at + start..at + text.trim_end().len(),
+            ));
+        }
+        return Ok(Statement {
+            events,
+            hooks,
+            costs: Vec::new(),
+            cond,
+            then: Branch { effects: Vec::new(), to: None },
+            otherwise: None,
+            restriction: None,
+            span: at + start..at + text.trim_end().len(),
+        });
     }
     let mut costs = Vec::new();
     if c.eat("{") {
@@ -706,6 +736,7 @@ fn statement(text: &str, at: usize, auto: bool) -> Result<Statement, Error> {
     }
     Ok(Statement {
         events,
+        hooks: Vec::new(),
         costs,
         cond,
         then,
@@ -715,20 +746,22 @@ fn statement(text: &str, at: usize, auto: bool) -> Result<Statement, Error> {
     })
 }
 
-fn event(text: &str, at: usize) -> Result<Event, Error> {
+/// An event (or a hook) among `names`, with its prefix and suffixes.
+fn event(text: &str, at: usize, names: &[&str]) -> Result<Event, Error> {
     let w = word(text, at);
     let mut parts = w.text.split(':');
     let head = parts.next().unwrap_or("");
     let (whose, name) = ["my", "opp", "any"]
         .iter()
         .find_map(|p| {
-            head.strip_prefix(p).filter(|n| EVENTS.contains(n)).map(|n| ((*p).to_owned(), n.to_owned()))
+            head.strip_prefix(p).filter(|n| names.contains(n)).map(|n| ((*p).to_owned(), n.to_owned()))
         })
         .unwrap_or(("my".to_owned(), head.to_owned()));
-    if !EVENTS.contains(&name.as_str()) {
+    if !names.contains(&name.as_str()) {
+        let what = if names == HOOKS { "hook" } else { "event" };
         return Err(err(
             codes::UNKNOWN_EVENT,
-            format!("`{head}` is no event the seed defines (prefixed my, opp or any: {})", EVENTS.join(", ")),
+            format!("`{head}` is no {what} the seed defines (prefixed my, opp or any: {})", names.join(", ")),
             w.span,
         ));
     }

@@ -89,6 +89,8 @@ fn every_example_of_the_seed_reads() {
         "auto = ~oppEndPhase:once~ destroy() target(<r>character@oppRing)",
         // *Abilities Property*
         "abilities = unblockable, rush",
+        // *?hook?*
+        "auto = ?oppCanBlock:this? [[if opp.ring.size > 1]]",
     ];
     for card in cards {
         rules(card);
@@ -99,6 +101,10 @@ fn every_example_of_the_seed_reads() {
     assert!(matches!(&s[0].then.effects[1], (Op::Then, Effect::Command { ask: true, .. })));
     let s = statements("action = discard(character) || destroy()");
     assert_eq!(s[0].then.effects[1].0, Op::Or);
+    let s = statements("auto = ?oppCanBlock:this? [[if opp.ring.size > 1]]");
+    assert_eq!((s[0].hooks[0].whose.as_str(), s[0].hooks[0].name.as_str()), ("opp", "canblock"));
+    assert_eq!(s[0].hooks[0].suffixes, ["this"]);
+    assert!(matches!(&s[0].cond, Some(Cond::If(Expr::Binary(BinOp::Gt, ..)))));
     let s = statements("action = +frosted oppUeot");
     assert_eq!(s[0].restriction.as_ref().map(|r| (r.opponent, r.until)), Some((true, Until::EndOfTurn)));
     let s = statements("auto = ~oppEndPhase:once~ destroy() target(<r>character@oppRing)");
@@ -139,10 +145,14 @@ fn bad_rules_are_refused_with_a_code_at_the_text() {
         ("action = [[perhaps]] draw()", "rulescript.syntax", "perhaps"),
         ("action = draw() later", "rulescript.syntax", "later"),
         ("action = draw() draw()", "rulescript.syntax", "draw()"),
+        // A hook is followed by its condition only; the seed defines one hook.
+        ("auto = ?oppCanBlock:this? draw()", "rulescript.syntax", "?oppCanBlock:this? draw()"),
+        ("auto = ?oppCanBlock:this?", "rulescript.syntax", "?oppCanBlock:this?"),
+        ("auto = ?oppCanFly? [[if opp.ring.size > 1]]", "rulescript.unknown_event", "oppCanFly"),
         (
-            "auto = ?oppCanBlock:this? [[if opp.ring.size > 1]]",
+            "auto = ?oppCanBlock [[if opp.ring.size > 1]]",
             "rulescript.syntax",
-            "?oppCanBlock:this? [[if opp.ring.size > 1]]",
+            "?oppCanBlock [[if opp.ring.size > 1]]",
         ),
         ("action = {D}: [[if]] draw()", "rulescript.syntax", "if"),
         ("label draw", "rulescript.syntax", "label draw"),
@@ -209,6 +219,8 @@ fn any_text_reads_or_is_an_error_inside_it() {
             ";",
             "~",
             "myDrawPhase",
+            "?oppCanBlock",
+            "?",
             ":once",
             "+frosted",
             " ueot",
@@ -248,11 +260,12 @@ fn the_example_cards_compile_and_load() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/rulescript/cards.json");
     let text = std::fs::read_to_string(path).expect("the example");
     let c = compile_texts(&[("cards.json".to_owned(), text)]).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(c.counts, [("cards", 23)]);
+    assert_eq!(c.counts, [("cards", 29)]);
     let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let book = events::RuleBook::compile(std::sync::Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
-    // 4 prelude rules; each action's head (and else head) and one rule per effect.
-    assert_eq!(book.rules().len(), 65);
+    // 4 prelude rules; each action's head (and else head), one rule per effect, one more for
+    // an effect behind `||` (when the left one fails) and for a confirmed `command?()`.
+    assert_eq!(book.rules().len(), 81);
     let one = r#"{"name": "X", "type": "character", "rules": "abilities = rush\naction = fly(2)"}"#;
     let e = compile_texts(&[("x.json".to_owned(), one.to_owned())]).expect_err("fly");
     assert_eq!(

@@ -49,6 +49,7 @@ CANTPLAYRE = "NUMBER"
 [clocks."PC.PLAYER"]
 TURN_STARTS = {}
 TURN_ENDS = {}
+SHUFFLES = {}                  # times shuffle() shuffled the player's deck (the front end shuffles it)
 
 [clocks.PC]
 ACTIONS_PLAYED = {}            # action cards played: `unac` ends there
@@ -90,6 +91,7 @@ Action = { card = { instance = true }, n = {} }
 Step = { step = {}, card = { instance = true }, target = {}, ok = {} }   # an effect starts (odd ones)
 Next = { step = {}, card = { instance = true }, target = {}, ok = {} }   # … (even ones: a rule may not emit its own event)
 Decide = { step = {}, card = { instance = true } }   # a statement's coins are in: its branches start
+Confirmed = { step = {}, card = { instance = true }, target = {}, ok = {} }   # the player said yes to a `command?()`
 Phase = { player = { instance = true }, phase = {} }  # a player's phase begins (drawphase, endphase, …)
 Happened = { event = {}, card = "TRIGGER", player = {} }   # a game event (attacks, ringchanges, …) by a card
 BeginTurn = { player = { instance = true } }
@@ -119,7 +121,8 @@ do = [{ tick = { clock = "TURN_ENDS", on = "$player" } }]
 "#;
 
 /// The commands on the current player by default (the others are on the card).
-const PLAYER_COMMANDS: &[&str] = &["sp", "hp", "loselife", "draw", "trash", "discard", "damage"];
+const PLAYER_COMMANDS: &[&str] =
+    &["sp", "hp", "loselife", "draw", "trash", "discard", "damage", "prophecy", "shuffle"];
 
 struct Writer<'a> {
     card: &'a Card,
@@ -221,7 +224,11 @@ impl Writer<'_> {
                 }
                 (syntax::Key::Auto, Value::Statements(st)) => {
                     for s in st.iter().filter(|s| s.events.is_empty()) {
-                        self.always(s, &mut modify);
+                        if s.hooks.is_empty() {
+                            self.always(s, &mut modify);
+                        } else {
+                            self.hook(s, &mut modify);
+                        }
                     }
                 }
                 _ => {}
@@ -289,6 +296,30 @@ impl Writer<'_> {
                 }
             };
             modify.push(format!("{m}, when = {} }}", q(&when)));
+        }
+    }
+
+    /// `?hook? [[if expr]]`: while the card is in the ring and the condition holds, what the
+    /// hook decides is cancelled. `?myCanBlock?` (this card may not block): its `CANTBLOCK`;
+    /// `?oppCanBlock?` (the opponent may not block it): its `UNBLOCKABLE`; `any`: both.
+    fn hook(&mut self, s: &Statement, modify: &mut Vec<String>) {
+        // (The reader gives a hook only with its `[[if]]`.)
+        let Some(Cond::If(e)) = &s.cond else { return };
+        let Some(c) = self.boolean(e) else { return };
+        let when = format!("ZONE == \"ring\" && ({c})");
+        for h in &s.hooks {
+            if let Some(x) = h.suffixes.iter().find(|x| !["this", "fromthis"].contains(&x.as_str())) {
+                self.unsupported(&format!("a hook about other cards than this one (`:{x}`)"), h.span.clone());
+                continue;
+            }
+            let flags: &[&str] = match h.whose.as_str() {
+                "opp" => &["UNBLOCKABLE"],
+                "my" => &["CANTBLOCK"],
+                _ => &["CANTBLOCK", "UNBLOCKABLE"],
+            };
+            for flag in flags {
+                modify.push(format!("{{ var = \"{flag}\", set = \"1\", when = {} }}", q(&when)));
+            }
         }
     }
 
@@ -534,17 +565,20 @@ impl Writer<'_> {
                 None => None,
             };
             let mut actions = prelude.clone();
-            let chosen = match &target {
-                Some(Target::Choice(w)) => {
+            let chosen = match (&target, filter) {
+                (Some(Target::Choice(w)), Some(f)) => {
+                    // `<2>`: two cards (all there are, if fewer).
+                    let Some(n) = self.quantity(f) else { continue };
+                    let pick = if n == 1 { String::new() } else { format!(", pick = {n}") };
                     actions.push(format!(
-                        "{{ ask = {{ as = \"tgt\", prompt = {}, options = {{ select = \"PC.CARD\", where = {} }} }} }}",
+                        "{{ ask = {{ as = \"tgt\", prompt = {}, options = {{ select = \"PC.CARD\", where = {} }}{pick} }} }}",
                         q(&format!("target for {card}")),
                         q(w)
                     ));
                     "$tgt".to_owned()
                 }
-                Some(Target::Fixed(t)) => t.clone(),
-                None => String::new(),
+                (Some(Target::Fixed(t)), _) => t.clone(),
+                _ => String::new(),
             };
             // [[may]]: the player confirms; declined, the effects do not start.
             let ok = match &may {
@@ -601,7 +635,27 @@ impl Writer<'_> {
                 if let Some(k) = next.filter(|_| !independent) {
                     acts.push(step(k, &format!("{head} effect {}", k + 1), passed, "yes"));
                 }
-                self.rule(&id, event_of(j), &filters, None, None, &acts);
+                match e {
+                    // `command?()`: the player confirms first; the effect runs on `Confirmed`
+                    // when they do (declined, it does not, and a chain behind it stops).
+                    Effect::Command { ask: true, name, args } => {
+                        let written: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+                        let prompt = format!("{card}: {}({})?", name.text, written.join(", "));
+                        let confirm = [
+                            format!(
+                                "{{ ask = {{ as = \"sure\", prompt = {}, options = [\"yes\"], decline = true }} }}",
+                                q(&prompt)
+                            ),
+                            format!(
+                                "{{ emit = {{ event = \"Confirmed\", args = {{ step = {}, card = \"$this\", target = \"$target\", ok = \"$sure\" }} }} }}",
+                                q(&id)
+                            ),
+                        ];
+                        self.rule(&id, event_of(j), &filters, None, None, &confirm);
+                        self.rule(&format!("{id} confirmed"), "Confirmed", &filters, None, None, &acts);
+                    }
+                    _ => self.rule(&id, event_of(j), &filters, None, None, &acts),
+                }
             }
         }
     }
@@ -609,8 +663,17 @@ impl Writer<'_> {
     /// When an effect fails: never (it always can be done), when a formula read in the card's
     /// scope is true (a pile too small to draw, trash or discard from), or unknown (`None`:
     /// its target is chosen when it runs).
-    fn failure(&self, e: &Effect, chosen: &str) -> Option<Failure> {
+    fn failure(&mut self, e: &Effect, chosen: &str) -> Option<Failure> {
         let Effect::Command { name, args, .. } = e else { return Some(Failure::Never) };
+        if name.text == "discard" {
+            // `discard(filter)` fails when too few cards match (its errors are the effect's).
+            let errors = self.errors.len();
+            let choice = self.discard_choice(args, &name.span);
+            self.errors.truncate(errors);
+            if let Ok(Some((w, n))) = choice {
+                return Some(Failure::When(format!("count(PC.CARD, {w}) < {n}")));
+            }
+        }
         let pile = match name.text.as_str() {
             "draw" | "trash" => "DECK",
             "discard" => "HAND",
@@ -623,6 +686,60 @@ impl Writer<'_> {
         };
         let n = args.first().and_then(|a| a.text.trim_start_matches('+').parse::<i64>().ok()).unwrap_or(1);
         Some(Failure::When(format!("@{who}.{pile} < {n}")))
+    }
+
+    /// `discard(filter)`: the `where` of the cards it offers (in the player's hand unless the
+    /// filter names a zone) and how many to pick; `None` for `discard()` and `discard(n)`.
+    fn discard_choice(
+        &mut self,
+        args: &[syntax::Word],
+        span: &Range<usize>,
+    ) -> Result<Option<(String, u32)>, ()> {
+        let Some(a) = args.first().filter(|a| a.text.trim_start_matches('+').parse::<i64>().is_err()) else {
+            return Ok(None);
+        };
+        let filter = match super::syntax::parse(&format!("target = {}", a.text)) {
+            Ok(r) => match r.properties.into_iter().next().map(|p| p.value) {
+                Some(Value::Filters(fs)) if fs.len() == 1 => fs.into_iter().next(),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        let Some(mut f) = filter else {
+            self.unsupported(&format!("discarding `{}`", a.text), span.clone());
+            return Err(());
+        };
+        f.zone.get_or_insert_with(|| "myhand".to_owned());
+        f.span = a.span.clone();
+        match self.target_of(&f) {
+            Some(Target::Choice(w)) => Ok(Some((w, self.quantity(&f).ok_or(())?))),
+            Some(Target::Fixed(_)) => {
+                self.unsupported(
+                    &format!("discarding `{}` (a player's cards: discard(n))", a.text),
+                    span.clone(),
+                );
+                Err(())
+            }
+            None => Err(()),
+        }
+    }
+
+    /// How many cards a filter picks: `<2>` two, one by default. `<r2>` (two at random) is a
+    /// choice too: sheetd draws no randomness, the front end picks at random.
+    fn quantity(&mut self, f: &Filter) -> Option<u32> {
+        match f.qty.as_deref().map(|n| n.strip_prefix('r').unwrap_or(n)) {
+            None | Some("") => Some(1),
+            Some(n) => match n.parse::<u32>() {
+                Ok(n) if n >= 1 => Some(n),
+                _ => {
+                    self.unsupported(
+                        &format!("the quantity `<{n}>` (only a number of cards)"),
+                        f.span.clone(),
+                    );
+                    None
+                }
+            },
+        }
     }
 
     /// The event a statement runs on, its filters, its limit, and (auto) the guard that the
@@ -760,9 +877,59 @@ impl Writer<'_> {
                 let n = amount(self, arg(0))?;
                 vec![adjust("DECK", on, &format!("-{n}")), adjust("DISCARDS", on, &n)]
             }
-            "discard" => {
+            "discard" => match self.discard_choice(args, &span).ok()? {
+                // `discard(character)`: the player picks the cards, which go to the discards.
+                Some((w, n)) => vec![
+                    format!(
+                        "{{ require = {{ formula = {}, message = {} }} }}",
+                        q(&format!("count(PC.CARD, {w}) >= {n}")),
+                        q(&format!("discard(): {n} matching card(s) to discard"))
+                    ),
+                    format!(
+                        "{{ ask = {{ as = \"pick\", prompt = {}, options = {{ select = \"PC.CARD\", where = {} }}, pick = {n} }} }}",
+                        q(&format!("{}: discard which?", self.card.name.text)),
+                        q(&w)
+                    ),
+                    "{ set_input = { channel = \"ZONE\", on = \"$pick\", value = \"discards\" } }".to_owned(),
+                ],
+                None => {
+                    let n = amount(self, arg(0))?;
+                    vec![adjust("HAND", on, &format!("-{n}")), adjust("DISCARDS", on, &n)]
+                }
+            },
+            "prophecy" => {
                 let n = amount(self, arg(0))?;
-                vec![adjust("HAND", on, &format!("-{n}")), adjust("DISCARDS", on, &n)]
+                let at = arg(1).unwrap_or_else(|| "top".into());
+                if at != "top" && at != "bottom" {
+                    self.unsupported(&format!("the position `{at}` (top or bottom)"), span);
+                    return None;
+                }
+                let whose = match chosen {
+                    "" | "me" => "your",
+                    "opp" => "the opponent's",
+                    _ => {
+                        self.unsupported("`prophecy()` on a card", span);
+                        return None;
+                    }
+                };
+                // The deck is a count here: which cards they are, and their order, are the
+                // front end's. The player looks, puts them back, and answers.
+                let prompt = format!(
+                    "{}: look at the top {n} card(s) of {whose} deck (all of it, if it holds fewer) and put them back on the {at}",
+                    self.card.name.text
+                );
+                vec![format!(
+                    "{{ ask = {{ as = \"seen\", prompt = {}, options = [\"done\"] }} }}",
+                    q(&prompt)
+                )]
+            }
+            "shuffle" => {
+                let pile = arg(0).unwrap_or_else(|| "deck".into());
+                if pile != "deck" || !["", "me", "opp"].contains(&chosen) {
+                    self.unsupported(&format!("shuffling `{pile}` (only a player's deck)"), span);
+                    return None;
+                }
+                vec![format!("{{ tick = {{ clock = \"SHUFFLES\", on = {} }} }}", q(on))]
             }
             "destroy" => vec![format!(
                 "{{ set_input = {{ channel = \"ZONE\", on = {}, value = \"discards\" }} }}",
