@@ -199,6 +199,12 @@ pub(crate) enum Action {
         args: Vec<Field>,
     },
     Ask(Ask),
+    /// Binds every instance of `scope` for which `where_` is true when it runs (no question).
+    Each {
+        slot: usize,
+        scope: Arc<str>,
+        where_: Arc<str>,
+    },
     Roll {
         slot: usize,
         die: Arc<str>,
@@ -831,6 +837,7 @@ impl<'r> Checker<'r> {
             "require" => &["formula", "message", "on"],
             "emit" => &["event", "args"],
             "ask" => &["as", "prompt", "options", "pick", "decline"],
+            "each" => &["as", "select", "where"],
             "roll" => &["as", "die"],
             "remove_object" | "remove_modifier" => &[],
             other => {
@@ -838,7 +845,7 @@ impl<'r> Checker<'r> {
                     codes::SYNTAX,
                     verb,
                     format!(
-                        "{}: unknown action `{other}` (expected add_object, remove_object, set_input, adjust, tick, add_modifier, remove_modifier, require, emit, ask, roll)",
+                        "{}: unknown action `{other}` (expected add_object, remove_object, set_input, adjust, tick, add_modifier, remove_modifier, require, emit, ask, each, roll)",
                         cx.label
                     ),
                 );
@@ -990,6 +997,7 @@ impl<'r> Checker<'r> {
                 Action::Emit { event, args }
             }
             "ask" => self.ask(&label, verb, &get, cx)?,
+            "each" => self.each(&label, verb, &get, cx)?,
             "roll" => {
                 let n_as = need(self, "as")?;
                 let name = self.string(n_as, "`as`")?;
@@ -1176,6 +1184,52 @@ impl<'r> Checker<'r> {
         out.into_iter().collect()
     }
 
+    /// `each = { as, select, where }`: every instance of the scope for which the formula is
+    /// true when the action runs, bound to `as`.
+    fn each<'x>(
+        &mut self,
+        label: &str,
+        verb: &Text,
+        get: &dyn Fn(&str) -> Option<&'x Raw>,
+        cx: &mut RuleCx<'_>,
+    ) -> Option<Action> {
+        let (name, select) = self.named(get, "select", verb, label)?;
+        let (scope, where_) = self.select(select, get("where"), label)?;
+        cx.names.bound.push(name.text.clone());
+        Some(Action::Each { slot: cx.names.bound.len() - 1, scope, where_ })
+    }
+
+    /// An action's `as` (the name what it binds goes by) and its field `key`, both required.
+    fn named<'x>(
+        &mut self,
+        get: &dyn Fn(&str) -> Option<&'x Raw>,
+        key: &str,
+        verb: &Text,
+        label: &str,
+    ) -> Option<(Text, &'x Raw)> {
+        let (Some(name), Some(v)) = (get("as"), get(key)) else {
+            self.error(codes::SYNTAX, verb, format!("{label} needs `as` (the name it binds) and `{key}`"));
+            return None;
+        };
+        Some((self.string(name, "`as`")?, v))
+    }
+
+    /// `select = SCOPE, where = FORMULA` (`true` by default): the scope declared, the formula
+    /// a BOOLEAN in it.
+    fn select(&mut self, select: &Raw, where_: Option<&Raw>, label: &str) -> Option<(Arc<str>, Arc<str>)> {
+        let scope = self.string(select, "a scope")?;
+        let Ok(scope_id) = self.r.rules().scope(&scope.text) else {
+            self.error(codes::BAD_RULE, &scope, format!("{label}: no scope `{}`", scope.text));
+            return None;
+        };
+        let where_ = match where_ {
+            Some(w) => self.string(w, "`where`")?,
+            None => Text::new("true", scope.at.clone()),
+        };
+        self.formula(&where_, scope_id, &Format::Boolean, label)?;
+        Some((scope.text.clone(), where_.text.clone()))
+    }
+
     fn ask<'x>(
         &mut self,
         label: &str,
@@ -1183,15 +1237,7 @@ impl<'r> Checker<'r> {
         get: &dyn Fn(&str) -> Option<&'x Raw>,
         cx: &mut RuleCx<'_>,
     ) -> Option<Action> {
-        let (Some(name), Some(options)) = (get("as"), get("options")) else {
-            self.error(
-                codes::SYNTAX,
-                verb,
-                format!("{label} needs `as` (the name its picks bind) and `options`"),
-            );
-            return None;
-        };
-        let name = self.string(name, "`as`")?;
+        let (name, options) = self.named(get, "options", verb, label)?;
         let prompt = match get("prompt") {
             Some(p) => self.string(p, "a prompt")?.text,
             None => Arc::from(format!("choose {}", name.text)),
@@ -1204,21 +1250,8 @@ impl<'r> Checker<'r> {
                 let get = |key: &str| t.iter().find(|(k, _)| &*k.text == key).map(|(_, v)| v);
                 match (get("select"), get("where"), get("kind")) {
                     (Some(s), w, None) => {
-                        let scope = self.string(s, "a scope")?;
-                        let Ok(scope_id) = self.r.rules().scope(&scope.text) else {
-                            self.error(
-                                codes::BAD_RULE,
-                                &scope,
-                                format!("{label}: no scope `{}`", scope.text),
-                            );
-                            return None;
-                        };
-                        let where_ = match w {
-                            Some(w) => self.string(w, "`where`")?,
-                            None => Text::new("true", scope.at.clone()),
-                        };
-                        self.formula(&where_, scope_id, &Format::Boolean, label)?;
-                        Options::Select { scope: scope.text.clone(), where_: where_.text.clone() }
+                        let (scope, where_) = self.select(s, w, label)?;
+                        Options::Select { scope, where_ }
                     }
                     (None, None, Some(k)) => {
                         let kind = self.string(k, "a kind")?;

@@ -733,6 +733,27 @@ impl Game {
         let mut ops = Vec::with_capacity(rule.actions.len());
         let mut emits = Vec::new();
         while let Some(action) = rule.actions.get(f.next) {
+            // `each`: what came before commits, then the instances that match now are bound.
+            if let Action::Each { slot, scope, where_ } = action {
+                let selected = self
+                    .commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report)
+                    .and_then(|()| {
+                        self.character
+                            .sheet()
+                            .select(scope, where_)
+                            .map_err(|e| GameError::new(Code::Guard, e.message))
+                    });
+                match selected {
+                    Ok(instances) => f.bound[*slot] = instances,
+                    Err(e) => {
+                        fired.error = Some(e);
+                        report.fired.push(fired);
+                        return Ok(Ran::Done);
+                    }
+                }
+                f.next += 1;
+                continue;
+            }
             if action.asks() {
                 if let Err(e) = self.commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report) {
                     fired.error = Some(e);
@@ -994,7 +1015,7 @@ impl Game {
                     emits.push((*event, args, writes));
                     continue;
                 }
-                Action::Ask(_) | Action::Roll { .. } => continue,
+                Action::Ask(_) | Action::Roll { .. } | Action::Each { .. } => continue,
             };
             ops.push(SheetOp::Because { op: Box::new(op), cause: rule.cause.clone() });
         }
@@ -1026,7 +1047,7 @@ fn action_fields(action: &Action) -> Vec<&Field> {
             [id.as_ref(), on(o), until(u)].into_iter().flatten().collect()
         }
         Action::Emit { args, .. } => args.iter().collect(),
-        Action::Ask(_) | Action::Roll { .. } => Vec::new(),
+        Action::Ask(_) | Action::Roll { .. } | Action::Each { .. } => Vec::new(),
     }
 }
 

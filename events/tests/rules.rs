@@ -449,6 +449,16 @@ do = [
 ]
 "#,
     );
+    let mut g = archers(b, &[("a2", 2), ("a3", 1)]);
+    let r = g.apply(&emit("Rally", &[])).expect("asks");
+    let p = r.pending.expect("pending");
+    assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["a2", "a3"]);
+    g.apply(&Step::Choose { choice: 1, picks: vec!["a3".into()] }).expect("picked");
+    assert_eq!((value(&g, "a2.Wounds"), value(&g, "a3.Wounds")), ("2".into(), "0".into()));
+}
+
+/// A game with three archers, `a1` to `a3`, some of them wounded.
+fn archers(b: Arc<RuleBook>, wounds: &[(&str, i64)]) -> Game {
     let mut g = Game::new(b).expect("a game");
     g.apply(&ops(vec![
         add("UNIT", "Archer", "a1"),
@@ -456,15 +466,60 @@ do = [
         add("UNIT", "Archer", "a3"),
     ]))
     .expect("set up");
-    g.apply(&ops(vec![SheetOp::Adjust { channel: "Wounds".into(), on: Some("a2".into()), by: "2".into() }]))
-        .expect("wounded");
-    g.apply(&ops(vec![SheetOp::Adjust { channel: "Wounds".into(), on: Some("a3".into()), by: "1".into() }]))
-        .expect("wounded");
-    let r = g.apply(&emit("Rally", &[])).expect("asks");
-    let p = r.pending.expect("pending");
-    assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["a2", "a3"]);
-    g.apply(&Step::Choose { choice: 1, picks: vec!["a3".into()] }).expect("picked");
-    assert_eq!((value(&g, "a2.Wounds"), value(&g, "a3.Wounds")), ("2".into(), "0".into()));
+    for (unit, n) in wounds {
+        let wound = SheetOp::Adjust { channel: "Wounds".into(), on: Some((*unit).into()), by: n.to_string() };
+        g.apply(&ops(vec![wound])).expect("wounded");
+    }
+    g
+}
+
+/// `each` binds every instance that matches when it runs — after what the rule did before it —
+/// without a question; the actions reading it run once per instance, and are skipped when none
+/// matches.
+#[test]
+fn each_binds_every_matching_instance_without_a_question() {
+    let b = book(
+        r#"
+[events]
+Heal = {}
+
+[[rule]]
+name = "Heal"
+on = "Heal"
+do = [
+  { adjust = { channel = "Wounds", on = "a1", by = "1" } },
+  { each = { as = "unit", select = "PC.UNIT", where = "Wounds > 0" } },
+  { adjust = { channel = "Wounds", on = "$unit", by = "-1" } },
+  { adjust = { channel = "Gold", by = "1" } },
+]
+"#,
+    );
+    let mut g = archers(b, &[("a3", 2)]);
+    let r = g.apply(&emit("Heal", &[])).expect("runs");
+    assert!(r.pending.is_none());
+    // a1 was wounded by the rule itself before `each` ran: it is bound with a3, not a2.
+    let wounds = |g: &Game| ["a1", "a2", "a3"].map(|u| value(g, &format!("{u}.Wounds")));
+    assert_eq!(wounds(&g), ["0", "0", "1"]);
+    assert_eq!(value(&g, "Gold"), "1");
+    g.apply(&emit("Heal", &[])).expect("runs");
+    assert_eq!(wounds(&g), ["0", "0", "0"]);
+    // A scope that does not exist, a `where` that is not a BOOLEAN formula: errors at load.
+    let bad = errors(
+        r#"
+[events]
+Heal = {}
+
+[[rule]]
+name = "Heal"
+on = "Heal"
+do = [
+  { each = { as = "unit", select = "PC.NOPE" } },
+  { each = { as = "unit", select = "PC.UNIT", where = "Wounds +" } },
+  { each = { select = "PC.UNIT" } },
+]
+"#,
+    );
+    assert_eq!(bad.len(), 3, "{bad:?}");
 }
 
 /// An effect a rule adds may last until a clock of an instance passes a value: the rule's own

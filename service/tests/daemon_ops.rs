@@ -493,9 +493,39 @@ async fn a_rulescript_game_over_grpc() {
     }
     // The pick that was not offered.
     assert_eq!(rejected, [(5, Code::InvalidArgument)]);
-    let names = ["w1.BP", "g1.BP", "me.SP", "me.HP", "me.HAND", "s1.BP", "c1.BP", "t1.BP", "g1.ZONE"];
+    let names = [
+        "w1.BP",
+        "g1.BP",
+        "me.SP",
+        "me.HP",
+        "me.HAND",
+        "s1.BP",
+        "c1.BP",
+        "t1.BP",
+        "g1.ZONE",
+        "hm1.ZONE",
+        "me.SHUFFLES",
+        "gk1.UNBLOCKABLE",
+        "oa3.ZONE",
+        "og1.BP",
+    ];
     let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
-    let want = ["1000", "-100", "7", "3400", "8", "400", "800", "700", "\"discards\""];
+    let want = [
+        "1100",
+        "-100",
+        "7",
+        "3500",
+        "8",
+        "500",
+        "800",
+        "700",
+        "\"discards\"",
+        "\"discards\"",
+        "1",
+        "0",
+        "\"hand\"",
+        "100",
+    ];
     assert_eq!(names.map(|n| value_of(&now.values, n)), want);
     drop(c);
     server.stop();

@@ -269,9 +269,12 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     // *to(target filter)*: one of mine destroyed; none of the opponent's to pick.
     assert_eq!(l[43]["pending"]["options"], json!([]), "{}", l[43]);
     assert_eq!(changed(&l[44], "m1.ZONE"), Some((json!("ring"), json!("discards"))));
-    // `moveTo(deck) from?(*s@hand)`: a card of my hand back to the deck.
-    assert_eq!(l[46]["pending"]["options"], json!(["b1"]), "{}", l[46]);
-    assert_eq!(changed(&l[47], "b1.ZONE"), Some((json!("hand"), json!("deck"))));
+    // `moveTo(deck) from?(*s@hand)`: the cards of my hand (`*s`: all of them, no question) back
+    // to the deck; `from?`: with none there, the action still runs, and moves nothing.
+    assert_eq!(l[46]["pending"], Json::Null, "{}", l[46]);
+    assert_eq!(changed(&l[46], "b1.ZONE"), Some((json!("hand"), json!("deck"))));
+    assert!(fired(&l[47]).contains(&"Recall: action 1.1".to_owned()), "{}", l[47]);
+    assert!(l[47]["changed"].as_array().is_some_and(Vec::is_empty) && l[47]["error"].is_null(), "{}", l[47]);
     // *effect*: `&` runs the next effect after a failure; `&&` stops there.
     let codes = |l: &Json| -> Vec<Json> {
         l["fired"].as_array().map_or(Vec::new(), |f| f.iter().map(|x| x["error"]["code"].clone()).collect())
@@ -322,8 +325,31 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     assert_eq!(l[76]["pending"]["pick"], 2, "{}", l[76]);
     assert_eq!(changed(&l[77], "oa1.ZONE"), Some((json!("discards"), json!("hand"))));
     assert_eq!(changed(&l[77], "oa2.ZONE"), Some((json!("discards"), json!("hand"))));
-    assert_eq!(l[78]["values"]["w1.BP"], "1000");
-    assert_eq!(l[78]["values"]["b1.RUSH"], "1");
+    // *Target Filter statement* examples: `players` (both players heal); one character in my
+    // ring and one in the opponent's (two questions, the effect on each); `!"Emulate"[action]`
+    // (an action card not named Emulate); `character&warrior` (only the warrior);
+    // `characters[bp<=400]@ring` (all of mine with BP 400 or less, no question).
+    assert_eq!(changed(&l[78], "me.HP"), Some((json!("3400"), json!("3500"))));
+    assert_eq!(changed(&l[78], "opp.HP"), Some((json!("3000"), json!("3100"))));
+    assert_eq!(l[80]["pending"]["options"], json!(["og1"]), "{}", l[80]);
+    assert_eq!(changed(&l[81], "gk1.BP"), Some((json!("300"), json!("200"))));
+    assert_eq!(changed(&l[81], "og1.BP"), Some((json!("200"), json!("100"))));
+    assert_eq!(
+        l[84]["pending"]["options"],
+        json!(["oa3"]),
+        "Emulate and the Goblin are not offered: {}",
+        l[84]
+    );
+    assert_eq!(changed(&l[85], "oa3.ZONE"), Some((json!("discards"), json!("hand"))));
+    assert_eq!(l[86]["pending"]["options"], json!(["w1"]), "{}", l[86]);
+    assert_eq!(changed(&l[87], "w1.BP"), Some((json!("1000"), json!("1100"))));
+    assert_eq!(l[88]["pending"], Json::Null, "{}", l[88]);
+    let raised: Vec<String> = l[88]["changed"].as_array().map_or(Vec::new(), |c| {
+        c.iter().filter_map(|x| x["var"].as_str()).filter(|v| v.ends_with(".BP")).map(str::to_owned).collect()
+    });
+    assert_eq!(raised, ["gk1.BP", "l1.BP", "n1.BP", "s1.BP", "sb1.BP", "wm1.BP"]);
+    assert_eq!(l[89]["values"]["w1.BP"], "1100");
+    assert_eq!(l[89]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");

@@ -1,8 +1,9 @@
 //! RuleScript card databases: JSON, a card or a list of them, `{"name", "type", "bp",
-//! "rules"}`, the rules written as one string or as a list of lines (a list keeps every
+//! "subtypes", "rules"}`, the rules written as one string or as a list of lines (a list keeps every
 //! position exact: a string's `\n` escapes make its offsets differ from the file's); or a
 //! `.rulescript` file, one card: its rules as they are, and comment lines `#! type =
-//! character`, `#! bp = 300`, `#! name = …` (default: the file's name) for what is not rules.
+//! character`, `#! bp = 300`, `#! subtypes = warrior, pilot`, `#! name = …` (default: the
+//! file's name) for what is not rules.
 
 use super::syntax::{self, Rules};
 use crate::Error;
@@ -18,6 +19,9 @@ pub struct Card {
     pub kind: String,
     /// The printed BP (characters).
     pub bp: Option<String>,
+    /// Its subtypes (`warrior`, `pilot`), lower case: what a filter's `character&warrior`
+    /// names.
+    pub subtypes: Vec<String>,
     pub rules: Rules,
     /// Where each line of the rules text starts in the text, and the string it came from.
     lines: Vec<(usize, Str)>,
@@ -41,6 +45,21 @@ impl Card {
 pub mod codes {
     /// A card type that is not `character`, `action` or `reaction`.
     pub const TYPE: &str = "rulescript.card_type";
+    /// A subtype that is not a word of letters, digits and `_`.
+    pub const SUBTYPE: &str = "rulescript.subtype";
+}
+
+/// A subtype as a filter names it: a word of letters, digits and `_` (lower case), that is not
+/// a card type or a filter keyword.
+fn subtype(t: &str) -> Result<String, String> {
+    let lower = t.trim().to_ascii_lowercase();
+    let word = !lower.is_empty() && lower.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !word || super::write::RESERVED.contains(&lower.as_str()) {
+        return Err(format!(
+            "`{t}` is no subtype: a word of letters, digits and `_` that is not a card type or a filter keyword"
+        ));
+    }
+    Ok(lower)
 }
 
 /// Reads a card database file.
@@ -55,7 +74,7 @@ pub fn file(text: &str) -> Result<Vec<Card>, Error> {
 
 fn card(text: &str, v: &Value<'_>) -> Result<Card, Error> {
     let o = object(v, "a card")?;
-    let [name, kind, bp, rules] = fields(o, "a card", ["name", "type", "bp", "rules"])?;
+    let [name, kind, bp, subtypes, rules] = fields(o, "a card", ["name", "type", "bp", "subtypes", "rules"])?;
     let name = json::name(text, name.ok_or_else(|| missing(o, "a card", "name"))?, "a card's `name`")?;
     let kind_v = kind.ok_or_else(|| missing(o, "a card", "type"))?;
     let kind = string(text, kind_v, "a card's `type`")?;
@@ -68,6 +87,17 @@ fn card(text: &str, v: &Value<'_>) -> Result<Card, Error> {
         });
     }
     let bp = bp.map(|b| json::number(b, "a card's `bp`")).transpose()?;
+    let mut types = Vec::new();
+    if let Some(st) = subtypes {
+        for t in list(st, "`subtypes`")? {
+            let s = string(text, t, "a subtype")?;
+            types.push(subtype(&s.text).map_err(|message| Error {
+                code: codes::SUBTYPE,
+                message,
+                span: s.span,
+            })?);
+        }
+    }
     let mut lines = Vec::new();
     let mut joined = String::new();
     match rules {
@@ -96,7 +126,8 @@ fn card(text: &str, v: &Value<'_>) -> Result<Card, Error> {
             joined = s.text.clone();
         }
     }
-    let mut out = Card { name, kind: lower, bp, rules: Rules { properties: Vec::new() }, lines };
+    let mut out =
+        Card { name, kind: lower, bp, subtypes: types, rules: Rules { properties: Vec::new() }, lines };
     out.rules = syntax::parse(&joined).map_err(|e| Error { span: out.file_span(e.span.clone()), ..e })?;
     Ok(out)
 }
@@ -106,6 +137,7 @@ pub fn rulescript_file(text: &str, stem: &str) -> Result<Card, Error> {
     let mut name = stem.to_owned();
     let mut kind = "character".to_owned();
     let mut bp = None;
+    let mut subtypes = Vec::new();
     let mut at = 0;
     for line in text.split_inclusive('\n') {
         let start = at;
@@ -115,7 +147,7 @@ pub fn rulescript_file(text: &str, stem: &str) -> Result<Card, Error> {
         let Some((k, v)) = meta.split_once('=') else {
             return Err(Error {
                 code: syntax::codes::SYNTAX,
-                message: "a `#!` line is `#! key = value` (name, type, bp)".into(),
+                message: "a `#!` line is `#! key = value` (name, type, bp, subtypes)".into(),
                 span,
             });
         };
@@ -131,10 +163,20 @@ pub fn rulescript_file(text: &str, stem: &str) -> Result<Card, Error> {
                 })?;
                 bp = Some(v);
             }
+            "subtypes" => {
+                for t in v.split(',') {
+                    let t = subtype(t).map_err(|message| Error {
+                        code: codes::SUBTYPE,
+                        message,
+                        span: span.clone(),
+                    })?;
+                    subtypes.push(t);
+                }
+            }
             other => {
                 return Err(Error {
                     code: syntax::codes::SYNTAX,
-                    message: format!("`#! {other}` is not name, type or bp"),
+                    message: format!("`#! {other}` is not name, type, bp or subtypes"),
                     span,
                 });
             }
@@ -161,6 +203,7 @@ pub fn rulescript_file(text: &str, stem: &str) -> Result<Card, Error> {
         name: Str { text: name, span: 0..0, raw_start: None },
         kind,
         bp,
+        subtypes,
         rules,
         lines: vec![(0, whole)],
     })

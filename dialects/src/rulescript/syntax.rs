@@ -95,6 +95,8 @@ pub struct Filter {
     pub pick: Option<String>,
     pub filter: Option<String>,
     pub zone: Option<String>,
+    /// `::selector(args)`, as written after the `::`.
+    pub selector: Option<String>,
     pub span: Span,
 }
 
@@ -571,10 +573,13 @@ fn filter(text: &str, at: usize) -> Result<Filter, Error> {
         zone = Some(r[..end].trim().to_ascii_lowercase());
         rest = &r[end..];
     }
-    if !rest.trim().is_empty() && !rest.trim_start().starts_with("::") {
+    let mut selector = None;
+    if let Some(r) = rest.trim_start().strip_prefix("::") {
+        selector = Some(r.trim().to_owned());
+    } else if !rest.trim().is_empty() {
         return Err(bad(&format!("`{}` is not part of a target filter", rest.trim())));
     }
-    Ok(Filter { qty, kind, pick, filter, zone, span })
+    Ok(Filter { qty, kind, pick, filter, zone, selector, span })
 }
 
 /// A cursor over one statement.

@@ -260,12 +260,12 @@ fn the_example_cards_compile_and_load() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/rulescript/cards.json");
     let text = std::fs::read_to_string(path).expect("the example");
     let c = compile_texts(&[("cards.json".to_owned(), text)]).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(c.counts, [("cards", 29)]);
+    assert_eq!(c.counts, [("cards", 35)]);
     let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let book = events::RuleBook::compile(std::sync::Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
     // 4 prelude rules; each action's head (and else head), one rule per effect, one more for
     // an effect behind `||` (when the left one fails) and for a confirmed `command?()`.
-    assert_eq!(book.rules().len(), 81);
+    assert_eq!(book.rules().len(), 93);
     let one = r#"{"name": "X", "type": "character", "rules": "abilities = rush\naction = fly(2)"}"#;
     let e = compile_texts(&[("x.json".to_owned(), one.to_owned())]).expect_err("fly");
     assert_eq!(
@@ -293,7 +293,122 @@ fn the_example_cards_compile_and_load() {
     let may = r#"{"name": "X", "type": "action", "rules": ["action = [[may 'see @me.rin.ri']] draw()"]}"#;
     let c = compile_texts(&[("x.json".to_owned(), may.to_owned())]).expect("compiles");
     c.load().unwrap_or_else(|e| panic!("{e:#?}"));
+    // Subtypes: words, none a card type or a filter keyword.
+    let bad = r#"{"name": "X", "type": "character", "subtypes": ["pilot", "war rior"]}"#;
+    let e = compile_texts(&[("x.json".to_owned(), bad.to_owned())]).expect_err("subtype");
+    assert_eq!((e[0].code.as_str(), e[0].text.as_str()), ("rulescript.subtype", "\"war rior\""));
+    let bad = "#! subtypes = pilot, character\naction = draw()";
+    let e = compile_texts(&[("x.rulescript".to_owned(), bad.to_owned())]).expect_err("subtype");
+    assert_eq!(
+        (e[0].code.as_str(), e[0].text.as_str()),
+        ("rulescript.subtype", "#! subtypes = pilot, character")
+    );
+    let good = "#! subtypes = Pilot, captain\naction = draw()";
+    let c = compile_texts(&[("p.rulescript".to_owned(), good.to_owned())]).expect("compiles");
+    assert!(
+        c.files[1].1.contains("\"IS_PILOT\" = \"NUMBER\"")
+            && c.files[1].1.contains("var = \"IS_CAPTAIN\", set = \"1\"")
+    );
     let bad_type = r#"{"name": "X", "type": "spell"}"#;
     let e = compile_texts(&[("x.json".to_owned(), bad_type.to_owned())]).expect_err("type");
     assert_eq!((e[0].code.as_str(), e[0].text.as_str()), ("rulescript.card_type", "\"spell\""));
+}
+
+/// *Target Filter statement*: each example of the seed's, as what its card asks, selects or
+/// names — or, for what sheetd does not model (a pile's order, combat states, ranges), the
+/// refusal naming it.
+// long: a table of cases, one line each.
+#[test]
+fn every_target_filter_example_compiles_to_what_the_seed_says() {
+    let compiled = |filter: &str| -> Result<String, String> {
+        let card = format!(
+            "{{\"name\": \"X\", \"type\": \"action\", \"rules\": [\"target = {}\", \"action = destroy()\"]}}",
+            filter.replace('"', "\\\"")
+        );
+        match compile_texts(&[("x.json".to_owned(), card)]) {
+            Ok(c) => {
+                let text = &c.files[1].1;
+                let head = text.split("[[rule]]").nth(1).unwrap_or_default();
+                let targets: Vec<String> = head
+                    .lines()
+                    .filter(|l| l.contains("ask =") || l.contains("each =") || l.contains("emit ="))
+                    .map(|l| l.trim().trim_end_matches(',').to_owned())
+                    .collect();
+                Ok(targets.join("\n"))
+            }
+            Err(e) => Err(format!("{}: {}", e[0].code, e[0].message)),
+        }
+    };
+    let ask = |w: &str, pick: &str| {
+        format!(
+            "{{ ask = {{ as = \"tgt\", prompt = \"target for X\", options = {{ select = \"PC.CARD\", where = {w:?} }}{pick} }} }}"
+        )
+    };
+    let each = |w: &str| format!("{{ each = {{ as = \"tgt\", select = \"PC.CARD\", where = {w:?} }} }}");
+    let cases: &[(&str, Result<String, &str>)] = &[
+        // "Target a single card form the player's discard pile"
+        ("*@discards", Ok(ask("ZONE == \"discards\" && CONTROLLER == \"me\"", ""))),
+        // "Targets 2 Action cards from the opponent's discard pile"
+        (
+            "<2>action@oppDiscards",
+            Ok(ask("TYPE == \"action\" && ZONE == \"discards\" && CONTROLLER == \"opp\"", ", pick = 2")),
+        ),
+        // "Targets 3 random character cards from the player's hand" (the front end picks at random)
+        (
+            "<r3>character@hand",
+            Ok(ask("TYPE == \"character\" && ZONE == \"hand\" && CONTROLLER == \"me\"", ", pick = 3")),
+        ),
+        // "Targets a character card that has the "warrior" type" (in the arena: any ring)
+        ("character&warrior", Ok(ask("TYPE == \"character\" && IS_WARRIOR == 1 && ZONE == \"ring\"", ""))),
+        // "Targets an Action card not named "Emulate" from the opponent's discard pile"
+        (
+            "!\"Emulate\"[action]@oppDiscards",
+            Ok(ask(
+                "!(NAME == \"emulate\") && ZONE == \"discards\" && CONTROLLER == \"opp\" && TYPE == \"action\"",
+                "",
+            )),
+        ),
+        // "Targets all cards from the player's deck"
+        ("*s@myDeck", Ok(each("ZONE == \"deck\" && CONTROLLER == \"me\""))),
+        // "Targets all character cards with BP equal or less than 400 from the player's ring"
+        (
+            "characters[bp<=400]@ring",
+            Ok(each("TYPE == \"character\" && ZONE == \"ring\" && CONTROLLER == \"me\" && BP <= 400")),
+        ),
+        // "Targets all players": the effect on each.
+        ("players", Ok("{ emit = { event = \"Step\", args = { step = \"X: action 1.1 effect 1\", card = \"$this\", target = \"me\", ok = \"yes\" } } }\n{ emit = { event = \"Step\", args = { step = \"X: action 1.1 effect 1\", card = \"$this\", target = \"opp\", ok = \"yes\" } } }".to_owned())),
+        // "Targets one character in the current player's ring and one character in the
+        // opponent's ring": two questions, the effect on each pick.
+        (
+            "character@myRing; character@oppRing",
+            Ok([
+                "{ ask = { as = \"tgt\", prompt = \"target 1 for X\", options = { select = \"PC.CARD\", where = \"TYPE == \\\"character\\\" && ZONE == \\\"ring\\\" && CONTROLLER == \\\"me\\\"\" } } }",
+                "{ ask = { as = \"tgt1\", prompt = \"target 2 for X\", options = { select = \"PC.CARD\", where = \"TYPE == \\\"character\\\" && ZONE == \\\"ring\\\" && CONTROLLER == \\\"opp\\\"\" } } }",
+                "{ emit = { event = \"Step\", args = { step = \"X: action 1.1 effect 1\", card = \"$this\", target = \"$tgt\", ok = \"yes\" } } }",
+                "{ emit = { event = \"Step\", args = { step = \"X: action 1.1 effect 1\", card = \"$this\", target = \"$tgt1\", ok = \"yes\" } } }",
+            ].join("\n")),
+        ),
+        // Refused, each naming what sheetd does not model: the top of a pile, a card's rules
+        // or combat state, a range of picks.
+        ("character<1>[powerful]@anyDeck", Err("rulescript.unsupported: the pick `<1>`")),
+        ("character<1>@anyDeck", Err("rulescript.unsupported: the pick `<1>`")),
+        ("*s<-2>@deck", Err("rulescript.unsupported: the pick `<-2>`")),
+        ("<,5>*@myDeck", Err("rulescript.unsupported: the quantity `<,5>`")),
+        ("*s[backedup & attack, -frozen]", Err("rulescript.unsupported: the filter `backedup`")),
+        ("^character", Err("rulescript.unsupported: the target `^character`")),
+    ];
+    for (filter, want) in cases {
+        let got = compiled(filter);
+        let ok = match (&got, want) {
+            // The emits too where the case lists them; else what is asked or selected.
+            (Ok(g), Ok(w)) if w.contains("emit") => g == w,
+            (Ok(g), Ok(w)) => g.lines().filter(|l| !l.contains("emit")).eq(w.lines()),
+            (Err(g), Err(w)) => g.starts_with(w),
+            _ => false,
+        };
+        assert!(ok, "{filter}:\n got {got:#?}\nwant {want:#?}");
+    }
+    // A player is a fixed target: the effect starts on it.
+    let c = compiled("me").expect("a player");
+    assert!(c.contains("target = \"me\""), "{c}");
 }

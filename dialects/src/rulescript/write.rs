@@ -61,6 +61,7 @@ TRIGGER = { format = "STRING", holds = "PC.CARD" }  # the card a Happened event 
 [variables."PC.CARD"]
 BP = "NUMBER"
 TYPE = "STRING"
+NAME = "STRING"                # the card's name, lower case (`"Emulate"` in a target)
 UNBLOCKABLE = "NUMBER"
 CANTATTACK = "NUMBER"
 CANTBLOCK = "NUMBER"
@@ -134,6 +135,8 @@ struct Writer<'a> {
     coins: Vec<String>,
     /// Channels of cards to declare (a coin's).
     channels: std::collections::BTreeSet<String>,
+    /// Subtypes the filters name (each card's `IS_…` flag).
+    subtypes: std::collections::BTreeSet<String>,
 }
 
 /// A `vars` entry.
@@ -160,6 +163,7 @@ pub fn compile(cards: &[(usize, Card)]) -> Result<String, Vec<(usize, Error)>> {
     let mut out = String::from("# The cards, compiled by sheetd's RuleScript dialect.\n");
     let mut rules = String::new();
     let mut channels = std::collections::BTreeSet::new();
+    let mut subtypes = std::collections::BTreeSet::new();
     let mut errors = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for (file, card) in cards {
@@ -179,10 +183,12 @@ pub fn compile(cards: &[(usize, Card)]) -> Result<String, Vec<(usize, Error)>> {
             vars: Vec::new(),
             coins: Vec::new(),
             channels: std::collections::BTreeSet::new(),
+            subtypes: card.subtypes.iter().cloned().collect(),
         };
         let object = w.object();
         w.statements();
         channels.extend(w.channels);
+        subtypes.extend(w.subtypes);
         rules.push_str(&object);
         rules.push_str(&w.rules);
         errors.extend(w.errors.into_iter().map(|e| (*file, e)));
@@ -191,6 +197,12 @@ pub fn compile(cards: &[(usize, Card)]) -> Result<String, Vec<(usize, Error)>> {
         out.push_str("\n[channels.\"PC.CARD\"]              # coins flipped by `vars` (1 or 2)\n");
         for c in &channels {
             let _ = writeln!(out, "{} = \"NUMBER\"", q(c));
+        }
+    }
+    if !subtypes.is_empty() {
+        out.push_str("\n[variables.\"PC.CARD\"]             # a card's subtypes (1: it has it)\n");
+        for t in &subtypes {
+            let _ = writeln!(out, "{} = \"NUMBER\"", q(&format!("IS_{}", t.to_ascii_uppercase())));
         }
     }
     out.push_str(&rules);
@@ -211,7 +223,13 @@ impl Writer<'_> {
     /// The card's object: its type, printed BP and abilities.
     fn object(&mut self) -> String {
         let c = self.card;
-        let mut modify = vec![format!("{{ var = \"TYPE\", set = {} }}", q(&c.kind))];
+        let mut modify = vec![
+            format!("{{ var = \"TYPE\", set = {} }}", q(&c.kind)),
+            format!("{{ var = \"NAME\", set = {} }}", q(&c.name.text.to_ascii_lowercase())),
+        ];
+        for t in &c.subtypes {
+            modify.push(format!("{{ var = {}, set = \"1\" }}", q(&format!("IS_{}", t.to_ascii_uppercase()))));
+        }
         if let Some(bp) = &c.bp {
             modify.push(format!("{{ var = \"BP\", set = {} }}", q(bp)));
         }
@@ -325,7 +343,7 @@ impl Writer<'_> {
 
     fn statements(&mut self) {
         let card = self.card;
-        let mut target = None;
+        let mut target: Vec<Filter> = Vec::new();
         let mut requisite = Vec::new();
         let mut n = 0;
         // `vars` and `requisite` apply to the card's rule: read them first.
@@ -338,15 +356,23 @@ impl Writer<'_> {
                 }
                 (syntax::Key::Requisite, Value::Filters(f)) => {
                     for filter in f {
-                        match self.target_of(filter) {
-                            Some(Target::Choice(w)) => requisite.push((
-                                format!("count(PC.CARD, {w}) >= {}", filter.qty.as_deref().unwrap_or("1")),
+                        // `character<1>@oppRing`: at least one (the `<pick>` keeps the dialog
+                        // away in OCTGN; here nothing is asked).
+                        let n = filter.pick.as_deref().or(filter.qty.as_deref()).unwrap_or("1");
+                        let n = n.trim_start_matches(['-', 'r']);
+                        match (self.target_of(filter, true), n.parse::<u32>()) {
+                            (Some(Target::Choice(w, _) | Target::All(w)), Ok(n)) => requisite.push((
+                                format!("count(PC.CARD, {w}) >= {n}"),
                                 "the requisite's targets exist",
                             )),
-                            Some(Target::Fixed(_)) => {
+                            (Some(Target::Choice(..) | Target::All(_)), Err(_)) => self.unsupported(
+                                &format!("the quantity `{n}` of a requisite"),
+                                filter.span.clone(),
+                            ),
+                            (Some(_), _) => {
                                 self.unsupported("a requisite that is not a card", filter.span.clone())
                             }
-                            None => {}
+                            (None, _) => {}
                         }
                     }
                 }
@@ -355,18 +381,12 @@ impl Writer<'_> {
         }
         for p in &card.rules.properties {
             match (&p.key, &p.value) {
-                (syntax::Key::Target { .. }, Value::Filters(f)) => target = f.first().cloned(),
+                (syntax::Key::Target { .. }, Value::Filters(f)) => target = f.clone(),
                 (syntax::Key::Action, Value::Statements(s)) => {
                     n += 1;
                     for (i, st) in s.iter().enumerate() {
                         let on = On::Action(n);
-                        self.statement(
-                            &format!("action {n}.{i}", i = i + 1),
-                            on,
-                            st,
-                            target.as_ref(),
-                            &requisite,
-                        );
+                        self.statement(&format!("action {n}.{i}", i = i + 1), on, st, &target, &requisite);
                     }
                 }
                 (syntax::Key::Auto, Value::Statements(s)) => {
@@ -377,10 +397,10 @@ impl Writer<'_> {
                             for e in &st.events {
                                 let one = Statement { events: vec![e.clone()], ..st.clone() };
                                 let what = format!("auto {} on {}", i + 1, e.name);
-                                self.statement(&what, On::Auto, &one, target.as_ref(), &[]);
+                                self.statement(&what, On::Auto, &one, &target, &[]);
                             }
                         } else {
-                            self.statement(&format!("auto {}", i + 1), On::Auto, st, target.as_ref(), &[]);
+                            self.statement(&format!("auto {}", i + 1), On::Auto, st, &target, &[]);
                         }
                     }
                 }
@@ -400,8 +420,10 @@ impl Writer<'_> {
             Expr::Call(f, args, span) if f == "getTargets" => match args.as_slice() {
                 [Expr::Text(t, _)] => match super::syntax::parse(&format!("target = {t}")) {
                     Ok(r) => match r.properties.first().map(|p| &p.value) {
-                        Some(Value::Filters(fs)) if fs.len() == 1 => match self.target_of(&fs[0]) {
-                            Some(Target::Choice(w)) => Var::Count(format!("count(PC.CARD, {w})")),
+                        Some(Value::Filters(fs)) if fs.len() == 1 => match self.target_of(&fs[0], true) {
+                            Some(Target::Choice(w, _) | Target::All(w)) => {
+                                Var::Count(format!("count(PC.CARD, {w})"))
+                            }
                             _ => return,
                         },
                         _ => {
@@ -427,22 +449,34 @@ impl Writer<'_> {
         self.vars.push((name.text.clone(), kind));
     }
 
-    /// Where a filter points: a fixed target (`"$this"`, `"me"`, `"opp"`), or a choice over
-    /// cards (the native `where` of the cards offered).
-    fn target_of(&mut self, f: &Filter) -> Option<Target> {
+    /// Where a filter points: a fixed target (`"$this"`, `"me"`, `"opp"`), the players, or
+    /// cards — picked (how many) or all of them (`characters`, `*s`) — by the native `where`
+    /// that selects them. The `<pick>` segment (cards from the top of a pile) only where the
+    /// cards are counted (`requisite`).
+    fn target_of(&mut self, f: &Filter, counted: bool) -> Option<Target> {
+        let span = f.span.clone();
+        if let Some(p) = f.pick.as_ref().filter(|_| !counted) {
+            self.unsupported(
+                &format!("the pick `<{p}>` (cards from the top or bottom of a pile: piles are counts here)"),
+                span,
+            );
+            return None;
+        }
+        if let Some(x) = &f.selector {
+            self.unsupported(&format!("the selector `::{x}`"), span);
+            return None;
+        }
         match f.kind.as_str() {
             "this" => return Some(Target::Fixed("$this".into())),
             "me" | "opp" => return Some(Target::Fixed(f.kind.clone())),
+            "players" => return Some(Target::Players),
+            "player" => return Some(Target::Player),
             _ => {}
         }
+        let (kind, plural) = self.kind_formula(&f.kind, &span)?;
         let mut parts = Vec::new();
-        match f.kind.trim_end_matches('s') {
-            "*" | "card" => {}
-            k @ ("character" | "action" | "reaction") => parts.push(format!("TYPE == \"{k}\"")),
-            _ => {
-                self.unsupported(&format!("the target `{}`", f.kind), f.span.clone());
-                return None;
-            }
+        if kind != "true" {
+            parts.push(kind);
         }
         let zone = f.zone.as_deref().unwrap_or("arena");
         let (whose, place) = ["opp", "my", "ctrl", "same", "any"]
@@ -450,10 +484,12 @@ impl Writer<'_> {
             .find_map(|p| zone.strip_prefix(p).map(|z| (*p, z)))
             .unwrap_or(("my", zone));
         match place {
-            "ring" | "hand" | "deck" | "discards" | "removed" => parts.push(format!("ZONE == \"{place}\"")),
-            "arena" => parts.push("ZONE == \"ring\"".to_owned()),
+            "ring" | "hand" | "deck" | "discards" | "removed" if whose != "ctrl" && whose != "same" => {
+                parts.push(format!("ZONE == \"{place}\""))
+            }
+            "arena" if whose != "ctrl" && whose != "same" => parts.push("ZONE == \"ring\"".to_owned()),
             _ => {
-                self.unsupported(&format!("the zone `{zone}`"), f.span.clone());
+                self.unsupported(&format!("the zone `{zone}`"), span);
                 return None;
             }
         }
@@ -463,15 +499,117 @@ impl Writer<'_> {
             _ => {}
         }
         if let Some(filter) = &f.filter {
-            match filter_formula(filter) {
-                Some(x) => parts.push(x),
-                None => {
-                    self.unsupported(&format!("the filter `[{filter}]`"), f.span.clone());
-                    return None;
-                }
-            }
+            parts.push(self.filter_formula(filter, &span)?);
         }
-        Some(Target::Choice(parts.join(" && ")))
+        let w = parts.join(" && ");
+        if plural && !counted {
+            if let Some(q) = &f.qty {
+                self.unsupported(&format!("the quantity `<{q}>` of a plural target"), span);
+                return None;
+            }
+            return Some(Target::All(w));
+        }
+        Some(Target::Choice(w, self.quantity(f)?))
+    }
+
+    /// The type segment as a formula over a card, and whether it is plural: types joined by
+    /// `,` (or) and `&` (and), each `character`, `action`, `reaction`, `*`, `card`, `all`, a
+    /// card's `"name"` or a subtype, `!` before one negating it; `characters`, `*s`, `all`:
+    /// every card that matches.
+    fn kind_formula(&mut self, kind: &str, span: &Range<usize>) -> Option<(String, bool)> {
+        let mut plural = false;
+        let mut any = Vec::new();
+        for alternative in kind.split(',') {
+            let mut all = Vec::new();
+            for atom in alternative.split('&') {
+                let atom = atom.trim();
+                let (not, core) = match atom.strip_prefix('!') {
+                    Some(rest) => (true, rest.trim()),
+                    None => (false, atom),
+                };
+                let (core, s) = match core.strip_suffix('s') {
+                    Some(single) if ["character", "action", "reaction", "card", "*"].contains(&single) => {
+                        (single, true)
+                    }
+                    Some(single) if single.len() > 2 && single.starts_with('"') && single.ends_with('"') => {
+                        (single, true)
+                    }
+                    _ => (core, false),
+                };
+                plural |= s || core == "all";
+                let f = match core {
+                    "*" | "card" | "all" => "true".to_owned(),
+                    "character" | "action" | "reaction" => format!("TYPE == \"{core}\""),
+                    _ if core.len() > 2 && core.starts_with('"') && core.ends_with('"') => {
+                        let name = &core[1..core.len() - 1];
+                        if name.contains(['"', '\\']) {
+                            self.unsupported(&format!("the card name `{name}`"), span.clone());
+                            return None;
+                        }
+                        format!("NAME == \"{name}\"")
+                    }
+                    other => self.subtype(other, span)?,
+                };
+                all.push(if not { format!("!({f})") } else { f });
+            }
+            any.push(all.join(" && "));
+        }
+        let f = if any.len() == 1 {
+            any.pop().unwrap_or_default()
+        } else {
+            any.iter().map(|a| format!("({a})")).collect::<Vec<_>>().join(" || ")
+        };
+        Some((f, plural))
+    }
+
+    /// A subtype as a formula over a card (`warrior`: `IS_WARRIOR == 1`), declared for every card.
+    fn subtype(&mut self, word: &str, span: &Range<usize>) -> Option<String> {
+        let ok = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok || RESERVED.contains(&word) {
+            self.unsupported(&format!("the target `{word}`"), span.clone());
+            return None;
+        }
+        self.subtypes.insert(word.to_owned());
+        Some(format!("IS_{} == 1", word.to_ascii_uppercase()))
+    }
+
+    /// A filter segment (`[bp<=300]`, `[backedup & attack, -frozen]`) as a formula over a card:
+    /// terms joined by `,` (or) and `&` (and), `-` or `^` before one negating it; each a `bp`
+    /// comparison (`==`, `>=`, `<=`), `frozen`, a card type or a subtype.
+    fn filter_formula(&mut self, filter: &str, span: &Range<usize>) -> Option<String> {
+        let mut any = Vec::new();
+        for alternative in filter.split(',') {
+            let mut all = Vec::new();
+            for atom in alternative.split('&') {
+                let atom = atom.trim();
+                let (not, core) = match atom.strip_prefix(['-', '^']) {
+                    Some(rest) => (true, rest.trim()),
+                    None => (false, atom),
+                };
+                let compact = core.replace(' ', "");
+                let bp = ["<=", ">=", "=="].iter().find_map(|op| {
+                    let n = compact.strip_prefix("bp")?.strip_prefix(op)?;
+                    n.parse::<i64>().ok().map(|n| format!("BP {op} {n}"))
+                });
+                let f = match (bp, core) {
+                    (Some(f), _) => f,
+                    (None, "frozen") => "FROZEN == 1".to_owned(),
+                    (None, t @ ("character" | "action" | "reaction")) => format!("TYPE == \"{t}\""),
+                    (None, k) if RESERVED.contains(&k) || k.starts_with("bp") || k.starts_with("sp") => {
+                        self.unsupported(&format!("the filter `{k}`"), span.clone());
+                        return None;
+                    }
+                    (None, other) => self.subtype(other, span)?,
+                };
+                all.push(if not { format!("!({f})") } else { f });
+            }
+            any.push(all.join(" && "));
+        }
+        Some(if any.len() == 1 {
+            any.pop().unwrap_or_default()
+        } else {
+            any.iter().map(|a| format!("({a})")).collect::<Vec<_>>().join(" || ")
+        })
     }
 
     // long: the head rules (the statement's branches) and one rule per effect, in order.
@@ -482,7 +620,7 @@ impl Writer<'_> {
         what: &str,
         on: On,
         s: &Statement,
-        property_target: Option<&Filter>,
+        property_targets: &[Filter],
         requisite: &[(String, &'static str)],
     ) {
         let card = self.card.name.text.clone();
@@ -555,30 +693,59 @@ impl Writer<'_> {
         for (b, guard, suffix) in branches {
             let head = format!("{label}{suffix}");
             // `tgt`, `tgt.0`: the targets the `target` property chose.
-            let filter =
+            let own: Vec<&Filter> =
                 b.to.as_ref()
-                    .and_then(|t| t.filters.first())
-                    .filter(|f| !f.kind.starts_with("tgt"))
-                    .or(property_target);
-            let target = match filter {
-                Some(f) => self.target_of(f),
-                None => None,
-            };
+                    .map(|t| t.filters.iter().filter(|f| !f.kind.starts_with("tgt")).collect())
+                    .unwrap_or_default();
+            let filters: Vec<&Filter> = if own.is_empty() { property_targets.iter().collect() } else { own };
             let mut actions = prelude.clone();
-            let chosen = match (&target, filter) {
-                (Some(Target::Choice(w)), Some(f)) => {
-                    // `<2>`: two cards (all there are, if fewer).
-                    let Some(n) = self.quantity(f) else { continue };
-                    let pick = if n == 1 { String::new() } else { format!(", pick = {n}") };
-                    actions.push(format!(
-                        "{{ ask = {{ as = \"tgt\", prompt = {}, options = {{ select = \"PC.CARD\", where = {} }}{pick} }} }}",
-                        q(&format!("target for {card}")),
-                        q(w)
-                    ));
-                    "$tgt".to_owned()
+            // What each filter gives: a fixed target, or cards asked for or all selected.
+            let mut slots: Vec<String> = Vec::new();
+            for (i, f) in filters.iter().enumerate() {
+                let name = if i == 0 { "tgt".to_owned() } else { format!("tgt{i}") };
+                let prompt = if filters.len() == 1 {
+                    format!("target for {card}")
+                } else {
+                    format!("target {} for {card}", i + 1)
+                };
+                match self.target_of(f, false) {
+                    Some(Target::Choice(w, n)) => {
+                        // `<2>`: two cards (all there are, if fewer).
+                        let pick = if n == 1 { String::new() } else { format!(", pick = {n}") };
+                        actions.push(format!(
+                            "{{ ask = {{ as = {}, prompt = {}, options = {{ select = \"PC.CARD\", where = {} }}{pick} }} }}",
+                            q(&name),
+                            q(&prompt),
+                            q(&w)
+                        ));
+                        slots.push(format!("${name}"));
+                    }
+                    Some(Target::All(w)) => {
+                        actions.push(format!(
+                            "{{ each = {{ as = {}, select = \"PC.CARD\", where = {} }} }}",
+                            q(&name),
+                            q(&w)
+                        ));
+                        slots.push(format!("${name}"));
+                    }
+                    Some(Target::Player) => {
+                        actions.push(format!(
+                            "{{ ask = {{ as = {}, prompt = {}, options = [\"me\", \"opp\"] }} }}",
+                            q(&name),
+                            q(&prompt)
+                        ));
+                        slots.push(format!("${name}"));
+                    }
+                    Some(Target::Players) => slots.extend(["me".to_owned(), "opp".to_owned()]),
+                    Some(Target::Fixed(t)) => slots.push(t),
+                    None => {}
                 }
-                (Some(Target::Fixed(t)), _) => t.clone(),
-                _ => String::new(),
+            }
+            // One target known when the rule is written, or `$…`: chosen as it runs.
+            let chosen = match slots.as_slice() {
+                [] => String::new(),
+                [one] => one.clone(),
+                _ => "$targets".to_owned(),
             };
             // [[may]]: the player confirms; declined, the effects do not start.
             let ok = match &may {
@@ -595,8 +762,13 @@ impl Writer<'_> {
             // before did; with a `&&`, each starts the next when it succeeds.
             let independent = b.effects.iter().skip(1).all(|(op, _)| *op == Op::Then);
             let starts = if independent { b.effects.len() } else { 1 };
-            for j in 0..starts {
-                actions.push(step(j, &format!("{head} effect {}", j + 1), &chosen, ok));
+            if slots.is_empty() {
+                slots.push(String::new());
+            }
+            for slot in &slots {
+                for j in 0..starts {
+                    actions.push(step(j, &format!("{head} effect {}", j + 1), slot, ok));
+                }
             }
             let guard = match (&guard, coins.is_empty(), &in_play) {
                 (Some(g), true, Some(p)) => Some(format!("({p}) && ({g})")),
@@ -711,9 +883,17 @@ impl Writer<'_> {
         };
         f.zone.get_or_insert_with(|| "myhand".to_owned());
         f.span = a.span.clone();
-        match self.target_of(&f) {
-            Some(Target::Choice(w)) => Ok(Some((w, self.quantity(&f).ok_or(())?))),
-            Some(Target::Fixed(_)) => {
+        match self.target_of(&f, false) {
+            Some(Target::Choice(w, n)) => Ok(Some((w, n))),
+            Some(Target::All(w)) => {
+                self.unsupported(
+                    &format!("discarding every `{}` (name how many: <n>)", a.text),
+                    span.clone(),
+                );
+                let _ = w;
+                Err(())
+            }
+            Some(_) => {
                 self.unsupported(
                     &format!("discarding `{}` (a player's cards: discard(n))", a.text),
                     span.clone(),
@@ -1122,20 +1302,47 @@ enum Failure {
 enum Target {
     /// `$this`, `me`, `opp`.
     Fixed(String),
-    /// A card the player picks, among those the native `where` selects.
-    Choice(String),
+    /// `players`: both.
+    Players,
+    /// `player`: the player picks one.
+    Player,
+    /// Cards the player picks (how many), among those the native `where` selects.
+    Choice(String, u32),
+    /// Every card the native `where` selects (`characters`, `*s`, `all`), no question asked.
+    All(String),
 }
 
-/// A filter segment `[bp<=300]` as a native formula over the card.
-fn filter_formula(f: &str) -> Option<String> {
-    let f = f.replace(' ', "");
-    for op in ["<=", ">=", "=="] {
-        if let Some(n) = f.strip_prefix("bp").and_then(|r| r.strip_prefix(op)) {
-            return n.parse::<i64>().ok().map(|n| format!("BP {op} {n}"));
-        }
-    }
-    None
-}
+/// Words a target or filter gives a meaning of its own: no subtype is named so.
+pub const RESERVED: &[&str] = &[
+    "character",
+    "characters",
+    "action",
+    "actions",
+    "reaction",
+    "reactions",
+    "card",
+    "cards",
+    "all",
+    "player",
+    "players",
+    "me",
+    "opp",
+    "this",
+    "frozen",
+    "backedup",
+    "attack",
+    "uattack",
+    "block",
+    "blocked",
+    "fresh",
+    "powerful",
+    "powerless",
+    "abinstant",
+    "abtrigger",
+    "abauto",
+    "bp",
+    "sp",
+];
 
 /// The event effect number `j` (from 0) listens to: `Step` and `Next` in turn, so that each
 /// effect's rule starts the next without emitting its own event.
