@@ -513,8 +513,8 @@ async fn a_rulescript_game_over_grpc() {
     let want = [
         "1100",
         "-100",
-        "7",
-        "3500",
+        "9",
+        "3502",
         "8",
         "500",
         "800",

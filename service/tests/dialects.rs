@@ -348,8 +348,19 @@ fn the_rulescript_game_plays_as_its_cards_say() {
         c.iter().filter_map(|x| x["var"].as_str()).filter(|v| v.ends_with(".BP")).map(str::to_owned).collect()
     });
     assert_eq!(raised, ["gk1.BP", "l1.BP", "n1.BP", "s1.BP", "sb1.BP", "wm1.BP"]);
-    assert_eq!(l[89]["values"]["w1.BP"], "1100");
-    assert_eq!(l[89]["values"]["b1.RUSH"], "1");
+    // `draw(99) & sp(+1) && hp(+1)`: the draw fails, `&` runs sp(+1) anyway, and `&&` hp(+1)
+    // since sp(+1) succeeded; `draw(99) || sp(+1) && hp(+1)`: sp(+1) because the draw failed,
+    // then hp(+1).
+    assert_eq!(
+        codes(&l[89]),
+        [Json::Null, json!("solver.out_of_bounds"), Json::Null, Json::Null, Json::Null]
+    );
+    assert_eq!(changed(&l[89], "me.SP"), Some((json!("7"), json!("8"))));
+    assert_eq!(changed(&l[89], "me.HP"), Some((json!("3500"), json!("3501"))));
+    assert_eq!(changed(&l[90], "me.SP"), Some((json!("8"), json!("9"))));
+    assert_eq!(changed(&l[90], "me.HP"), Some((json!("3501"), json!("3502"))));
+    assert_eq!(l[91]["values"]["w1.BP"], "1100");
+    assert_eq!(l[91]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");

@@ -260,12 +260,13 @@ fn the_example_cards_compile_and_load() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/rulescript/cards.json");
     let text = std::fs::read_to_string(path).expect("the example");
     let c = compile_texts(&[("cards.json".to_owned(), text)]).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(c.counts, [("cards", 35)]);
+    assert_eq!(c.counts, [("cards", 37)]);
     let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let book = events::RuleBook::compile(std::sync::Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
     // 4 prelude rules; each action's head (and else head), one rule per effect, one more for
-    // an effect behind `||` (when the left one fails) and for a confirmed `command?()`.
-    assert_eq!(book.rules().len(), 93);
+    // an effect behind `||` (when the left one fails), for a confirmed `command?()`, and for an
+    // `&` after an effect in a chain (what starts the next whatever that one did).
+    assert_eq!(book.rules().len(), 103);
     let one = r#"{"name": "X", "type": "character", "rules": "abilities = rush\naction = fly(2)"}"#;
     let e = compile_texts(&[("x.json".to_owned(), one.to_owned())]).expect_err("fly");
     assert_eq!(

@@ -89,8 +89,9 @@ key = "Player"
 
 [events]
 Action = { card = { instance = true }, n = {} }
-Step = { step = {}, card = { instance = true }, target = {}, ok = {} }   # an effect starts (odd ones)
-Next = { step = {}, card = { instance = true }, target = {}, ok = {} }   # … (even ones: a rule may not emit its own event)
+Step = { step = {}, card = { instance = true }, target = {}, ok = {} }   # an effect starts
+Next = { step = {}, card = { instance = true }, target = {}, ok = {} }   # … (a rule may not emit the event it listens to:
+Then = { step = {}, card = { instance = true }, target = {}, ok = {} }   #    an effect listens to one its starters do not)
 Decide = { step = {}, card = { instance = true } }   # a statement's coins are in: its branches start
 Confirmed = { step = {}, card = { instance = true }, target = {}, ok = {} }   # the player said yes to a `command?()`
 Phase = { player = { instance = true }, phase = {} }  # a player's phase begins (drawphase, endphase, …)
@@ -759,15 +760,18 @@ impl Writer<'_> {
                 None => "yes",
             };
             // Effects joined only by `&` each start from here, in order, whatever the one
-            // before did; with a `&&`, each starts the next when it succeeds.
+            // before did; otherwise each starts the next: after it (`&`), when it succeeds
+            // (`&&`), when it fails (`||`).
             let independent = b.effects.iter().skip(1).all(|(op, _)| *op == Op::Then);
             let starts = if independent { b.effects.len() } else { 1 };
+            let ops: Vec<Op> = b.effects.iter().map(|(op, _)| *op).collect();
+            let ev = step_events(&ops, independent);
             if slots.is_empty() {
                 slots.push(String::new());
             }
             for slot in &slots {
-                for j in 0..starts {
-                    actions.push(step(j, &format!("{head} effect {}", j + 1), slot, ok));
+                for (j, event) in ev.iter().enumerate().take(starts) {
+                    actions.push(step(event, &format!("{head} effect {}", j + 1), slot, ok));
                 }
             }
             let guard = match (&guard, coins.is_empty(), &in_play) {
@@ -778,7 +782,6 @@ impl Writer<'_> {
             let limit = if coins.is_empty() { limit } else { None };
             self.rule(&head, branch_on, &branch_filters, limit, guard.as_deref(), &actions);
             let passed = if chosen.is_empty() { "" } else { "$target" };
-            let ops: Vec<Op> = b.effects.iter().map(|(op, _)| *op).collect();
             for (j, (_, e)) in b.effects.iter().enumerate() {
                 let id = format!("{head} effect {}", j + 1);
                 let filters = [format!("step = {}", q(&id)), "card = \"$this\"".to_owned()];
@@ -788,24 +791,22 @@ impl Writer<'_> {
                     match self.failure(e, &chosen) {
                         Some(Failure::Never) => {}
                         Some(Failure::When(cond)) => {
-                            let next = step(j + 1, &format!("{head} effect {}", j + 2), passed, "yes");
-                            self.rule(
-                                &format!("{id} fails"),
-                                event_of(j),
-                                &filters,
-                                None,
-                                Some(&cond),
-                                &[next],
-                            );
+                            let next = step(ev[j + 1], &format!("{head} effect {}", j + 2), passed, "yes");
+                            self.rule(&format!("{id} fails"), ev[j], &filters, None, Some(&cond), &[next]);
                         }
                         None => self.unsupported("`||` after an effect on a chosen target", s.span.clone()),
                     }
                 }
                 let Some(mut acts) = self.effect(e, &chosen, until.as_deref()) else { continue };
-                // On success, the next effect not behind an `||`.
-                let next = (j + 1..ops.len()).find(|&k| ops[k] != Op::Or);
-                if let Some(k) = next.filter(|_| !independent) {
-                    acts.push(step(k, &format!("{head} effect {}", k + 1), passed, "yes"));
+                // The next effect not behind an `||`: `&&` starts it when this one succeeds;
+                // `&` after this one (and the one behind its `||`), whatever they did.
+                let mut then = None;
+                match next_effect(&ops, j).filter(|_| !independent) {
+                    Some(k) if ops[k] == Op::And => {
+                        acts.push(step(ev[k], &format!("{head} effect {}", k + 1), passed, "yes"))
+                    }
+                    Some(k) if ops[j] != Op::Or => then = Some(k),
+                    _ => {}
                 }
                 match e {
                     // `command?()`: the player confirms first; the effect runs on `Confirmed`
@@ -823,10 +824,14 @@ impl Writer<'_> {
                                 q(&id)
                             ),
                         ];
-                        self.rule(&id, event_of(j), &filters, None, None, &confirm);
+                        self.rule(&id, ev[j], &filters, None, None, &confirm);
                         self.rule(&format!("{id} confirmed"), "Confirmed", &filters, None, None, &acts);
                     }
-                    _ => self.rule(&id, event_of(j), &filters, None, None, &acts),
+                    _ => self.rule(&id, ev[j], &filters, None, None, &acts),
+                }
+                if let Some(k) = then {
+                    let next = step(ev[k], &format!("{head} effect {}", k + 1), passed, "yes");
+                    self.rule(&format!("{id} then"), ev[j], &filters, None, None, &[next]);
                 }
             }
         }
@@ -1344,18 +1349,34 @@ pub const RESERVED: &[&str] = &[
     "sp",
 ];
 
-/// The event effect number `j` (from 0) listens to: `Step` and `Next` in turn, so that each
-/// effect's rule starts the next without emitting its own event.
-fn event_of(j: usize) -> &'static str {
-    if j.is_multiple_of(2) { "Step" } else { "Next" }
+/// The next effect after number `j` that is not behind an `||`.
+fn next_effect(ops: &[Op], j: usize) -> Option<usize> {
+    (j + 1..ops.len()).find(|&k| ops[k] != Op::Or)
 }
 
-/// The action that starts effect number `j` (from 0), `id`, on `target`; `ok` is `yes`, or
+/// The event each effect listens to, `Step`, `Next` or `Then`: none the same as an effect's
+/// that starts it, since a rule may not emit the event it listens to.
+fn step_events(ops: &[Op], independent: bool) -> Vec<&'static str> {
+    let mut ev: Vec<&'static str> = Vec::with_capacity(ops.len());
+    for k in 0..ops.len() {
+        // (Every effect that starts `k` comes before it.)
+        let starts_k =
+            |j: usize| (!independent && next_effect(ops, j) == Some(k)) || (ops[k] == Op::Or && j + 1 == k);
+        let e = ["Step", "Next", "Then"]
+            .into_iter()
+            .find(|e| (0..k).all(|j| !starts_k(j) || ev[j] != *e))
+            .unwrap_or("Step");
+        ev.push(e);
+    }
+    ev
+}
+
+/// The action that starts an effect, `id`, on `target` by emitting `event`; `ok` is `yes`, or
 /// `$may` (declined, the emit is skipped).
-fn step(j: usize, id: &str, target: &str, ok: &str) -> String {
+fn step(event: &str, id: &str, target: &str, ok: &str) -> String {
     format!(
         "{{ emit = {{ event = \"{}\", args = {{ step = {}, card = \"$this\", target = {}, ok = {} }} }} }}",
-        event_of(j),
+        event,
         q(id),
         q(target),
         q(ok)
