@@ -328,6 +328,10 @@ fn every_target_filter_example_compiles_to_what_the_seed_says() {
         );
         match compile_texts(&[("x.json".to_owned(), card)]) {
             Ok(c) => {
+                // What compiles loads, and its rules check.
+                let r = c.load().unwrap_or_else(|e| panic!("{filter}: {e:#?}"));
+                events::RuleBook::compile(std::sync::Arc::new(r))
+                    .unwrap_or_else(|e| panic!("{filter}: {e:#?}"));
                 let text = &c.files[1].1;
                 let head = text.split("[[rule]]").nth(1).unwrap_or_default();
                 let targets: Vec<String> = head
@@ -397,6 +401,12 @@ fn every_target_filter_example_compiles_to_what_the_seed_says() {
         ("<,5>*@myDeck", Err("rulescript.unsupported: the quantity `<,5>`")),
         ("*s[backedup & attack, -frozen]", Err("rulescript.unsupported: the filter `backedup`")),
         ("^character", Err("rulescript.unsupported: the target `^character`")),
+        // Alternatives keep their grouping (found by the rulescript fuzz target).
+        (
+            "*s[warrior & pilot, -frozen]",
+            Ok(each("ZONE == \"ring\" && ((IS_WARRIOR == 1 && IS_PILOT == 1) || (!(FROZEN == 1)))")),
+        ),
+        ("action,reaction@hand", Ok(ask("((TYPE == \"action\") || (TYPE == \"reaction\")) && ZONE == \"hand\" && CONTROLLER == \"me\"", ""))),
     ];
     for (filter, want) in cases {
         let got = compiled(filter);

@@ -558,7 +558,7 @@ impl Writer<'_> {
         let f = if any.len() == 1 {
             any.pop().unwrap_or_default()
         } else {
-            any.iter().map(|a| format!("({a})")).collect::<Vec<_>>().join(" || ")
+            format!("({})", any.iter().map(|a| format!("({a})")).collect::<Vec<_>>().join(" || "))
         };
         Some((f, plural))
     }
@@ -609,7 +609,7 @@ impl Writer<'_> {
         Some(if any.len() == 1 {
             any.pop().unwrap_or_default()
         } else {
-            any.iter().map(|a| format!("({a})")).collect::<Vec<_>>().join(" || ")
+            format!("({})", any.iter().map(|a| format!("({a})")).collect::<Vec<_>>().join(" || "))
         })
     }
 
