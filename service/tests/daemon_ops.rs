@@ -511,12 +511,12 @@ async fn a_rulescript_game_over_grpc() {
     ];
     let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
     let want = [
-        "1100",
+        "1200",
         "-100",
         "9",
         "3502",
         "8",
-        "500",
+        "600",
         "800",
         "700",
         "\"discards\"",
@@ -524,7 +524,7 @@ async fn a_rulescript_game_over_grpc() {
         "1",
         "0",
         "\"hand\"",
-        "100",
+        "200",
     ];
     assert_eq!(names.map(|n| value_of(&now.values, n)), want);
     drop(c);

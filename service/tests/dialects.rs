@@ -293,7 +293,8 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     // *Auto Statement* suffixes: `~attacks:any:char~` fires for any character, not an action.
     assert_eq!(changed(&l[53], "me.SP"), Some((json!("6"), json!("7"))));
     assert_eq!(changed(&l[54], "me.SP"), None);
-    assert_eq!(l[54]["fired"], json!([]), "{}", l[54]);
+    assert_eq!(fired(&l[54]), ["a card attacks"], "{}", l[54]);
+    assert_eq!(changed(&l[54], "st1.ATTACKING"), Some((json!("0"), json!("1"))));
     // *effect*: `discard(character) || destroy()`: a character of my hand is asked for and
     // discarded; with none left, the card itself is.
     assert_eq!(l[58]["pending"]["options"], json!(["hx1"]), "{}", l[58]);
@@ -359,8 +360,14 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     assert_eq!(changed(&l[89], "me.HP"), Some((json!("3500"), json!("3501"))));
     assert_eq!(changed(&l[90], "me.SP"), Some((json!("8"), json!("9"))));
     assert_eq!(changed(&l[90], "me.HP"), Some((json!("3501"), json!("3502"))));
-    assert_eq!(l[91]["values"]["w1.BP"], "1100");
-    assert_eq!(l[91]["values"]["b1.RUSH"], "1");
+    // *[filter]*: `*s[backedup & attack, -frozen]`: the warrior (frozen, but backed up and
+    // attacking) and every card not frozen; not the frozen c1 and t1.
+    assert_eq!(changed(&l[91], "w1.BACKEDUP"), Some((json!("0"), json!("1"))));
+    assert_eq!(changed(&l[92], "w1.BP"), Some((json!("1100"), json!("1200"))));
+    assert_eq!(changed(&l[92], "gk1.BP"), Some((json!("300"), json!("400"))));
+    assert_eq!((changed(&l[92], "c1.BP"), changed(&l[92], "t1.BP")), (None, None));
+    assert_eq!(l[93]["values"]["w1.BP"], "1200");
+    assert_eq!(l[93]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");

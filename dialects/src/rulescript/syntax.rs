@@ -338,10 +338,10 @@ pub const EVENTS: &[&str] = &[
     "blocked",
 ];
 
-/// The event suffixes the seed lists.
 /// The hooks the seed defines.
 pub const HOOKS: &[&str] = &["canblock"];
 
+/// The event suffixes the seed lists.
 pub const SUFFIXES: &[&str] = &["this", "fromthis", "any", "once", "action", "reaction", "char"];
 
 /// The functions an expression may call.

@@ -62,6 +62,9 @@ TRIGGER = { format = "STRING", holds = "PC.CARD" }  # the card a Happened event 
 BP = "NUMBER"
 TYPE = "STRING"
 NAME = "STRING"                # the card's name, lower case (`"Emulate"` in a target)
+RULES = "NUMBER"               # 1: it has rules (`powerful`); 0: none (`powerless`)
+ABTRIGGER = "NUMBER"           # 1: it has an `action` (an activated ability)
+ABAUTO = "NUMBER"              # 1: it has an `auto` ability
 UNBLOCKABLE = "NUMBER"
 CANTATTACK = "NUMBER"
 CANTBLOCK = "NUMBER"
@@ -76,6 +79,12 @@ FROSTED = "NUMBER"
 ZONE = "STRING"                # ring, hand, deck, discards, removed
 CONTROLLER = "STRING"          # me or opp
 FROZEN = "NUMBER"
+FRESH = "NUMBER"               # entered the ring this turn
+ATTACKING = "NUMBER"           # combat this turn, from the `attacks`, `blocks`, `blocked` and
+BLOCKING = "NUMBER"            # `backedUp` events (or a `set` step); cleared when a turn ends
+BLOCKED = "NUMBER"
+BACKEDUP = "NUMBER"
+UATTACK = "NUMBER"             # in a united attack (a `set` step)
 
 [kinds.PLAYER]
 scope = "PC.PLAYER"
@@ -103,7 +112,34 @@ Play = { card = "PLAYED" }
 [[rule]]
 name = "a card is played into the ring"
 on = "Play"
-do = [{ set_input = { channel = "ZONE", on = "$card", value = "ring" } }]
+do = [
+  { set_input = { channel = "ZONE", on = "$card", value = "ring" } },
+  { set_input = { channel = "FRESH", on = "$card", value = 1 } },
+]
+
+[[rule]]
+name = "a card attacks"
+on = "Happened"
+where = { event = "attacks" }
+do = [{ set_input = { channel = "ATTACKING", on = "$card", value = 1 } }]
+
+[[rule]]
+name = "a card blocks"
+on = "Happened"
+where = { event = "blocks" }
+do = [{ set_input = { channel = "BLOCKING", on = "$card", value = 1 } }]
+
+[[rule]]
+name = "a card is blocked"
+on = "Happened"
+where = { event = "blocked" }
+do = [{ set_input = { channel = "BLOCKED", on = "$card", value = 1 } }]
+
+[[rule]]
+name = "a card is backed up"
+on = "Happened"
+where = { event = "backedup" }
+do = [{ set_input = { channel = "BACKEDUP", on = "$card", value = 1 } }]
 
 [[rule]]
 name = "an action card is played"
@@ -119,7 +155,16 @@ do = [{ tick = { clock = "TURN_STARTS", on = "$player" } }]
 [[rule]]
 name = "a turn ends"
 on = "EndTurn"
-do = [{ tick = { clock = "TURN_ENDS", on = "$player" } }]
+do = [
+  { tick = { clock = "TURN_ENDS", on = "$player" } },
+  { each = { as = "c", select = "PC.CARD", where = "FRESH == 1 || ATTACKING == 1 || BLOCKING == 1 || BLOCKED == 1 || BACKEDUP == 1 || UATTACK == 1" } },
+  { set_input = { channel = "FRESH", on = "$c", value = 0 } },
+  { set_input = { channel = "ATTACKING", on = "$c", value = 0 } },
+  { set_input = { channel = "BLOCKING", on = "$c", value = 0 } },
+  { set_input = { channel = "BLOCKED", on = "$c", value = 0 } },
+  { set_input = { channel = "BACKEDUP", on = "$c", value = 0 } },
+  { set_input = { channel = "UATTACK", on = "$c", value = 0 } },
+]
 "#;
 
 /// The commands on the current player by default (the others are on the card).
@@ -230,6 +275,16 @@ impl Writer<'_> {
         ];
         for t in &c.subtypes {
             modify.push(format!("{{ var = {}, set = \"1\" }}", q(&format!("IS_{}", t.to_ascii_uppercase()))));
+        }
+        let has = |k: syntax::Key| c.rules.properties.iter().any(|p| p.key == k);
+        for (flag, yes) in [
+            ("RULES", !c.rules.properties.is_empty()),
+            ("ABTRIGGER", has(syntax::Key::Action)),
+            ("ABAUTO", has(syntax::Key::Auto)),
+        ] {
+            if yes {
+                modify.push(format!("{{ var = \"{flag}\", set = \"1\" }}"));
+            }
         }
         if let Some(bp) = &c.bp {
             modify.push(format!("{{ var = \"BP\", set = {} }}", q(bp)));
@@ -576,7 +631,9 @@ impl Writer<'_> {
 
     /// A filter segment (`[bp<=300]`, `[backedup & attack, -frozen]`) as a formula over a card:
     /// terms joined by `,` (or) and `&` (and), `-` or `^` before one negating it; each a `bp`
-    /// comparison (`==`, `>=`, `<=`), `frozen`, a card type or a subtype.
+    /// comparison (`==`, `>=`, `<=`), a state (`frozen`, `fresh`, `attack`, `block`,
+    /// `blocked`, `backedup`, `uattack`), `powerful`/`powerless`, `abtrigger`, `abauto`, a card
+    /// type or a subtype.
     fn filter_formula(&mut self, filter: &str, span: &Range<usize>) -> Option<String> {
         let mut any = Vec::new();
         for alternative in filter.split(',') {
@@ -592,9 +649,25 @@ impl Writer<'_> {
                     let n = compact.strip_prefix("bp")?.strip_prefix(op)?;
                     n.parse::<i64>().ok().map(|n| format!("BP {op} {n}"))
                 });
+                let state = [
+                    ("frozen", "FROZEN == 1"),
+                    ("fresh", "FRESH == 1"),
+                    ("attack", "ATTACKING == 1"),
+                    ("block", "BLOCKING == 1"),
+                    ("blocked", "BLOCKED == 1"),
+                    ("backedup", "BACKEDUP == 1"),
+                    ("uattack", "UATTACK == 1"),
+                    ("powerful", "RULES == 1"),
+                    ("powerless", "RULES == 0"),
+                    ("abtrigger", "ABTRIGGER == 1"),
+                    ("abauto", "ABAUTO == 1"),
+                ]
+                .iter()
+                .find(|(k, _)| *k == core)
+                .map(|(_, f)| (*f).to_owned());
                 let f = match (bp, core) {
                     (Some(f), _) => f,
-                    (None, "frozen") => "FROZEN == 1".to_owned(),
+                    (None, _) if state.is_some() => state.unwrap_or_default(),
                     (None, t @ ("character" | "action" | "reaction")) => format!("TYPE == \"{t}\""),
                     (None, k) if RESERVED.contains(&k) || k.starts_with("bp") || k.starts_with("sp") => {
                         self.unsupported(&format!("the filter `{k}`"), span.clone());
