@@ -140,6 +140,8 @@ pub(crate) struct Ask {
     pub prompt: Arc<str>,
     pub options: Options,
     pub pick: u32,
+    /// The fewest picks that answer (`pick` unless the rule says fewer).
+    pub at_least: u32,
     pub decline: bool,
 }
 
@@ -836,7 +838,7 @@ impl<'r> Checker<'r> {
             "add_modifier" => &["id", "var", "type", "value", "priority", "on", "until"],
             "require" => &["formula", "message", "on"],
             "emit" => &["event", "args"],
-            "ask" => &["as", "prompt", "options", "pick", "decline"],
+            "ask" => &["as", "prompt", "options", "pick", "at_least", "decline"],
             "each" => &["as", "select", "where"],
             "roll" => &["as", "die"],
             "remove_object" | "remove_modifier" => &[],
@@ -1280,9 +1282,24 @@ impl<'r> Checker<'r> {
             Some(p) => self.whole(p, "`pick`")?.max(1),
             None => 1,
         };
+        let at_least = match get("at_least") {
+            Some(n) => {
+                let least = self.whole(n, "`at_least`")?;
+                if least > pick {
+                    // (The ask still binds its name: one error, not one per use.)
+                    self.error(
+                        codes::SYNTAX,
+                        &n.at,
+                        format!("{label}: `at_least` {least} is more than `pick` {pick}"),
+                    );
+                }
+                least.min(pick)
+            }
+            None => pick,
+        };
         let decline = matches!(get("decline").map(|d| &d.value), Some(RawValue::Boolean(true)));
         cx.names.bound.push(name.text.clone());
-        Some(Action::Ask(Ask { slot: cx.names.bound.len() - 1, prompt, options, pick, decline }))
+        Some(Action::Ask(Ask { slot: cx.names.bound.len() - 1, prompt, options, pick, at_least, decline }))
     }
 }
 

@@ -219,12 +219,25 @@ pub struct Pending {
     pub prompt: Arc<str>,
     /// The options, computed when asked (empty for a roll).
     pub options: Vec<Arc<str>>,
-    /// How many to pick.
+    /// How many to pick: at most (no more than there are options).
     pub pick: u32,
+    /// The fewest picks that answer (`pick`, unless the rule asks for "up to `pick`").
+    pub at_least: u32,
     /// Whether picking none is an answer.
     pub decline: bool,
     /// For a roll: the die (`2d6`), answered by a `roll` step.
     pub die: Option<Arc<str>>,
+}
+
+impl Pending {
+    /// How many picks answer it, as a phrase: `2`, `1 to 5`.
+    pub fn how_many(&self) -> String {
+        if self.at_least < self.pick {
+            format!("{} to {}", self.at_least, self.pick)
+        } else {
+            self.pick.to_string()
+        }
+    }
 }
 
 impl fmt::Display for Pending {
@@ -233,7 +246,14 @@ impl fmt::Display for Pending {
             Some(d) => write!(f, "#{} roll {d} (rule {})", self.choice, self.rule),
             None => {
                 let opts: Vec<&str> = self.options.iter().map(|o| &**o).collect();
-                write!(f, "#{} {}: pick {} of [{}]", self.choice, self.prompt, self.pick, opts.join(", "))?;
+                write!(
+                    f,
+                    "#{} {}: pick {} of [{}]",
+                    self.choice,
+                    self.prompt,
+                    self.how_many(),
+                    opts.join(", ")
+                )?;
                 if self.decline {
                     f.write_str(" (or none)")?;
                 }
@@ -422,12 +442,14 @@ impl Game {
             ));
         }
         let want = (s.view.pick as usize).min(s.view.options.len());
+        let least = (s.view.at_least as usize).min(want);
         let declined = picks.is_empty() && s.view.decline;
-        if picks.len() != want && !declined {
+        if !(least..=want).contains(&picks.len()) && !declined {
             return Err(GameError::new(
                 Code::BadPick,
                 format!(
-                    "`{step}`: pick {want} of the options{}",
+                    "`{step}`: pick {} of the options{}",
+                    if least < want { format!("{least} to {want}") } else { want.to_string() },
                     if s.view.decline { " (or none, to decline)" } else { "" }
                 ),
             ));
@@ -831,6 +853,7 @@ impl Game {
             prompt: Arc::from(""),
             options: Vec::new(),
             pick: 1,
+            at_least: 1,
             decline: false,
             die: None,
         };
@@ -851,6 +874,12 @@ impl Game {
                         r.objects().iter().filter(|o| o.kind == *k).map(|o| o.key.clone()).collect()
                     }
                 };
+                // No more than there are options (when there are any): "up to all of them".
+                let there = u32::try_from(view.options.len()).unwrap_or(u32::MAX);
+                if there > 0 && view.pick > there {
+                    view.pick = there;
+                }
+                view.at_least = a.at_least.min(view.pick);
                 (a.slot, None)
             }
             Action::Roll { slot, die, count, sides } => {

@@ -326,6 +326,37 @@ do = [
     assert_eq!(value(&g, "Gold"), "2", "the actions that do not read the picks still run");
 }
 
+/// `at_least`: an ask answered by any number of picks from it up to `pick` (no more than there
+/// are options); more than `pick` is a load error.
+#[test]
+fn an_ask_may_take_a_range_of_picks() {
+    let rules = |least: u32| {
+        format!(
+            r#"
+[events]
+Loot = {{}}
+
+[[rule]]
+name = "Loot"
+on = "Loot"
+do = [
+  {{ ask = {{ as = "items", options = {{ kind = "ITEM" }}, pick = 5, at_least = {least} }} }},
+  {{ add_object = {{ kind = "ITEM", key = "$items", id = "$items" }} }},
+]
+"#
+        )
+    };
+    let mut g = Game::new(book(&rules(1))).expect("a game");
+    let p = g.apply(&emit("Loot", &[])).expect("asks").pending.expect("pending");
+    // Two options: up to two picks, at least one.
+    assert_eq!((p.pick, p.at_least, p.how_many()), (2, 1, "1 to 2".to_owned()));
+    let e = g.apply(&Step::Choose { choice: 1, picks: vec![] }).expect_err("none");
+    assert_eq!((e.code, e.message.contains("pick 1 to 2")), (Code::BadPick, true), "{}", e.message);
+    g.apply(&Step::Choose { choice: 1, picks: vec!["Cloak".into()] }).expect("one is enough");
+    assert_eq!(value(&g, "Armor"), "2");
+    assert_eq!(errors(&rules(6)), ["9:77 events.syntax"]);
+}
+
 /// A game replayed from its steps gives the same values, fired rules, expiries and pending
 /// questions; the operations each step applied, replayed on a bare character, give the same
 /// values.

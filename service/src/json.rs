@@ -179,8 +179,8 @@ pub fn fired(f: &events::Fired) -> Json {
     j
 }
 
-/// A pending question: `{"choice", "rule", "at", "prompt", "options", "pick", "decline"}`, and
-/// `die` for a roll.
+/// A pending question: `{"choice", "rule", "at", "prompt", "options", "pick", "decline"}`,
+/// `at_least` when fewer picks than `pick` answer it, and `die` for a roll.
 pub fn pending(p: &events::Pending) -> Json {
     let mut j = json!({
         "choice": p.choice,
@@ -191,6 +191,9 @@ pub fn pending(p: &events::Pending) -> Json {
         "pick": p.pick,
         "decline": p.decline,
     });
+    if p.at_least < p.pick {
+        j["at_least"] = json!(p.at_least);
+    }
     if let Some(d) = &p.die {
         j["die"] = json!(&**d);
     }

@@ -398,7 +398,17 @@ fn every_target_filter_example_compiles_to_what_the_seed_says() {
         ("character<1>[powerful]@anyDeck", Err("rulescript.unsupported: the pick `<1>`")),
         ("character<1>@anyDeck", Err("rulescript.unsupported: the pick `<1>`")),
         ("*s<-2>@deck", Err("rulescript.unsupported: the pick `<-2>`")),
-        ("<,5>*@myDeck", Err("rulescript.unsupported: the quantity `<,5>`")),
+        // "Targets from 1 up to 5 cards of any type from the player's deck"
+        ("<,5>*@myDeck", Ok(ask("ZONE == \"deck\" && CONTROLLER == \"me\"", ", pick = 5, at_least = 1"))),
+        // `**`: any number of cards, at least one.
+        (
+            "<**>character@hand",
+            Ok(ask(
+                "TYPE == \"character\" && ZONE == \"hand\" && CONTROLLER == \"me\"",
+                ", pick = 4294967295, at_least = 1",
+            )),
+        ),
+        ("<5,2>*@myDeck", Err("rulescript.unsupported: the quantity `<5,2>`")),
         // "Targets cards with back-ups that are attacking, or cards that are not frozen"
         (
             "*s[backedup & attack, -frozen]",

@@ -784,8 +784,8 @@ impl Writer<'_> {
                 };
                 match self.target_of(f, false) {
                     Some(Target::Choice(w, n)) => {
-                        // `<2>`: two cards (all there are, if fewer).
-                        let pick = if n == 1 { String::new() } else { format!(", pick = {n}") };
+                        // `<2>`: two cards (all there are, if fewer); `<,5>`: one to five.
+                        let pick = n.fields();
                         actions.push(format!(
                             "{{ ask = {{ as = {}, prompt = {}, options = {{ select = \"PC.CARD\", where = {} }}{pick} }} }}",
                             q(&name),
@@ -921,7 +921,8 @@ impl Writer<'_> {
             let choice = self.discard_choice(args, &name.span);
             self.errors.truncate(errors);
             if let Ok(Some((w, n))) = choice {
-                return Some(Failure::When(format!("count(PC.CARD, {w}) < {n}")));
+                let least = n.map_or(1, |n| n.least);
+                return Some(Failure::When(format!("count(PC.CARD, {w}) < {least}")));
             }
         }
         let pile = match name.text.as_str() {
@@ -944,7 +945,7 @@ impl Writer<'_> {
         &mut self,
         args: &[syntax::Word],
         span: &Range<usize>,
-    ) -> Result<Option<(String, u32)>, ()> {
+    ) -> Result<Option<(String, Option<Picks>)>, ()> {
         let Some(a) = args.first().filter(|a| a.text.trim_start_matches('+').parse::<i64>().is_err()) else {
             return Ok(None);
         };
@@ -962,15 +963,8 @@ impl Writer<'_> {
         f.zone.get_or_insert_with(|| "myhand".to_owned());
         f.span = a.span.clone();
         match self.target_of(&f, false) {
-            Some(Target::Choice(w, n)) => Ok(Some((w, n))),
-            Some(Target::All(w)) => {
-                self.unsupported(
-                    &format!("discarding every `{}` (name how many: <n>)", a.text),
-                    span.clone(),
-                );
-                let _ = w;
-                Err(())
-            }
+            Some(Target::Choice(w, n)) => Ok(Some((w, Some(n)))),
+            Some(Target::All(w)) => Ok(Some((w, None))),
             Some(_) => {
                 self.unsupported(
                     &format!("discarding `{}` (a player's cards: discard(n))", a.text),
@@ -982,22 +976,33 @@ impl Writer<'_> {
         }
     }
 
-    /// How many cards a filter picks: `<2>` two, one by default. `<r2>` (two at random) is a
-    /// choice too: sheetd draws no randomness, the front end picks at random.
-    fn quantity(&mut self, f: &Filter) -> Option<u32> {
-        match f.qty.as_deref().map(|n| n.strip_prefix('r').unwrap_or(n)) {
-            None | Some("") => Some(1),
-            Some(n) => match n.parse::<u32>() {
-                Ok(n) if n >= 1 => Some(n),
-                _ => {
-                    self.unsupported(
-                        &format!("the quantity `<{n}>` (only a number of cards)"),
-                        f.span.clone(),
-                    );
-                    None
+    /// How many cards a filter picks: `<2>` two, one by default; `<,5>` one to five, `<2,5>`
+    /// two to five, `<**>` any number but at least one. `<r2>` (two at random) is a choice
+    /// too: sheetd draws no randomness, the front end picks at random.
+    fn quantity(&mut self, f: &Filter) -> Option<Picks> {
+        let whole = |t: &str| t.trim().parse::<u32>().ok().filter(|n| *n >= 1);
+        let q = f.qty.as_deref().map(str::trim);
+        let picks = match q.map(|n| n.strip_prefix('r').unwrap_or(n)) {
+            None | Some("") => Some(Picks { most: 1, least: 1 }),
+            Some("**") => Some(Picks { most: u32::MAX, least: 1 }),
+            Some(n) => match n.split_once(',') {
+                Some((l, m)) => {
+                    let least = if l.trim().is_empty() { Some(1) } else { whole(l) };
+                    match (least, whole(m)) {
+                        (Some(least), Some(most)) if least <= most => Some(Picks { most, least }),
+                        _ => None,
+                    }
                 }
+                None => whole(n).map(|n| Picks { most: n, least: n }),
             },
+        };
+        if picks.is_none() {
+            self.unsupported(
+                &format!("the quantity `<{}>` (a number, `min,max`, `,max` or `**`)", q.unwrap_or_default()),
+                f.span.clone(),
+            );
         }
+        picks
     }
 
     /// The event a statement runs on, its filters, its limit, and (auto) the guard that the
@@ -1136,20 +1141,33 @@ impl Writer<'_> {
                 vec![adjust("DECK", on, &format!("-{n}")), adjust("DISCARDS", on, &n)]
             }
             "discard" => match self.discard_choice(args, &span).ok()? {
-                // `discard(character)`: the player picks the cards, which go to the discards.
-                Some((w, n)) => vec![
-                    format!(
-                        "{{ require = {{ formula = {}, message = {} }} }}",
-                        q(&format!("count(PC.CARD, {w}) >= {n}")),
-                        q(&format!("discard(): {n} matching card(s) to discard"))
-                    ),
-                    format!(
-                        "{{ ask = {{ as = \"pick\", prompt = {}, options = {{ select = \"PC.CARD\", where = {} }}, pick = {n} }} }}",
-                        q(&format!("{}: discard which?", self.card.name.text)),
-                        q(&w)
-                    ),
-                    "{ set_input = { channel = \"ZONE\", on = \"$pick\", value = \"discards\" } }".to_owned(),
-                ],
+                // `discard(character)`: the player picks the cards (`discard(*s@hand)`: all of
+                // them, no question), which go to the discards.
+                Some((w, n)) => {
+                    let least = n.map_or(1, |n| n.least);
+                    let take = match n {
+                        Some(n) => format!(
+                            "{{ ask = {{ as = \"pick\", prompt = {}, options = {{ select = \"PC.CARD\", where = {} }}{} }} }}",
+                            q(&format!("{}: discard which?", self.card.name.text)),
+                            q(&w),
+                            n.fields()
+                        ),
+                        None => format!(
+                            "{{ each = {{ as = \"pick\", select = \"PC.CARD\", where = {} }} }}",
+                            q(&w)
+                        ),
+                    };
+                    vec![
+                        format!(
+                            "{{ require = {{ formula = {}, message = {} }} }}",
+                            q(&format!("count(PC.CARD, {w}) >= {least}")),
+                            q(&format!("discard(): {least} matching card(s) to discard"))
+                        ),
+                        take,
+                        "{ set_input = { channel = \"ZONE\", on = \"$pick\", value = \"discards\" } }"
+                            .to_owned(),
+                    ]
+                }
                 None => {
                     let n = amount(self, arg(0))?;
                     vec![adjust("HAND", on, &format!("-{n}")), adjust("DISCARDS", on, &n)]
@@ -1385,9 +1403,27 @@ enum Target {
     /// `player`: the player picks one.
     Player,
     /// Cards the player picks (how many), among those the native `where` selects.
-    Choice(String, u32),
+    Choice(String, Picks),
     /// Every card the native `where` selects (`characters`, `*s`, `all`), no question asked.
     All(String),
+}
+
+/// How many cards a question takes: at most `most` (all there are, if fewer), at least `least`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Picks {
+    most: u32,
+    least: u32,
+}
+
+impl Picks {
+    /// The ask's fields after `options`: `, pick = 2`, `, pick = 5, at_least = 1`.
+    fn fields(self) -> String {
+        match (self.most, self.least) {
+            (1, 1) => String::new(),
+            (m, l) if l == m => format!(", pick = {m}"),
+            (m, l) => format!(", pick = {m}, at_least = {l}"),
+        }
+    }
 }
 
 /// Words a target or filter gives a meaning of its own: no subtype is named so.

@@ -470,7 +470,7 @@ fn pending_line(p: &pb::Pending) -> String {
             "pending #{}: {} pick {} of [{}]{} (rule `{}`, {}); answer with --step '{{\"choose\": {{\"choice\": {}, \"picks\": [...]}}}}'",
             p.choice,
             p.prompt,
-            p.pick,
+            if p.at_least < p.pick { format!("{} to {}", p.at_least, p.pick) } else { p.pick.to_string() },
             p.options.join(", "),
             if p.decline { " or none" } else { "" },
             p.rule,

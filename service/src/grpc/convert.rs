@@ -391,6 +391,7 @@ pub fn pending(p: &events::Pending) -> pb::Pending {
         prompt: p.prompt.to_string(),
         options: p.options.iter().map(|o| o.to_string()).collect(),
         pick: p.pick,
+        at_least: p.at_least,
         decline: p.decline,
         die: p.die.as_deref().map(str::to_owned),
     }
