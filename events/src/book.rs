@@ -1226,7 +1226,8 @@ impl<'r> Checker<'r> {
         };
         let where_ = match where_ {
             Some(w) => self.string(w, "`where`")?,
-            None => Text::new("true", scope.at.clone()),
+            // (Formulas have no boolean literals.)
+            None => Text::new("1 == 1", scope.at.clone()),
         };
         self.formula(&where_, scope_id, &Format::Boolean, label)?;
         Some((scope.text.clone(), where_.text.clone()))

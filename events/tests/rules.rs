@@ -522,6 +522,8 @@ do = [
   { each = { as = "unit", select = "PC.UNIT", where = "Wounds > 0" } },
   { adjust = { channel = "Wounds", on = "$unit", by = "-1" } },
   { adjust = { channel = "Gold", by = "1" } },
+  { each = { as = "every", select = "PC.UNIT" } },
+  { set_input = { channel = "Note", value = "$every" } },
 ]
 "#,
     );
@@ -532,6 +534,8 @@ do = [
     let wounds = |g: &Game| ["a1", "a2", "a3"].map(|u| value(g, &format!("{u}.Wounds")));
     assert_eq!(wounds(&g), ["0", "0", "1"]);
     assert_eq!(value(&g, "Gold"), "1");
+    // Without `where`, every instance: the last written wins.
+    assert_eq!(value(&g, "Note"), "a3");
     g.apply(&emit("Heal", &[])).expect("runs");
     assert_eq!(wounds(&g), ["0", "0", "0"]);
     // A scope that does not exist, a `where` that is not a BOOLEAN formula: errors at load.

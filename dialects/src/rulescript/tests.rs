@@ -310,6 +310,10 @@ fn the_example_cards_compile_and_load() {
         c.files[1].1.contains("\"IS_PILOT\" = \"NUMBER\"")
             && c.files[1].1.contains("var = \"IS_CAPTAIN\", set = \"1\"")
     );
+    // `True` and `False` become formulas (which have no boolean literals), and load.
+    let truth = r#"{"name": "X", "type": "action", "rules": ["action = [[if True and not False]] draw()"]}"#;
+    let c = compile_texts(&[("x.json".to_owned(), truth.to_owned())]).expect("compiles");
+    c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let bad_type = r#"{"name": "X", "type": "spell"}"#;
     let e = compile_texts(&[("x.json".to_owned(), bad_type.to_owned())]).expect_err("type");
     assert_eq!((e[0].code.as_str(), e[0].text.as_str()), ("rulescript.card_type", "\"spell\""));
@@ -409,6 +413,10 @@ fn every_target_filter_example_compiles_to_what_the_seed_says() {
             )),
         ),
         ("<5,2>*@myDeck", Err("rulescript.unsupported: the quantity `<5,2>`")),
+        // `*` adds no condition; with no other, none but the zone's (found by the fuzz target:
+        // formulas have no `true`).
+        ("cards&hic", Ok(each("IS_HIC == 1 && ZONE == \"ring\""))),
+        ("*,character@hand", Ok(ask("((1 == 1) || (TYPE == \"character\")) && ZONE == \"hand\" && CONTROLLER == \"me\"", ""))),
         // "Targets cards with back-ups that are attacking, or cards that are not frozen"
         (
             "*s[backedup & attack, -frozen]",

@@ -531,7 +531,7 @@ impl Writer<'_> {
         }
         let (kind, plural) = self.kind_formula(&f.kind, &span)?;
         let mut parts = Vec::new();
-        if kind != "true" {
+        if kind != ALWAYS {
             parts.push(kind);
         }
         let zone = f.zone.as_deref().unwrap_or("arena");
@@ -594,7 +594,7 @@ impl Writer<'_> {
                 };
                 plural |= s || core == "all";
                 let f = match core {
-                    "*" | "card" | "all" => "true".to_owned(),
+                    "*" | "card" | "all" => ALWAYS.to_owned(),
                     "character" | "action" | "reaction" => format!("TYPE == \"{core}\""),
                     _ if core.len() > 2 && core.starts_with('"') && core.ends_with('"') => {
                         let name = &core[1..core.len() - 1];
@@ -607,6 +607,10 @@ impl Writer<'_> {
                     other => self.subtype(other, span)?,
                 };
                 all.push(if not { format!("!({f})") } else { f });
+            }
+            // `*&warrior`: what `*` adds is nothing.
+            if all.len() > 1 {
+                all.retain(|f| f != ALWAYS);
             }
             any.push(all.join(" && "));
         }
@@ -728,7 +732,7 @@ impl Writer<'_> {
         let branches: Vec<(&syntax::Branch, Option<String>, &str)> = match (&s.otherwise, &cond) {
             (None, c) => vec![(&s.then, c.clone(), "")],
             (Some(e), Some(c)) => vec![(&s.then, Some(c.clone()), ""), (e, Some(format!("!({c})")), " else")],
-            (Some(e), None) => vec![(&s.then, None, ""), (e, Some("false".into()), " else")],
+            (Some(e), None) => vec![(&s.then, None, ""), (e, Some(NEVER.into()), " else")],
         };
         let until = s.restriction.as_ref().map(|r| {
             let who = if r.opponent { "opp" } else { "me" };
@@ -1267,7 +1271,7 @@ impl Writer<'_> {
     fn expr(&mut self, e: &Expr) -> Option<(String, bool)> {
         Some(match e {
             Expr::Int(n, _) => (n.to_string(), false),
-            Expr::Bool(b, _) => (b.to_string(), true),
+            Expr::Bool(b, _) => ((if *b { ALWAYS } else { NEVER }).to_owned(), true),
             Expr::Path(p, span) => match self.var_value(p) {
                 Some(f) => (f, false),
                 None => (self.path(p, span.clone())?, false),
@@ -1407,6 +1411,11 @@ enum Target {
     /// Every card the native `where` selects (`characters`, `*s`, `all`), no question asked.
     All(String),
 }
+
+/// A formula that is always true (formulas have no boolean literals).
+const ALWAYS: &str = "1 == 1";
+/// … and one never true.
+const NEVER: &str = "1 == 0";
 
 /// How many cards a question takes: at most `most` (all there are, if fewer), at least `least`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
