@@ -19,22 +19,28 @@
 //!   one object per creature, one rule per subfeature and effect); its game files' setup and
 //!   verbs made into sheetd's generic steps.
 //!
-//! - [`rulescript`]: RuleScript's syntax — a card's properties and statements, with spans,
-//!   its commands, abilities and events checked, Python outside the expression subset refused.
+//! - [`rulescript`]: RuleScript whole — a card's properties and statements read with spans
+//!   (commands, abilities and events checked, Python outside the expression subset refused),
+//!   card databases and `.rulescript` files, compiled to a native ruleset with event rules;
+//!   its game files' setup and verbs.
+//! - [`effects`]: the board-game effect strings' syntax, both grammars into one tree, and its
+//!   unified form.
 //!
 //! ## What it does not do
 //! It evaluates nothing: what it writes is loaded by `data`, its rules compiled by `events`,
 //! and run by the `solver`; commands and the API live in the service. It does not compile
-//! RuleScript cards to rules yet: it reads and checks their syntax.
+//! effect strings to rules yet, and has no WWRF front end yet.
 //!
 //! ## Main types
 //! [`postfix::compile`] → [`postfix::Compiled`] (a native formula and the `store` steps);
 //! [`template::parse`] → [`template::Template`]; [`creature::compile_paths`] →
 //! [`creature::Compiled`] (native files, warnings); [`creature::game::step`] →
-//! [`creature::game::Step`]; [`rulescript::parse`] → [`rulescript::Rules`]; [`Error`]: every error, with its code and the byte span it points
+//! [`creature::game::Step`]; [`rulescript::parse`] → [`rulescript::Rules`];
+//! [`rulescript::compile_texts`]; [`effects::parse`] → [`effects::Effect`]; [`Error`]: every error, with its code and the byte span it points
 //! at.
 
 pub mod creature;
+pub mod effects;
 pub mod postfix;
 pub mod prelude;
 pub mod rulescript;

@@ -1,0 +1,410 @@
+//! Effect strings: every string of the seed (`../shared/seeds/effect-strings.txt`) reads, into
+//! the tree its *Meaning* column describes; the *Proposed rewrites* print as the document says;
+//! an old string and its unified form read into the same tree; every refusal has its code and
+//! points at its text.
+
+use super::*;
+
+fn read(text: &str) -> Effect {
+    parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
+fn gain(res: Res, n: u32) -> LegKind {
+    LegKind::Gain(Amount { res, n })
+}
+
+fn leg(kind: LegKind) -> Leg {
+    Leg { kind, span: 0..0 }
+}
+
+fn only(kind: LegKind) -> Effect {
+    Effect { timing: None, legs: vec![leg(kind)] }
+}
+
+fn a(res: Res, n: u32) -> Amount {
+    Amount { res, n }
+}
+
+fn take(cond: Option<(&str, &'static str, &str)>) -> Leg {
+    leg(LegKind::Take(Filter {
+        table: "citizens".into(),
+        cond: cond.map(|(f, op, v)| Cond {
+            first: Term { field: f.into(), op, value: v.into() },
+            rest: Vec::new(),
+        }),
+    }))
+}
+
+/// Every string of the document's tables, with the tree its *Meaning* says, and what the
+/// unified grammar prints for it (the same string where the document says "no change").
+// long: a table of cases, one line each.
+#[test]
+fn every_string_of_the_tables_reads_as_its_meaning_says() {
+    use Res::*;
+    let soldier_cheap = Cond {
+        first: Term { field: "role".into(), op: "==", value: "soldier".into() },
+        rest: vec![(Join::And, Term { field: "gold_cost".into(), op: "<=", value: "2".into() })],
+    };
+    let cases: Vec<(&str, Effect, &str)> = vec![
+        // *Citizens*
+        (
+            "choose g 2 m 2",
+            only(LegKind::Choose(vec![vec![leg(gain(G, 2))], vec![leg(gain(M, 2))]])),
+            "choose g 2 m 2",
+        ),
+        ("exchange s 1 g 2", only(LegKind::Exchange { pay: a(S, 1), gain: a(G, 2) }), "exchange s 1 g 2"),
+        ("exchange g 1 s 4", only(LegKind::Exchange { pay: a(G, 1), gain: a(S, 4) }), "exchange g 1 s 4"),
+        ("exchange s 1 m 3", only(LegKind::Exchange { pay: a(S, 1), gain: a(M, 3) }), "exchange s 1 m 3"),
+        (
+            "count owned_worker g 2",
+            only(LegKind::Count { by: Counted::OwnedRole("worker".into()), each: a(G, 2) }),
+            "count owned_worker g 2",
+        ),
+        // *Domains — activation_effect*
+        (
+            "action.modify_monster_strength +3",
+            only(LegKind::Opaque { key: "modify_monster_strength".into(), args: vec![3] }),
+            "modify_monster_strength 3",
+        ),
+        ("choose <citizens>", only(LegKind::Choose(vec![vec![take(None)]])), "choose <citizens>"),
+        (
+            "m 4 + concurrent_flip_one_citizen",
+            Effect {
+                timing: None,
+                legs: vec![
+                    leg(gain(M, 4)),
+                    leg(LegKind::Opaque { key: "concurrent_flip_one_citizen".into(), args: vec![] }),
+                ],
+            },
+            "m 4 + concurrent_flip_one_citizen",
+        ),
+        (
+            "choose <citizens where role==shadow>",
+            only(LegKind::Choose(vec![vec![take(Some(("role", "==", "shadow")))]])),
+            "choose <citizens where role==shadow>",
+        ),
+        (
+            "s 3 + choose <citizens where role==soldier and gold_cost<=2>",
+            Effect {
+                timing: None,
+                legs: vec![
+                    leg(gain(S, 3)),
+                    leg(LegKind::Choose(vec![vec![leg(LegKind::Take(Filter {
+                        table: "citizens".into(),
+                        cond: Some(soldier_cheap),
+                    }))]])),
+                ],
+            },
+            "s 3 + choose <citizens where role==soldier and gold_cost<=2>",
+        ),
+        (
+            "manipulate_resources mode=self_convert pay=g:3 gain=v:3 optional=true",
+            only(LegKind::SelfConvert { pay: a(G, 3), gain: a(V, 3), optional: true }),
+            "self_convert g 3 v 3 optional",
+        ),
+        // *Domains — passive_effect*
+        (
+            "harvest.gain_per_owned_citizen_name Knight g 1",
+            Effect {
+                timing: Some(Timing::Harvest),
+                legs: vec![leg(LegKind::GainPerOwnedName { name: "Knight".into(), each: a(G, 1) })],
+            },
+            "harvest.gain_per_owned_citizen_name Knight g 1",
+        ),
+        (
+            "roll.set_one_die target=6 cost=g:2",
+            Effect {
+                timing: Some(Timing::Roll),
+                legs: vec![leg(LegKind::SetOneDie { target: 6, cost: DieCost::Amount(a(G, 2)) })],
+            },
+            "roll.set_one_die target=6 cost=g:2",
+        ),
+        (
+            "roll.set_one_die target=1 cost=g_per_owned_role:holy_citizen",
+            Effect {
+                timing: Some(Timing::Roll),
+                legs: vec![leg(LegKind::SetOneDie {
+                    target: 1,
+                    cost: DieCost::PerOwnedRole { res: G, role: "holy_citizen".into() },
+                })],
+            },
+            "roll.set_one_die target=1 cost=g_per_owned_role:holy_citizen",
+        ),
+        (
+            "effect.add action.emeraldstronghold",
+            only(LegKind::AddFlag("action.emeraldstronghold".into())),
+            "effect.add action.emeraldstronghold",
+        ),
+        (
+            "effect.add action.pratchettsplateau",
+            only(LegKind::AddFlag("action.pratchettsplateau".into())),
+            "effect.add action.pratchettsplateau",
+        ),
+        (
+            "action.end manipulate_resources mode=pay_to_player gain=v:1 pay=g:1 optional=true",
+            Effect {
+                timing: Some(Timing::ActionEnd),
+                legs: vec![leg(LegKind::PayToPlayer { pay: a(G, 1), gain: a(V, 1), optional: true })],
+            },
+            "action.end pay_to_player g 1 v 1 optional",
+        ),
+        (
+            "action.end manipulate_resources mode=take_from_player take=g:1 optional=true",
+            Effect {
+                timing: Some(Timing::ActionEnd),
+                legs: vec![leg(LegKind::TakeFromPlayer { take: a(G, 1), optional: true })],
+            },
+            "action.end take_from_player g 1 optional",
+        ),
+        (
+            "action.end manipulate_resources mode=pay_to_player gain=v:1 pay=m:1 optional=true",
+            Effect {
+                timing: Some(Timing::ActionEnd),
+                legs: vec![leg(LegKind::PayToPlayer { pay: a(M, 1), gain: a(V, 1), optional: true })],
+            },
+            "action.end pay_to_player m 1 v 1 optional",
+        ),
+        (
+            "action.end manipulate_resources mode=take_from_player take=m:1 optional=true",
+            Effect {
+                timing: Some(Timing::ActionEnd),
+                legs: vec![leg(LegKind::TakeFromPlayer { take: a(M, 1), optional: true })],
+            },
+            "action.end take_from_player m 1 optional",
+        ),
+        // *Monsters — special_reward*
+        (
+            "choose g 1 m 1",
+            only(LegKind::Choose(vec![vec![leg(gain(G, 1))], vec![leg(gain(M, 1))]])),
+            "choose g 1 m 1",
+        ),
+        (
+            "choose g 2 m 2 s 2",
+            only(LegKind::Choose(vec![vec![leg(gain(G, 2))], vec![leg(gain(M, 2))], vec![leg(gain(S, 2))]])),
+            "choose g 2 m 2 s 2",
+        ),
+        (
+            "count area Hills g 1",
+            only(LegKind::Count { by: Counted::Area("Hills".into()), each: a(G, 1) }),
+            "count area Hills g 1",
+        ),
+        (
+            "count area Ruins g 2",
+            only(LegKind::Count { by: Counted::Area("Ruins".into()), each: a(G, 2) }),
+            "count area Ruins g 2",
+        ),
+        (
+            "choose g 3 <citizens where name==Knight>",
+            only(LegKind::Choose(vec![vec![leg(gain(G, 3))], vec![take(Some(("name", "==", "Knight")))]])),
+            "choose g 3 <citizens where name==Knight>",
+        ),
+        (
+            "choose <citizens where gold_cost<=2>",
+            only(LegKind::Choose(vec![vec![take(Some(("gold_cost", "<=", "2")))]])),
+            "choose <citizens where gold_cost<=2>",
+        ),
+        (
+            "choose <count area Forest g 2> <citizens + v 1>",
+            only(LegKind::Choose(vec![
+                vec![leg(LegKind::Count { by: Counted::Area("Forest".into()), each: a(G, 2) })],
+                vec![take(None), leg(gain(V, 1))],
+            ])),
+            "choose <count area Forest g 2> <citizens + v 1>",
+        ),
+        (
+            "choose g 5 m 5 s 5",
+            only(LegKind::Choose(vec![vec![leg(gain(G, 5))], vec![leg(gain(M, 5))], vec![leg(gain(S, 5))]])),
+            "choose g 5 m 5 s 5",
+        ),
+        (
+            "count area Valley m 2",
+            only(LegKind::Count { by: Counted::Area("Valley".into()), each: a(M, 2) }),
+            "count area Valley m 2",
+        ),
+        (
+            "choose <citizens where gold_cost<=3>",
+            only(LegKind::Choose(vec![vec![take(Some(("gold_cost", "<=", "3")))]])),
+            "choose <citizens where gold_cost<=3>",
+        ),
+        (
+            "count area Mountain g 2",
+            only(LegKind::Count { by: Counted::Area("Mountain".into()), each: a(G, 2) }),
+            "count area Mountain g 2",
+        ),
+    ];
+    for (text, tree, printed) in &cases {
+        let e = read(text);
+        assert_eq!(&e, tree, "{text}");
+        assert_eq!(unified(&e), *printed, "{text}");
+        // An old string and its unified form are the same effect.
+        assert_eq!(&read(printed), tree, "{printed}");
+    }
+}
+
+/// *Where the syntax diverges* and *Proposed rewrites*: each `before → after` of the document,
+/// the unified form printed, and the two reading into the same tree.
+#[test]
+fn the_proposed_rewrites_print_as_the_document_says() {
+    let rewrites = [
+        ("action.modify_monster_strength +3", "modify_monster_strength 3"),
+        ("m 4 + concurrent_flip_one_citizen", "m 4 + concurrent_flip_one_citizen"),
+        (
+            "manipulate_resources mode=self_convert pay=g:3 gain=v:3 optional=true",
+            "self_convert g 3 v 3 optional",
+        ),
+        ("choose <citizens where role==shadow>", "choose <citizens where role==shadow>"),
+        (
+            "s 3 + choose <citizens where role==soldier and gold_cost<=2>",
+            "s 3 + choose <citizens where role==soldier and gold_cost<=2>",
+        ),
+        (
+            "action.end manipulate_resources mode=pay_to_player gain=v:1 pay=g:1 optional=true",
+            "action.end pay_to_player g 1 v 1 optional",
+        ),
+        (
+            "action.end manipulate_resources mode=take_from_player take=g:1 optional=true",
+            "action.end take_from_player g 1 optional",
+        ),
+        (
+            "action.end manipulate_resources mode=pay_to_player gain=v:1 pay=m:1 optional=true",
+            "action.end pay_to_player m 1 v 1 optional",
+        ),
+        (
+            "action.end manipulate_resources mode=take_from_player take=m:1 optional=true",
+            "action.end take_from_player m 1 optional",
+        ),
+        ("harvest.gain_per_owned_citizen_name Knight g 1", "harvest.gain_per_owned_citizen_name Knight g 1"),
+        ("roll.set_one_die target=6 cost=g:2", "roll.set_one_die target=6 cost=g:2"),
+        ("effect.add action.emeraldstronghold", "effect.add action.emeraldstronghold"),
+        // *Where the syntax diverges*: the forms each section shows.
+        ("manipulate_resources mode=self_convert pay=g:3 gain=v:3", "self_convert g 3 v 3"),
+        (
+            "action.end manipulate_resources mode=pay_to_player gain=v:1 pay=g:1",
+            "action.end pay_to_player g 1 v 1",
+        ),
+        ("count owned_worker g 2", "count owned_worker g 2"),
+        ("choose g 1 m 1", "choose g 1 m 1"),
+        ("exchange s 1 g 2", "exchange s 1 g 2"),
+    ];
+    for (before, after) in rewrites {
+        let old = read(before);
+        assert_eq!(unified(&old), after, "{before}");
+        assert_eq!(read(after), old, "{before} → {after}");
+    }
+}
+
+/// Each refusal: its code and the text it points at, inside the string.
+#[test]
+fn bad_strings_are_refused_with_a_code_at_the_token() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("", "effects.syntax", ""),
+        ("g", "effects.syntax", ""),
+        ("g two", "effects.syntax", "two"),
+        ("x 2", "effects.unknown_verb", "x"),
+        ("teleport g 2", "effects.unknown_verb", "teleport"),
+        ("choose g 2 q 2", "effects.resource", "q"),
+        ("choose", "effects.syntax", "choose"),
+        ("choose <citizens where rank==3>", "effects.field", "rank==3"),
+        ("choose <citizens where role>", "effects.syntax", "role"),
+        ("choose <citizens where role==shadow and>", "effects.syntax", ""),
+        ("choose <citizens", "effects.syntax", "<citizens"),
+        ("choose <>", "effects.syntax", "<>"),
+        ("g 2 >", "effects.syntax", ">"),
+        ("g 2 +", "effects.syntax", "+"),
+        ("+ g 2", "effects.syntax", "+"),
+        ("g 2 + + m 1", "effects.syntax", "+"),
+        ("exchange s 1 g", "effects.syntax", ""),
+        ("exchange s 1 g 2 m 3", "effects.syntax", "m 3"),
+        ("count owned_ g 2", "effects.syntax", "owned_"),
+        ("manipulate_resources mode=steal take=g:1", "effects.syntax", "mode=steal"),
+        (
+            "manipulate_resources mode=self_convert pay=g:3",
+            "effects.syntax",
+            "manipulate_resources mode=self_convert pay=g:3",
+        ),
+        ("manipulate_resources mode=pay_to_player pay=g3 gain=v:1", "effects.syntax", "pay=g3"),
+        (
+            "manipulate_resources mode=take_from_player take=g:1 optional=maybe",
+            "effects.syntax",
+            "optional=maybe",
+        ),
+        ("roll.set_one_die target=7 cost=g:2", "effects.syntax", "set_one_die target=7 cost=g:2"),
+        ("roll.set_one_die cost=g:2", "effects.syntax", "set_one_die cost=g:2"),
+        ("action.end", "effects.syntax", "action.end"),
+        ("<citizens>", "effects.syntax", "<citizens>"),
+        ("citizens", "effects.unknown_verb", "citizens"),
+        ("concurrent_flip_one_citizen now", "effects.syntax", "now"),
+    ];
+    for (text, code, at) in cases {
+        let e = parse(text).map(|t| unified(&t)).expect_err(text);
+        assert!(e.span.end <= text.len(), "{text}: {e:?}");
+        assert_eq!((e.code, &text[e.span.clone()]), (*code, *at), "{text}: {}", e.message);
+    }
+}
+
+/// Nothing the reader is given makes it panic; every error lies inside the text; what reads
+/// prints a unified form that reads into the same tree.
+#[test]
+fn any_string_reads_or_is_an_error_inside_it() {
+    use proptest::prelude::*;
+    let parts = prop::collection::vec(
+        prop::sample::select(vec![
+            "g",
+            "m",
+            "s",
+            "v",
+            "q",
+            " ",
+            "2",
+            "+3",
+            " + ",
+            "+",
+            "choose",
+            "exchange",
+            "count",
+            "owned_worker",
+            "area",
+            "Hills",
+            "<",
+            ">",
+            "citizens",
+            "where",
+            "role==shadow",
+            "gold_cost<=2",
+            "and",
+            "or",
+            "manipulate_resources",
+            "mode=self_convert",
+            "pay=g:3",
+            "gain=v:3",
+            "take=g:1",
+            "optional=true",
+            "optional",
+            "action.end",
+            "harvest.",
+            "roll.",
+            "set_one_die",
+            "target=6",
+            "cost=g:2",
+            "effect.add",
+            "action.x",
+            "ĩ",
+            "=",
+            ":",
+        ]),
+        0..24,
+    );
+    proptest!(|(parts in parts)| {
+        let text: String = parts.concat();
+        match parse(&text) {
+            Err(e) => {
+                prop_assert!(e.span.start <= e.span.end && e.span.end <= text.len(), "{text:?}: {e:?}");
+                prop_assert!(text.is_char_boundary(e.span.start) && text.is_char_boundary(e.span.end));
+            }
+            Ok(t) => {
+                let u = unified(&t);
+                prop_assert_eq!(parse(&u).ok(), Some(t), "{:?} → {:?}", text, u);
+            }
+        }
+    });
+}
