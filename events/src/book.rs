@@ -133,6 +133,13 @@ pub(crate) enum Options {
     Kind(KindId),
 }
 
+/// Which of the instances an ordered `each` keeps: the `first` n (least first) or the `last` n.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Take {
+    First(u32),
+    Last(u32),
+}
+
 /// A question a rule asks: answered by a `choose` step.
 #[derive(Clone, Debug)]
 pub(crate) struct Ask {
@@ -201,11 +208,13 @@ pub(crate) enum Action {
         args: Vec<Field>,
     },
     Ask(Ask),
-    /// Binds every instance of `scope` for which `where_` is true when it runs (no question).
+    /// Binds every instance of `scope` for which `where_` is true when it runs (no question);
+    /// with `order`, only the `take` first (or last) by that NUMBER variable.
     Each {
         slot: usize,
         scope: Arc<str>,
         where_: Arc<str>,
+        order: Option<(Arc<str>, Take)>,
     },
     Roll {
         slot: usize,
@@ -839,7 +848,7 @@ impl<'r> Checker<'r> {
             "require" => &["formula", "message", "on"],
             "emit" => &["event", "args"],
             "ask" => &["as", "prompt", "options", "pick", "at_least", "decline"],
-            "each" => &["as", "select", "where"],
+            "each" => &["as", "select", "where", "order", "first", "last"],
             "roll" => &["as", "die"],
             "remove_object" | "remove_modifier" => &[],
             other => {
@@ -1187,7 +1196,8 @@ impl<'r> Checker<'r> {
     }
 
     /// `each = { as, select, where }`: every instance of the scope for which the formula is
-    /// true when the action runs, bound to `as`.
+    /// true when the action runs, bound to `as`; with `order = VAR` and `first = N` (or `last`),
+    /// the N with the least (greatest) VAR, a NUMBER variable of the scope.
     fn each<'x>(
         &mut self,
         label: &str,
@@ -1197,8 +1207,42 @@ impl<'r> Checker<'r> {
     ) -> Option<Action> {
         let (name, select) = self.named(get, "select", verb, label)?;
         let (scope, where_) = self.select(select, get("where"), label)?;
+        let take = match (get("first"), get("last")) {
+            (Some(n), None) => Some(Take::First(self.whole(n, "`first`")?)),
+            (None, Some(n)) => Some(Take::Last(self.whole(n, "`last`")?)),
+            (None, None) => None,
+            (Some(_), Some(n)) => {
+                self.error(codes::SYNTAX, &n.at, format!("{label}: `first` or `last`, not both"));
+                return None;
+            }
+        };
+        let order = match (get("order"), take) {
+            (Some(o), Some(take)) => {
+                let o = self.string(o, "a variable")?;
+                let number =
+                    self.r.rules().scope(&scope).ok().and_then(|s| self.r.rules().resolve(s, &o.text));
+                if !number.is_some_and(|d| self.r.rules().var(d).format == Format::Number) {
+                    self.error(
+                        codes::BAD_RULE,
+                        &o,
+                        format!(
+                            "{label}: `order = \"{}\"`: no NUMBER variable of that name in {scope}",
+                            o.text
+                        ),
+                    );
+                    return None;
+                }
+                Some((o.text.clone(), take))
+            }
+            (None, None) => None,
+            (o, _) => {
+                let at = o.map_or(verb, |o| &o.at);
+                self.error(codes::SYNTAX, at, format!("{label}: `order` goes with `first` or `last`"));
+                return None;
+            }
+        };
         cx.names.bound.push(name.text.clone());
-        Some(Action::Each { slot: cx.names.bound.len() - 1, scope, where_ })
+        Some(Action::Each { slot: cx.names.bound.len() - 1, scope, where_, order })
     }
 
     /// An action's `as` (the name what it binds goes by) and its field `key`, both required.

@@ -35,7 +35,7 @@
 //! pending, every other step is refused (`events.choice_pending`).
 
 use crate::Map;
-use crate::book::{Action, ArgKind, EventId, Field, Filter, Lasting, On, Options, RuleBook, RuleId};
+use crate::book::{Action, ArgKind, EventId, Field, Filter, Lasting, On, Options, RuleBook, RuleId, Take};
 use data::{Character, Expired, Origin, SheetCode, SheetError, SheetOp};
 use formula::Value;
 use rust_decimal::Decimal;
@@ -756,7 +756,7 @@ impl Game {
         let mut emits = Vec::new();
         while let Some(action) = rule.actions.get(f.next) {
             // `each`: what came before commits, then the instances that match now are bound.
-            if let Action::Each { slot, scope, where_ } = action {
+            if let Action::Each { slot, scope, where_, order } = action {
                 let selected = self
                     .commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report)
                     .and_then(|()| {
@@ -764,6 +764,10 @@ impl Game {
                             .sheet()
                             .select(scope, where_)
                             .map_err(|e| GameError::new(Code::Guard, e.message))
+                    })
+                    .and_then(|all| match order {
+                        Some((var, take)) => self.ordered(all, var, *take),
+                        None => Ok(all),
                     });
                 match selected {
                     Ok(instances) => f.bound[*slot] = instances,
@@ -897,6 +901,34 @@ impl Game {
             current: VecDeque::new(),
             queue: VecDeque::new(),
         }))
+    }
+
+    /// An ordered `each`'s instances: the first (or last) `take` by `var`, least first; equal
+    /// ones in the order they were added.
+    fn ordered(&self, all: Vec<Arc<str>>, var: &str, take: Take) -> Result<Vec<Arc<str>>, GameError> {
+        let mut keyed = Vec::with_capacity(all.len());
+        for id in all {
+            let at = format!("{id}.{var}");
+            match self.character.sheet().value(&at) {
+                Ok(Ok(Value::Number(d))) => keyed.push((d, id)),
+                _ => {
+                    return Err(GameError::new(
+                        Code::Guard,
+                        format!("each: `{at}` has no number to order by"),
+                    ));
+                }
+            }
+        }
+        keyed.sort_by_key(|a| a.0);
+        let n = |k: u32| (k as usize).min(keyed.len());
+        let kept = match take {
+            Take::First(k) => keyed.drain(..n(k)).collect::<Vec<_>>(),
+            Take::Last(k) => {
+                let from = keyed.len() - n(k);
+                keyed.drain(from..).collect()
+            }
+        };
+        Ok(kept.into_iter().map(|(_, id)| id).collect())
     }
 
     /// The values of a field: one, or an ask's picks (none when declined).

@@ -557,6 +557,56 @@ do = [
     assert_eq!(bad.len(), 3, "{bad:?}");
 }
 
+/// `each` with `order` keeps the `first` (or `last`) N by a NUMBER variable, least first; the
+/// variable must be one of the scope's, and `order` goes with one of `first` and `last`.
+#[test]
+fn an_ordered_each_keeps_the_first_or_last() {
+    let rules = |take: &str| {
+        format!(
+            r#"
+[events]
+Pick = {{}}
+
+[[rule]]
+name = "Pick"
+on = "Pick"
+do = [
+  {{ each = {{ as = "unit", select = "PC.UNIT", order = "Wounds", {take} }} }},
+  {{ set_input = {{ channel = "Note", value = "$unit" }} }},
+  {{ adjust = {{ channel = "Gold", by = "1" }} }},
+]
+"#
+        )
+    };
+    let picked = |take: &str| {
+        let mut g = archers(book(&rules(take)), &[("a2", 2), ("a3", 1)]);
+        let r = g.apply(&emit("Pick", &[])).expect("runs");
+        // The last instance written wins: the greatest kept.
+        let writes = r.applied.iter().filter(|op| op.to_string().contains("Note")).count();
+        (writes, value(&g, "Note"))
+    };
+    assert_eq!(picked("first = 1"), (1, "a1".to_owned()));
+    assert_eq!(picked("first = 2"), (2, "a3".to_owned()));
+    assert_eq!(picked("last = 2"), (2, "a2".to_owned()));
+    assert_eq!(picked("last = 9"), (3, "a2".to_owned()));
+    let bad = errors(
+        r#"
+[events]
+Pick = {}
+
+[[rule]]
+name = "Pick"
+on = "Pick"
+do = [
+  { each = { as = "a", select = "PC.UNIT", order = "Wounds" } },
+  { each = { as = "b", select = "PC.UNIT", order = "Nope", first = 1 } },
+  { each = { as = "c", select = "PC.UNIT", order = "Wounds", first = 1, last = 1 } },
+]
+"#,
+    );
+    assert_eq!(bad.len(), 3, "{bad:?}");
+}
+
 /// An effect a rule adds may last until a clock of an instance passes a value: the rule's own
 /// object's (`on = "$this"`), one an argument names, or a global one; a clock that is not one
 /// there is an error at its text.

@@ -366,8 +366,18 @@ fn the_rulescript_game_plays_as_its_cards_say() {
     assert_eq!(changed(&l[92], "w1.BP"), Some((json!("1100"), json!("1200"))));
     assert_eq!(changed(&l[92], "gk1.BP"), Some((json!("300"), json!("400"))));
     assert_eq!((changed(&l[92], "c1.BP"), changed(&l[92], "t1.BP")), (None, None));
-    assert_eq!(l[93]["values"]["w1.BP"], "1200");
-    assert_eq!(l[93]["values"]["b1.RUSH"], "1");
+    // *<pick>*, the pile's order being the cards' POSITION (em2 0, pz1 1, dk1 2, b1 3, dk3 4;
+    // the opponent's dk2 5): `character<1>[powerful]@anyDeck` takes dk1 (the Peasant on top of
+    // it has no rules); `character<1>@anyDeck` the Peasant; `*s<-2>@deck` the bottom two of mine.
+    assert_eq!(changed(&l[93], "pz1.POSITION"), Some((json!("0"), json!("1"))));
+    assert_eq!(changed(&l[99], "dk1.ZONE"), Some((json!("deck"), json!("hand"))));
+    assert_eq!(changed(&l[100], "pz1.ZONE"), Some((json!("deck"), json!("hand"))));
+    let discarded: Vec<&str> = l[101]["changed"].as_array().map_or(Vec::new(), |c| {
+        c.iter().filter_map(|x| x["var"].as_str()).filter(|v| v.ends_with(".ZONE")).collect()
+    });
+    assert_eq!(discarded, ["b1.ZONE", "dk3.ZONE"]);
+    assert_eq!(l[102]["values"]["w1.BP"], "1200");
+    assert_eq!(l[102]["values"]["b1.RUSH"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");

@@ -1,15 +1,16 @@
 //! RuleScript's game files: `{"dialect": "rulescript", "setup", "steps"}`.
 //!
 //! `setup` is `{"players": {"me": {"hp", "sp", "hand", "deck", "discards", "removed"}, "opp":
-//! {…}}, "cards": [{"id", "card", "controller", "zone"}]}`: the two players with their stocks,
-//! and each card on the table by its id (default: its name), of a card of the database, its
-//! controller (`me` by default) and zone (`ring` by default). The verbs:
+//! {…}}, "cards": [{"id", "card", "controller", "zone", "position"}]}`: the two players with
+//! their stocks, and each card on the table by its id (default: its name), of a card of the
+//! database, its controller (`me` by default), zone (`ring` by default) and place in its pile
+//! (`position`, lower nearer the top; 0 by default). The verbs:
 //!
 //! | verb | fields | becomes |
 //! |---|---|---|
 //! | `run_action` | `card`, `action` (1 by default: the card's first `action` property) | `emit Action` |
 //! | `play` | `card` | `emit Play`: the card enters the ring; an action card ticks `ACTIONS_PLAYED` (`unac` ends) |
-//! | `put` | `card`, `zone` | the card's `ZONE` set |
+//! | `put` | `card`, `zone`, `position` (optional) | the card's `ZONE` (and `POSITION`) set |
 //! | `begin_turn`, `end_turn` | `player` | `emit BeginTurn` / `EndTurn` (`uynt`, `ueot` end) |
 //! | `set` | `target` (a player or card id), `attribute` (`HP`, `SP`, `BP`…), `value` | `set_input` |
 //! | `phase` | `player`, `phase` (`draw` or `drawphase`, …) | `emit Phase`: `~myDrawPhase~` listeners run |
@@ -50,8 +51,12 @@ pub fn setup(setup: &Json) -> Result<Play, String> {
     }
     for c in o.get("cards").and_then(Json::as_array).map_or(&[][..], Vec::as_slice) {
         let c = c.as_object().ok_or("a setup card is not an object")?;
-        if let Some(k) = c.keys().find(|k| !["id", "card", "controller", "zone"].contains(&k.as_str())) {
-            return Err(format!("unknown key `{k}` in a setup card (expected id, card, controller, zone)"));
+        if let Some(k) =
+            c.keys().find(|k| !["id", "card", "controller", "zone", "position"].contains(&k.as_str()))
+        {
+            return Err(format!(
+                "unknown key `{k}` in a setup card (expected id, card, controller, zone, position)"
+            ));
         }
         let card = text(c, "card", "a setup card")?;
         let id = if c.contains_key("id") { text(c, "id", "a setup card")? } else { card.clone() };
@@ -65,6 +70,10 @@ pub fn setup(setup: &Json) -> Result<Play, String> {
                 on: Some(id.clone()),
                 value: formula::Value::String(v.as_str().into()),
             });
+        }
+        if let Some(p) = c.get("position") {
+            let value = input(p).map_err(|m| format!("a setup card: `position`: {m}"))?;
+            ops.push(SheetOp::SetInput { channel: "POSITION".into(), on: Some(id.clone()), value });
         }
     }
     Ok(Play::Ops(ops))
@@ -97,14 +106,19 @@ pub fn step(step: &Json) -> Result<Step, String> {
             Ok(emit("Play", vec![("card", text(o, "card", "`play`")?)]))
         }
         "put" => {
-            let o = fields(v, verb, &["card", "zone"])?;
+            let o = fields(v, verb, &["card", "zone", "position"])?;
             let zone = text(o, "zone", "`put`")?.to_ascii_lowercase();
             let on = Some(text(o, "card", "`put`")?);
-            Ok(Step::Play(Play::Ops(vec![SheetOp::SetInput {
+            let mut ops = vec![SheetOp::SetInput {
                 channel: "ZONE".into(),
-                on,
+                on: on.clone(),
                 value: formula::Value::String(zone.as_str().into()),
-            }])))
+            }];
+            if let Some(p) = o.get("position") {
+                let value = input(p).map_err(|m| format!("`put`: `position`: {m}"))?;
+                ops.push(SheetOp::SetInput { channel: "POSITION".into(), on, value });
+            }
+            Ok(Step::Play(Play::Ops(ops)))
         }
         "begin_turn" | "end_turn" => {
             let o = fields(v, verb, &["player"])?;

@@ -260,13 +260,13 @@ fn the_example_cards_compile_and_load() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/rulescript/cards.json");
     let text = std::fs::read_to_string(path).expect("the example");
     let c = compile_texts(&[("cards.json".to_owned(), text)]).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(c.counts, [("cards", 38)]);
+    assert_eq!(c.counts, [("cards", 42)]);
     let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let book = events::RuleBook::compile(std::sync::Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
     // 8 prelude rules; each action's head (and else head), one rule per effect, one more for
     // an effect behind `||` (when the left one fails), for a confirmed `command?()`, and for an
     // `&` after an effect in a chain (what starts the next whatever that one did).
-    assert_eq!(book.rules().len(), 109);
+    assert_eq!(book.rules().len(), 115);
     let one = r#"{"name": "X", "type": "character", "rules": "abilities = rush\naction = fly(2)"}"#;
     let e = compile_texts(&[("x.json".to_owned(), one.to_owned())]).expect_err("fly");
     assert_eq!(
@@ -354,6 +354,11 @@ fn every_target_filter_example_compiles_to_what_the_seed_says() {
         )
     };
     let each = |w: &str| format!("{{ each = {{ as = \"tgt\", select = \"PC.CARD\", where = {w:?} }} }}");
+    let top = |w: &str, take: &str| {
+        format!(
+            "{{ each = {{ as = \"tgt\", select = \"PC.CARD\", where = {w:?}, order = \"POSITION\", {take} }} }}"
+        )
+    };
     let cases: &[(&str, Result<String, &str>)] = &[
         // "Target a single card form the player's discard pile"
         ("*@discards", Ok(ask("ZONE == \"discards\" && CONTROLLER == \"me\"", ""))),
@@ -399,9 +404,18 @@ fn every_target_filter_example_compiles_to_what_the_seed_says() {
         ),
         // Refused, each naming what sheetd does not model: the top of a pile, a card's rules
         // or combat state, a range of picks.
-        ("character<1>[powerful]@anyDeck", Err("rulescript.unsupported: the pick `<1>`")),
-        ("character<1>@anyDeck", Err("rulescript.unsupported: the pick `<1>`")),
-        ("*s<-2>@deck", Err("rulescript.unsupported: the pick `<-2>`")),
+        // "Targets the top character with rules from any deck": the pile's order is the cards'
+        // POSITION, as the front end gives it.
+        (
+            "character<1>[powerful]@anyDeck",
+            Ok(top("TYPE == \"character\" && ZONE == \"deck\" && RULES == 1", "first = 1")),
+        ),
+        // "Targets exactly 1 character card from any deck"
+        ("character<1>@anyDeck", Ok(top("TYPE == \"character\" && ZONE == \"deck\"", "first = 1"))),
+        // "Targets 2 cards from the bottom the the player's deck"
+        ("*s<-2>@deck", Ok(top("ZONE == \"deck\" && CONTROLLER == \"me\"", "last = 2"))),
+        ("character<0>@deck", Err("rulescript.unsupported: the pick `<0>`")),
+        ("<2>character<1>@deck", Err("rulescript.unsupported: the pick `<1>`")),
         // "Targets from 1 up to 5 cards of any type from the player's deck"
         ("<,5>*@myDeck", Ok(ask("ZONE == \"deck\" && CONTROLLER == \"me\"", ", pick = 5, at_least = 1"))),
         // `**`: any number of cards, at least one.

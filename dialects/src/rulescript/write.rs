@@ -79,6 +79,7 @@ FROSTED = "NUMBER"
 ZONE = "STRING"                # ring, hand, deck, discards, removed
 CONTROLLER = "STRING"          # me or opp
 FROZEN = "NUMBER"
+POSITION = "NUMBER"            # its place in its pile, as the front end gives it: lower is nearer the top
 FRESH = "NUMBER"               # entered the ring this turn
 ATTACKING = "NUMBER"           # combat this turn, from the `attacks`, `blocks`, `blocked` and
 BLOCKING = "NUMBER"            # `backedUp` events (or a `set` step); cleared when a turn ends
@@ -506,17 +507,24 @@ impl Writer<'_> {
     }
 
     /// Where a filter points: a fixed target (`"$this"`, `"me"`, `"opp"`), the players, or
-    /// cards — picked (how many) or all of them (`characters`, `*s`) — by the native `where`
-    /// that selects them. The `<pick>` segment (cards from the top of a pile) only where the
-    /// cards are counted (`requisite`).
+    /// cards — picked (how many), all of them (`characters`, `*s`), or the top or bottom ones of
+    /// their pile (`character<1>@anyDeck`, `*s<-2>@deck`) — by the native `where` that selects
+    /// them. Where the cards are only `counted` (`requisite`), the `<pick>` is not a place.
     fn target_of(&mut self, f: &Filter, counted: bool) -> Option<Target> {
         let span = f.span.clone();
+        let mut top = None;
         if let Some(p) = f.pick.as_ref().filter(|_| !counted) {
-            self.unsupported(
-                &format!("the pick `<{p}>` (cards from the top or bottom of a pile: piles are counts here)"),
-                span,
-            );
-            return None;
+            let n =
+                p.trim().parse::<i64>().ok().filter(|n| *n != 0 && n.unsigned_abs() <= u64::from(u32::MAX));
+            let (Some(n), None) = (n, &f.qty) else {
+                self.unsupported(
+                    &format!("the pick `<{p}>` (a whole number of cards, not 0, and no <qty>)"),
+                    span,
+                );
+                return None;
+            };
+            let k = u32::try_from(n.unsigned_abs()).unwrap_or(u32::MAX);
+            top = Some(if n > 0 { ("first", k) } else { ("last", k) });
         }
         if let Some(x) = &f.selector {
             self.unsupported(&format!("the selector `::{x}`"), span);
@@ -558,6 +566,9 @@ impl Writer<'_> {
             parts.push(self.filter_formula(filter, &span)?);
         }
         let w = parts.join(" && ");
+        if let Some((end, n)) = top {
+            return Some(Target::Top(w, end, n));
+        }
         if plural && !counted {
             if let Some(q) = &f.qty {
                 self.unsupported(&format!("the quantity `<{q}>` of a plural target"), span);
@@ -801,6 +812,14 @@ impl Writer<'_> {
                     Some(Target::All(w)) => {
                         actions.push(format!(
                             "{{ each = {{ as = {}, select = \"PC.CARD\", where = {} }} }}",
+                            q(&name),
+                            q(&w)
+                        ));
+                        slots.push(format!("${name}"));
+                    }
+                    Some(Target::Top(w, end, n)) => {
+                        actions.push(format!(
+                            "{{ each = {{ as = {}, select = \"PC.CARD\", where = {}, order = \"POSITION\", {end} = {n} }} }}",
                             q(&name),
                             q(&w)
                         ));
@@ -1410,6 +1429,8 @@ enum Target {
     Choice(String, Picks),
     /// Every card the native `where` selects (`characters`, `*s`, `all`), no question asked.
     All(String),
+    /// The `first` (top) or `last` (bottom) n cards the native `where` selects, by `POSITION`.
+    Top(String, &'static str, u32),
 }
 
 /// A formula that is always true (formulas have no boolean literals).
