@@ -680,9 +680,8 @@ impl Writer<'_> {
                 .iter()
                 .find(|(k, _)| *k == core)
                 .map(|(_, f)| (*f).to_owned());
-                let f = match (bp, core) {
+                let f = match (bp.or(state), core) {
                     (Some(f), _) => f,
-                    (None, _) if state.is_some() => state.unwrap_or_default(),
                     (None, t @ ("character" | "action" | "reaction")) => format!("TYPE == \"{t}\""),
                     (None, k) if RESERVED.contains(&k) || k.starts_with("bp") || k.starts_with("sp") => {
                         self.unsupported(&format!("the filter `{k}`"), span.clone());
@@ -988,6 +987,10 @@ impl Writer<'_> {
         match self.target_of(&f, false) {
             Some(Target::Choice(w, n)) => Ok(Some((w, Some(n)))),
             Some(Target::All(w)) => Ok(Some((w, None))),
+            Some(Target::Top(..)) => {
+                self.unsupported(&format!("discarding `{}` from the top of the hand", a.text), span.clone());
+                Err(())
+            }
             Some(_) => {
                 self.unsupported(
                     &format!("discarding `{}` (a player's cards: discard(n))", a.text),
