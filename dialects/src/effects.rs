@@ -8,10 +8,13 @@
 //!   byte span, so that an error points at the token inside the string; [`syntax::unified`]
 //!   prints a tree in the unified grammar (what `translate` shows for an old string). An old
 //!   string and its unified form read into the same tree.
+//! - [`tables`] reads the card tables (CSV or JSON, the document's columns), every effect
+//!   string read with them and its errors mapped into the file.
 //!
 //! Not yet: compiling the trees to rules and running games (issue 16).
 
 pub mod syntax;
+pub mod tables;
 
 pub use syntax::*;
 

@@ -408,3 +408,57 @@ fn any_string_reads_or_is_an_error_inside_it() {
         }
     });
 }
+
+/// The example tables (`docs/examples/effects/`: every card of the document, its string in its
+/// column) read, each string into its tree.
+#[test]
+fn the_example_tables_read() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/effects/");
+    let table = |file: &str| {
+        let text = std::fs::read_to_string(format!("{dir}{file}")).expect("the example");
+        let (stem, ext) = file.split_once('.').expect("a name and an extension");
+        tables::read(&text, stem, ext).unwrap_or_else(|e| panic!("{file}: {e}"))
+    };
+    let (citizens, domains, monsters) = (table("citizens.csv"), table("domains.json"), table("monsters.csv"));
+    assert_eq!((citizens.len(), domains.len(), monsters.len()), (6, 15, 13));
+    let butcher = &citizens[4];
+    assert_eq!(
+        (butcher.name.as_str(), butcher.field("role"), butcher.field("gold_cost")),
+        ("Butcher", Some("worker"), Some("1"))
+    );
+    assert_eq!(butcher.effects[0].0, "special_payout_on_turn");
+    assert_eq!(butcher.effects[0].1, read("count owned_worker g 2"));
+    // An empty cell is no effect: the Knight pays only off turn.
+    assert_eq!(citizens[5].effects.iter().map(|e| e.0).collect::<Vec<_>>(), ["special_payout_off_turn"]);
+    let wisborg = domains.iter().find(|d| d.name == "Wisborg").expect("Wisborg");
+    assert_eq!(unified(&wisborg.effects[0].1), "self_convert g 3 v 3 optional");
+    assert_eq!(unified(&monsters[6].effects[0].1), "choose <count area Forest g 2> <citizens + v 1>");
+}
+
+/// A table's errors point into the file: at the token inside a cell (CSV, or a JSON string
+/// without escapes), at the whole cell otherwise; an unknown column, a short row, a table that
+/// is none of the three, a cost that is no number.
+#[test]
+fn bad_tables_are_refused_in_the_file() {
+    let at = |text: &str, stem: &str, ext: &str| {
+        let e = tables::read(text, stem, ext).expect_err(text);
+        (e.code, text[e.span.clone()].to_owned())
+    };
+    let csv = "name,role,gold_cost,special_payout_on_turn\nMerchant,worker,2,choose g 2 q 2\n";
+    assert_eq!(at(csv, "citizens", "csv"), ("effects.resource", "q".to_owned()));
+    let quoted = "name,area,strength,special_reward\n\"Troll\",Valley,6,\"count area Valley m two\"\n";
+    assert_eq!(at(quoted, "monsters", "csv"), ("effects.syntax", "two".to_owned()));
+    let escaped = r#"[{"name": "X", "gold_cost": 1, "activation_effect": "teleport \u0067 2"}]"#;
+    assert_eq!(at(escaped, "domains", "json"), ("effects.unknown_verb", "\"teleport \\u0067 2\"".to_owned()));
+    let json = r#"[{"name": "X", "gold_cost": 1, "activation_effect": "m 4 + teleport"}]"#;
+    assert_eq!(at(json, "domains", "json"), ("effects.unknown_verb", "teleport".to_owned()));
+    assert_eq!(at("name,colour\nX,red\n", "citizens", "csv"), ("effects.table", "colour".to_owned()));
+    assert_eq!(at("name,role\nX\n", "citizens", "csv"), ("effects.table", "X".to_owned()));
+    assert_eq!(at("name,gold_cost\nX,two\n", "domains", "csv"), ("effects.table", "two".to_owned()));
+    assert_eq!(at("name\n\"X\n", "monsters", "csv").0, "effects.table");
+    assert_eq!(at("[]", "heroes", "json").0, "effects.table");
+    assert_eq!(
+        at(r#"[{"role": "x"}]"#, "citizens", "json"),
+        ("effects.table", r#"{"role": "x"}"#.to_owned())
+    );
+}
