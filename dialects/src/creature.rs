@@ -55,6 +55,41 @@ impl Compiled {
 }
 
 /// A dialect error as a diagnostic at its place in `file`.
+/// A card dialect's files (name, text) compiled: each file read into cards by `read`, then
+/// all of them by `compile` into the native text loaded after `prelude`; every error mapped into
+/// the file it came from.
+pub fn compile_cards<C>(
+    files: &[(String, String)],
+    read: impl Fn(&SourceFile) -> Result<Vec<C>, crate::Error>,
+    compile: impl Fn(&[(usize, C)]) -> Result<String, Vec<(usize, crate::Error)>>,
+    prelude: &str,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let sources: Vec<Arc<SourceFile>> =
+        files.iter().map(|(n, t)| SourceFile::new(n, Arc::from(t.as_str()))).collect();
+    let mut cards = Vec::new();
+    let mut errors = Vec::new();
+    for (i, src) in sources.iter().enumerate() {
+        match read(src) {
+            Ok(c) => cards.extend(c.into_iter().map(|c| (i, c))),
+            Err(e) => errors.push(diagnostic(src, &e)),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    match compile(&cards) {
+        Ok(body) => Ok(Compiled {
+            files: vec![
+                (PRELUDE_FILE.to_owned(), prelude.to_owned()),
+                (crate::rulescript::CARDS_FILE.to_owned(), body),
+            ],
+            warnings: Vec::new(),
+            counts: vec![("cards", cards.len())],
+        }),
+        Err(errors) => Err(errors.iter().map(|(i, e)| diagnostic(&sources[*i], e)).collect()),
+    }
+}
+
 pub fn diagnostic(file: &Arc<SourceFile>, e: &crate::Error) -> Diagnostic {
     let text = file.text();
     let start = e.span.start.min(text.len());

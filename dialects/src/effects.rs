@@ -10,13 +10,33 @@
 //!   string and its unified form read into the same tree.
 //! - [`tables`] reads the card tables (CSV or JSON, the document's columns), every effect
 //!   string read with them and its errors mapped into the file.
+//! - [`write`](mod@write) compiles the cards to a native ruleset with event rules: gains,
+//!   exchanges, counted payouts, `choose` and citizen picks; [`game`] makes a game file's setup
+//!   and verbs into steps.
 //!
-//! Not yet: compiling the trees to rules and running games (issue 16).
+//! Not yet (refused with `effects.unsupported`, naming the effect): timed passives
+//! (`harvest.`, `roll.`, `action.end`), conversions and payments between players, die
+//! setting, flags and the opaque keys; the commands (`--dialect effects`).
 
+pub mod game;
 pub mod syntax;
 pub mod tables;
+pub mod write;
 
 pub use syntax::*;
+
+use data::Diagnostic;
+
+/// Compiles card tables given as (file name, text), in order: each file's stem names its table.
+pub fn compile_texts(files: &[(String, String)]) -> Result<crate::creature::Compiled, Vec<Diagnostic>> {
+    let read = |src: &data::SourceFile| {
+        let path = std::path::Path::new(&*src.name);
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let ext = path.extension().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        tables::read(src.text(), &stem, &ext)
+    };
+    crate::creature::compile_cards(files, read, write::compile, write::PRELUDE)
+}
 
 #[cfg(test)]
 mod tests;

@@ -28,7 +28,6 @@ pub use syntax::*;
 
 use data::{Diagnostic, Files, SourceFile};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// The file name the compiled cards are written as (after the prelude's).
 pub const CARDS_FILE: &str = "10-cards.toml";
@@ -36,36 +35,15 @@ pub const PRELUDE_FILE: &str = "00-prelude.toml";
 
 /// Compiles card databases given as (name, text), in order.
 pub fn compile_texts(files: &[(String, String)]) -> Result<crate::creature::Compiled, Vec<Diagnostic>> {
-    let sources: Vec<Arc<SourceFile>> =
-        files.iter().map(|(n, t)| SourceFile::new(n, Arc::from(t.as_str()))).collect();
-    let mut cards = Vec::new();
-    let mut errors = Vec::new();
-    for (i, src) in sources.iter().enumerate() {
-        let read = if src.name.ends_with(".rulescript") {
+    let read = |src: &SourceFile| {
+        if src.name.ends_with(".rulescript") {
             let stem = std::path::Path::new(&*src.name).file_stem().map(|s| s.to_string_lossy().into_owned());
             cards::rulescript_file(src.text(), stem.as_deref().unwrap_or("card")).map(|c| vec![c])
         } else {
             cards::file(src.text())
-        };
-        match read {
-            Ok(c) => cards.extend(c.into_iter().map(|c| (i, c))),
-            Err(e) => errors.push(crate::creature::diagnostic(src, &e)),
         }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let n = cards.len();
-    match write::compile(&cards) {
-        Ok(body) => Ok(crate::creature::Compiled {
-            files: vec![(PRELUDE_FILE.to_owned(), write::PRELUDE.to_owned()), (CARDS_FILE.to_owned(), body)],
-            warnings: Vec::new(),
-            counts: vec![("cards", n)],
-        }),
-        Err(errors) => {
-            Err(errors.iter().map(|(i, e)| crate::creature::diagnostic(&sources[*i], e)).collect())
-        }
-    }
+    };
+    crate::creature::compile_cards(files, read, write::compile, write::PRELUDE)
 }
 
 /// Reads and compiles the card databases under `paths` (`.json` files, or directories of them)

@@ -79,7 +79,7 @@ pub struct Card {
     pub name: String,
     pub name_span: Range<usize>,
     pub fields: Vec<(&'static str, String)>,
-    pub effects: Vec<(&'static str, Effect, Range<usize>)>,
+    pub effects: Vec<(&'static str, Effect, Cell)>,
 }
 
 impl Card {
@@ -95,14 +95,17 @@ fn err(message: impl Into<String>, span: Range<usize>) -> Error {
 
 /// A cell: its text and where each of its bytes is in the file (`None`: only the whole cell's
 /// span, when the text is not written as is).
-struct Cell {
-    text: String,
-    span: Range<usize>,
+#[derive(Clone, Debug)]
+pub struct Cell {
+    pub text: String,
+    pub span: Range<usize>,
     raw_start: Option<usize>,
 }
 
 impl Cell {
-    fn inner(&self, r: Range<usize>) -> Range<usize> {
+    /// The span in the file of bytes `r` of the cell's text: exact when it is written as is,
+    /// else the whole cell.
+    pub fn inner(&self, r: Range<usize>) -> Range<usize> {
         match self.raw_start {
             Some(s) => s + r.start..s + r.end,
             None => self.span.clone(),
@@ -155,7 +158,7 @@ fn card(table: Table, row_span: Range<usize>, cells: Vec<(Cell, Cell)>) -> Resul
                 continue;
             }
             let e = syntax::parse(&cell.text).map_err(|e| Error { span: cell.inner(e.span.clone()), ..e })?;
-            effects.push((col, e, cell.span.clone()));
+            effects.push((col, e, cell));
             continue;
         }
         let value = cell.text.trim().to_owned();

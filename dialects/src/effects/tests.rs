@@ -462,3 +462,117 @@ fn bad_tables_are_refused_in_the_file() {
         ("effects.table", r#"{"role": "x"}"#.to_owned())
     );
 }
+
+/// The example tables' citizens and monsters compiled and played: gains, a `choose` answered,
+/// an exchange refused when its cost cannot be paid and then paid, payouts counted when paid,
+/// and a citizen picked from the board by a filter.
+// long: one game, step by step.
+#[test]
+fn citizens_and_monsters_compile_and_play() {
+    use events::Step as S;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/effects/");
+    let files: Vec<(String, String)> = ["citizens.csv", "monsters.csv"]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read_to_string(format!("{dir}{f}")).expect("the example")))
+        .collect();
+    let c = compile_texts(&files).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(c.counts, [("cards", 19)]);
+    let r = c.load().unwrap_or_else(|e| panic!("{e:#?}\n{}", c.files[1].1));
+    let book = std::sync::Arc::new(
+        events::RuleBook::compile(std::sync::Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}")),
+    );
+    let mut g = events::Game::new(book).expect("a game");
+    let play = |g: &mut events::Game, step: serde_json::Value| -> events::StepReport {
+        match game::step(&step).expect("a step") {
+            crate::creature::game::Step::Play(s) => g.apply(&s).unwrap_or_else(|e| panic!("{step}: {e}")),
+            other => panic!("{step}: {other:?}"),
+        }
+    };
+    let value = |g: &events::Game, var: &str| match g.character().sheet().value(var) {
+        Ok(Ok(v)) => v.to_string(),
+        other => format!("{other:?}"),
+    };
+    let setup = serde_json::json!({
+        "players": {"p1": {"g": 0, "s": 0}},
+        "cards": [{"id": "merchant", "card": "Merchant"}, {"id": "butcher", "card": "Butcher"},
+                  {"id": "mercenary", "card": "Mercenary"}, {"id": "knight", "card": "Knight"},
+                  {"id": "champion", "card": "Champion"},
+                  {"id": "ettercap", "card": "Ettercap"}, {"id": "king", "card": "Goblin King"},
+                  {"id": "mage", "card": "Goblin Mage"}]
+    });
+    g.apply(&game::setup(&setup).expect("setup")).expect("set up");
+    // Two workers owned: `count owned_worker g 2` pays 4, read when it pays.
+    play(&mut g, serde_json::json!({"own": {"card": "merchant", "player": "p1"}}));
+    play(&mut g, serde_json::json!({"own": {"card": "butcher", "player": "p1"}}));
+    assert_eq!(value(&g, "p1.OWNED_WORKER"), "2");
+    play(
+        &mut g,
+        serde_json::json!({"activate": {"card": "butcher", "player": "p1", "column": "special_payout_on_turn"}}),
+    );
+    assert_eq!(value(&g, "p1.G"), "4");
+    // `choose g 2 m 2`: asked; m 2 chosen.
+    let r = play(
+        &mut g,
+        serde_json::json!({"activate": {"card": "merchant", "player": "p1", "column": "special_payout_on_turn"}}),
+    );
+    let p = r.pending.expect("a choice");
+    assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["g 2", "m 2"]);
+    g.apply(&S::Choose { choice: p.choice, picks: vec!["m 2".into()] }).expect("chosen");
+    assert_eq!((value(&g, "p1.G"), value(&g, "p1.M")), ("4".to_owned(), "2".to_owned()));
+    // `exchange s 1 g 2` with no s: the leg is refused whole (no g gained).
+    let r = play(
+        &mut g,
+        serde_json::json!({"activate": {"card": "mercenary", "player": "p1", "column": "special_payout_on_turn"}}),
+    );
+    assert!(r.fired.iter().any(|f| f.error.is_some()), "{:?}", r.fired);
+    assert_eq!((value(&g, "p1.G"), value(&g, "p1.S")), ("4".to_owned(), "0".to_owned()));
+    // The Knight's off-turn payout gives the s; then the exchange goes through.
+    play(
+        &mut g,
+        serde_json::json!({"activate": {"card": "knight", "player": "p1", "column": "special_payout_off_turn"}}),
+    );
+    play(
+        &mut g,
+        serde_json::json!({"activate": {"card": "mercenary", "player": "p1", "column": "special_payout_on_turn"}}),
+    );
+    assert_eq!((value(&g, "p1.G"), value(&g, "p1.S")), ("6".to_owned(), "0".to_owned()));
+    // Ettercap, `choose <citizens where gold_cost<=2>`: the one option, then the citizens on
+    // the board that no one owns and cost 2 or less (not the Champion, 3).
+    let r = play(
+        &mut g,
+        serde_json::json!({"activate": {"card": "ettercap", "player": "p1", "column": "special_reward"}}),
+    );
+    let p = r.pending.expect("a choice");
+    assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["citizens where gold_cost<=2"]);
+    let r = g.apply(&S::Choose { choice: p.choice, picks: vec![p.options[0].to_string()] }).expect("chosen");
+    let p = r.pending.expect("a citizen to take");
+    assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["knight", "mercenary"]);
+    g.apply(&S::Choose { choice: p.choice, picks: vec!["knight".into()] }).expect("taken");
+    assert_eq!((value(&g, "knight.OWNER"), value(&g, "p1.OWNED_SOLDIER")), ("p1".to_owned(), "1".to_owned()));
+    // Two Hills monsters slain: `count area Hills g 1` pays 2.
+    play(&mut g, serde_json::json!({"own": {"card": "mage", "player": "p1"}}));
+    play(&mut g, serde_json::json!({"own": {"card": "king", "player": "p1"}}));
+    play(
+        &mut g,
+        serde_json::json!({"activate": {"card": "king", "player": "p1", "column": "special_reward"}}),
+    );
+    assert_eq!(value(&g, "p1.G"), "8");
+}
+
+/// What is not run yet is refused at its text, naming it: the domains' timed passives,
+/// conversions and flags.
+#[test]
+fn what_is_not_run_yet_is_refused_by_name() {
+    let domains = r#"[{"name": "Wisborg", "gold_cost": 4, "activation_effect": "m 1 + self_convert g 3 v 3 optional"}]"#;
+    let e = compile_texts(&[("domains.json".to_owned(), domains.to_owned())]).expect_err("refused");
+    assert_eq!(
+        (e[0].code.as_str(), e[0].text.as_str()),
+        ("effects.unsupported", "self_convert g 3 v 3 optional")
+    );
+    let timed = r#"[{"name": "X", "gold_cost": 4, "passive_effect": "roll.set_one_die target=6 cost=g:2"}]"#;
+    let e = compile_texts(&[("domains.json".to_owned(), timed.to_owned())]).expect_err("refused");
+    assert_eq!(e[0].code.as_str(), "effects.unsupported");
+    let twice = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,g 1,\nA,worker,1,g 2,\n";
+    let e = compile_texts(&[("citizens.csv".to_owned(), twice.to_owned())]).expect_err("twice");
+    assert_eq!((e[0].code.as_str(), e[0].at.as_ref().map(|a| a.line())), ("effects.card", Some(3)));
+}
