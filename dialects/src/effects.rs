@@ -38,5 +38,14 @@ pub fn compile_texts(files: &[(String, String)]) -> Result<crate::creature::Comp
     crate::creature::compile_cards(files, read, write::compile, write::PRELUDE)
 }
 
+/// Reads and compiles the card tables under `paths` (`.csv` and `.json` files, or directories of
+/// them) through `files`.
+pub fn compile_with(
+    paths: &[std::path::PathBuf],
+    files: &data::Files,
+) -> Result<crate::creature::Compiled, Vec<Diagnostic>> {
+    compile_texts(&crate::creature::read_with(paths, files, &["csv", "json"])?)
+}
+
 #[cfg(test)]
 mod tests;

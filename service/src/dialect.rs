@@ -8,7 +8,7 @@ use data::Diagnostic;
 use std::path::{Path, PathBuf};
 
 /// The dialects sheetd reads.
-pub const DIALECTS: &[&str] = &["creature", "rulescript"];
+pub const DIALECTS: &[&str] = &["creature", "rulescript", "effects"];
 
 /// A ruleset argument: a native ruleset's path, or `DIALECT:PATH`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +60,7 @@ pub fn compile_with(
     match dialect {
         "creature" => dialects::creature::compile_with(paths, files),
         "rulescript" => dialects::rulescript::compile_with(paths, files),
+        "effects" => dialects::effects::compile_with(paths, files),
         other => Err(vec![Diagnostic::nowhere(
             data::DiagCode::Layer("dialect.unknown"),
             format!("unknown dialect `{other}` (known: {})", DIALECTS.join(", ")),
@@ -115,7 +116,17 @@ pub fn prefixed(dialect: &str, path: &std::path::Path) -> PathBuf {
 pub fn game_step(dialect: &str, step: &serde_json::Value) -> Result<dialects::creature::game::Step, String> {
     match dialect {
         "rulescript" => dialects::rulescript::game::step(step),
+        "effects" => dialects::effects::game::step(step),
         _ => dialects::creature::game::step(step),
+    }
+}
+
+/// The verbs of `dialect`'s game files.
+pub fn verbs(dialect: &str) -> &'static [&'static str] {
+    match dialect {
+        "rulescript" => dialects::rulescript::game::VERBS,
+        "effects" => dialects::effects::game::VERBS,
+        _ => dialects::creature::game::VERBS,
     }
 }
 
@@ -123,6 +134,7 @@ pub fn game_step(dialect: &str, step: &serde_json::Value) -> Result<dialects::cr
 pub fn game_setup(dialect: &str, setup: &serde_json::Value) -> Result<events::Step, String> {
     match dialect {
         "rulescript" => dialects::rulescript::game::setup(setup),
+        "effects" => dialects::effects::game::setup(setup),
         _ => dialects::creature::game::setup(setup),
     }
 }

@@ -455,28 +455,31 @@ async fn the_deva_game_over_grpc() {
     server.stop();
 }
 
-/// RuleScript over gRPC: the example's cards loaded as a dialect, the game's setup and verbs
-/// sent as `Verb` operations, a target chosen with `choose`: the same values as the CLI's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rulescript_game_over_grpc() {
+/// A dialect's example game played over gRPC as a front end would: the dialect's files (under
+/// `docs/examples`) loaded with `LoadRuleset`, the game's setup and verbs sent as `Verb`
+/// operations and its `choose` and `roll` steps as they are. The steps rejected, with their
+/// status codes; the data directory, server and client to read it with.
+async fn dialect_game(
+    dialect: &str,
+    paths: &[&str],
+    game: &str,
+) -> (tempfile::TempDir, Server, Client, Vec<(usize, Code)>) {
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
     let root = examples.display().to_string();
-    let file: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(examples.join("rulescript-game.json")).expect("the game"),
-    )
-    .expect("json");
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(examples.join(game)).expect("the game")).expect("json");
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(&dir.path().join("data"), &["--ruleset-root", &root]);
     let mut c = server.client().await;
     let load = pb::LoadRulesetRequest {
         id: "cards".into(),
-        paths: vec!["rulescript".into()],
+        paths: paths.iter().map(|p| p.to_string()).collect(),
         inline_text: String::new(),
-        dialect: "rulescript".into(),
+        dialect: dialect.into(),
     };
     assert!(c.load_ruleset(load).await.expect("loads").into_inner().ok);
     let verb = |json: &serde_json::Value| pb::Operation {
-        op: Some(pb::operation::Op::Verb(pb::Verb { dialect: "rulescript".into(), json: json.to_string() })),
+        op: Some(pb::operation::Op::Verb(pb::Verb { dialect: dialect.into(), json: json.to_string() })),
         cause: String::new(),
     };
     let setup = verb(&serde_json::json!({"setup": file["setup"]}));
@@ -491,6 +494,15 @@ async fn a_rulescript_game_over_grpc() {
             rejected.push((i, e.code()));
         }
     }
+    (dir, server, c, rejected)
+}
+
+/// RuleScript over gRPC: the example's cards loaded as a dialect, the game's setup and verbs
+/// sent as `Verb` operations, a target chosen with `choose`: the same values as the CLI's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rulescript_game_over_grpc() {
+    let (_dir, server, mut c, rejected) =
+        dialect_game("rulescript", &["rulescript"], "rulescript-game.json").await;
     // The pick that was not offered.
     assert_eq!(rejected, [(5, Code::InvalidArgument)]);
     let names = [
@@ -526,6 +538,25 @@ async fn a_rulescript_game_over_grpc() {
         "\"hand\"",
         "200",
     ];
+    assert_eq!(names.map(|n| value_of(&now.values, n)), want);
+    drop(c);
+    server.stop();
+}
+
+/// Effect strings over gRPC: the example's citizens and monsters loaded as a dialect, the
+/// game's setup and verbs sent as `Verb` operations, choices answered with `choose`: the same
+/// values as the CLI's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_effects_game_over_grpc() {
+    let (_dir, server, mut c, rejected) =
+        dialect_game("effects", &["effects/citizens.csv", "effects/monsters.csv"], "effects-game.json").await;
+    // The exchange refused whole is a firing's error, not a rejected step; the pick not
+    // offered is.
+    assert_eq!(rejected, [(10, Code::InvalidArgument)]);
+    let names =
+        ["p1.G", "p1.M", "p1.S", "p1.OWNED_WORKER", "p1.OWNED_SOLDIER", "p1.SLAIN_HILLS", "knight.OWNER"];
+    let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
+    let want = ["8", "2", "0", "2", "1", "2", "\"p1\""];
     assert_eq!(names.map(|n| value_of(&now.values, n)), want);
     drop(c);
     server.stop();

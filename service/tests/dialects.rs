@@ -184,7 +184,7 @@ fn bad_creature_files_are_refused_at_their_text() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("unknown dialect `klingon` (known: creature, rulescript)")
+            .contains("unknown dialect `klingon` (known: creature, rulescript, effects)")
     );
     // A game file that is not valid: exit 1.
     let g = dir.path().join("g.json");
@@ -424,4 +424,60 @@ fn bad_cards_are_refused_at_their_text() {
         let col = text.lines().nth(1).and_then(|l| l.find(at)).map(|c| c + 1).expect("the text");
         assert!(err.contains(code) && err.contains(&format!("cards.json:2:{col}")), "{rule}: {err}");
     }
+}
+
+/// Effect strings end to end (`docs/examples/effects/`, its citizens and monsters;
+/// `docs/examples/effects-game.json`): payouts counted when paid, a `choose` answered, an
+/// exchange refused whole while its cost cannot be paid, a citizen picked by a filter (a pick
+/// not offered refused), monsters slain counted; the translation plays the same game.
+#[test]
+fn the_effects_game_plays_as_its_strings_say() {
+    let tables = [repo("docs/examples/effects/citizens.csv"), repo("docs/examples/effects/monsters.csv")];
+    let args = |rulesets: &[String]| -> Output {
+        let mut a: Vec<String> = vec!["solve".to_owned()];
+        for r in rulesets {
+            a.extend(["--ruleset".to_owned(), r.clone()]);
+        }
+        a.extend(["--sheet".to_owned(), repo("docs/examples/effects-game.json"), "--json".to_owned()]);
+        sheetd(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let out = args(&tables.iter().map(|t| format!("effects:{t}")).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let l = json_lines(&out);
+    // `count owned_worker g 2` with two workers owned.
+    assert_eq!(changed(&l[1], "p1.OWNED_WORKER"), Some((json!("1"), json!("2"))));
+    assert_eq!(changed(&l[2], "p1.G"), Some((json!("0"), json!("4"))));
+    // `choose g 2 m 2`: asked, m 2 chosen.
+    assert_eq!(l[3]["pending"]["options"], json!(["g 2", "m 2"]), "{}", l[3]);
+    assert_eq!(changed(&l[4], "p1.M"), Some((json!("0"), json!("2"))));
+    // `exchange s 1 g 2` with no s: refused whole; with one, paid.
+    assert_eq!(l[5]["fired"][1]["error"]["code"], "solver.out_of_bounds", "{}", l[5]);
+    assert_eq!(changed(&l[5], "p1.G"), None);
+    assert_eq!(changed(&l[7], "p1.S"), Some((json!("1"), json!("0"))));
+    assert_eq!(changed(&l[7], "p1.G"), Some((json!("4"), json!("6"))));
+    // `choose <citizens where gold_cost<=2>`: the Champion (3) is not offered.
+    assert_eq!(l[9]["pending"]["options"], json!(["knight", "mercenary"]), "{}", l[9]);
+    assert_eq!(l[10]["error"]["code"], "events.bad_pick", "{}", l[10]);
+    assert_eq!(changed(&l[11], "knight.OWNER"), Some((json!(""), json!("p1"))));
+    // `count area Hills g 1` with two Hills monsters slain.
+    assert_eq!(changed(&l[14], "p1.G"), Some((json!("6"), json!("8"))));
+    assert_eq!(l[15]["values"]["p1.OWNED_SOLDIER"], "1");
+    // The translation plays the same game.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out_dir = dir.path().join("cards");
+    let out_dir = out_dir.to_str().expect("a UTF-8 path");
+    let mut t = vec!["translate", "--dialect", "effects"];
+    t.extend(tables.iter().map(String::as_str));
+    t.extend(["--out", out_dir]);
+    let tr = sheetd(&t);
+    assert!(tr.status.success(), "{}", String::from_utf8_lossy(&tr.stderr));
+    assert!(sheetd(&["check", out_dir]).status.success());
+    let native = args(&[out_dir.to_owned()]);
+    let strip = |o: &Output| String::from_utf8_lossy(&o.stdout).replace(&format!("{out_dir}/"), "");
+    assert_eq!(strip(&native), strip(&out));
+    // The domains' timed passives are not run yet: refused at the string, by name.
+    let check = sheetd(&["check", "--dialect", "effects", &repo("docs/examples/effects")]);
+    let err = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(1), "{err}");
+    assert!(err.contains("effects.unsupported") && err.contains("domains.json:4:66"), "{err}");
 }

@@ -22,8 +22,9 @@ pub struct CheckArgs {
     #[arg(long, short)]
     pub verbose: bool,
 
-    /// Read the paths in a dialect: `creature` (feature dictionaries and creatures files, see
-    /// docs/dialects.md). Errors point into the dialect's files; the summary adds what the
+    /// Read the paths in a dialect: `creature` (feature dictionaries and creatures files),
+    /// `rulescript` (card databases, `.rulescript` files) or `effects` (card tables); see
+    /// docs/dialects.md. Errors point into the dialect's files; the summary adds what the
     /// dialect read.
     #[arg(long, value_name = "DIALECT")]
     pub dialect: Option<String>,

@@ -9,7 +9,9 @@ use std::process::ExitCode;
 /// Arguments of `sheetd translate`.
 #[derive(Debug, Args)]
 pub struct TranslateArgs {
-    /// The dialect the paths are written in: `creature`.
+    /// The dialect the paths are written in: `creature` (feature dictionaries and creatures
+    /// files), `rulescript` (card databases, `.rulescript` files) or `effects` (card tables,
+    /// `.csv` or `.json`); see docs/dialects.md.
     #[arg(long, value_name = "DIALECT")]
     pub dialect: String,
 

@@ -62,7 +62,7 @@ fn verb(v: &pb::Verb) -> Result<Step, EngineError> {
         game::Step::Generic(_) => Err(bad(format!(
             "`{}` is not a verb of the {dialect} dialect (verbs: setup, {})",
             v.json,
-            if dialect == "rulescript" { dialects::rulescript::game::VERBS } else { game::VERBS }.join(", ")
+            crate::dialect::verbs(dialect).join(", ")
         ))),
         game::Step::Evaluate { .. } | game::Step::Read { .. } => Err(bad(
             "evaluate and render_text ask a question: read the variable with Values (a feature's text is `CREATURE.Feature_Name.TEXT`)".to_owned(),
