@@ -216,6 +216,12 @@ pub(crate) enum Action {
         where_: Arc<str>,
         order: Option<(Arc<str>, Take)>,
     },
+    /// Binds the value of channel `channel` on `on` now, as text (none when it is empty).
+    Read {
+        slot: usize,
+        channel: Arc<str>,
+        on: On,
+    },
     Roll {
         slot: usize,
         die: Arc<str>,
@@ -849,6 +855,7 @@ impl<'r> Checker<'r> {
             "emit" => &["event", "args"],
             "ask" => &["as", "prompt", "options", "pick", "at_least", "decline"],
             "each" => &["as", "select", "where", "order", "first", "last"],
+            "read" => &["as", "channel", "on"],
             "roll" => &["as", "die"],
             "remove_object" | "remove_modifier" => &[],
             other => {
@@ -856,7 +863,7 @@ impl<'r> Checker<'r> {
                     codes::SYNTAX,
                     verb,
                     format!(
-                        "{}: unknown action `{other}` (expected add_object, remove_object, set_input, adjust, tick, add_modifier, remove_modifier, require, emit, ask, each, roll)",
+                        "{}: unknown action `{other}` (expected add_object, remove_object, set_input, adjust, tick, add_modifier, remove_modifier, require, emit, ask, each, read, roll)",
                         cx.label
                     ),
                 );
@@ -1009,6 +1016,13 @@ impl<'r> Checker<'r> {
             }
             "ask" => self.ask(&label, verb, &get, cx)?,
             "each" => self.each(&label, verb, &get, cx)?,
+            "read" => {
+                let on = self.on(get("on"), cx)?;
+                let (name, n_channel) = self.named(&get, "channel", verb, &label)?;
+                let channel = self.channel(n_channel, &on, Kind::Channel, cx)?;
+                cx.names.bound.push(name.text.clone());
+                Action::Read { slot: cx.names.bound.len() - 1, channel, on }
+            }
             "roll" => {
                 let n_as = need(self, "as")?;
                 let name = self.string(n_as, "`as`")?;

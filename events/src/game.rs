@@ -780,6 +780,35 @@ impl Game {
                 f.next += 1;
                 continue;
             }
+            // `read`: what came before commits, then the channel's value now is bound.
+            if let Action::Read { slot, channel, on } = action {
+                let at = self.on(on, f, &|x| Game::value(x, f, 0));
+                let read = self
+                    .commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report)
+                    .and_then(|()| {
+                        let at = at.map_or_else(|| channel.to_string(), |i| format!("{i}.{channel}"));
+                        match self.character.sheet().value(&at) {
+                            Ok(Ok(v)) => Ok(v),
+                            _ => Err(GameError::new(Code::BadArgs, format!("read: `{at}` has no value"))),
+                        }
+                    });
+                match read {
+                    Ok(v) => {
+                        let text = match &v {
+                            Value::String(s) => s.to_string(),
+                            other => other.to_string(),
+                        };
+                        f.bound[*slot] = if text.is_empty() { Vec::new() } else { vec![Arc::from(text)] };
+                    }
+                    Err(e) => {
+                        fired.error = Some(e);
+                        report.fired.push(fired);
+                        return Ok(Ran::Done);
+                    }
+                }
+                f.next += 1;
+                continue;
+            }
             if action.asks() {
                 if let Err(e) = self.commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report) {
                     fired.error = Some(e);
@@ -1076,7 +1105,7 @@ impl Game {
                     emits.push((*event, args, writes));
                     continue;
                 }
-                Action::Ask(_) | Action::Roll { .. } | Action::Each { .. } => continue,
+                Action::Ask(_) | Action::Roll { .. } | Action::Each { .. } | Action::Read { .. } => continue,
             };
             ops.push(SheetOp::Because { op: Box::new(op), cause: rule.cause.clone() });
         }
@@ -1108,6 +1137,7 @@ fn action_fields(action: &Action) -> Vec<&Field> {
             [id.as_ref(), on(o), until(u)].into_iter().flatten().collect()
         }
         Action::Emit { args, .. } => args.iter().collect(),
+        Action::Read { on: o, .. } => on(o).into_iter().collect(),
         Action::Ask(_) | Action::Roll { .. } | Action::Each { .. } => Vec::new(),
     }
 }

@@ -607,6 +607,47 @@ do = [
     assert_eq!(bad.len(), 3, "{bad:?}");
 }
 
+/// `read` binds a channel's value as the rule runs — after what the rule did before it — for
+/// the actions after it; an empty value binds nothing, and they are skipped.
+#[test]
+fn read_binds_a_channels_value() {
+    let b = book(
+        r#"
+[events]
+Fetch = {}
+
+[[rule]]
+name = "Fetch"
+on = "Fetch"
+do = [
+  { read = { as = "item", channel = "Note", on = "global" } },
+  { add_object = { kind = "ITEM", key = "$item", id = "$item" } },
+  { adjust = { channel = "Gold", by = "1" } },
+]
+"#,
+    );
+    let mut g = Game::new(b).expect("a game");
+    g.apply(&emit("Fetch", &[])).expect("runs");
+    assert_eq!((value(&g, "Armor"), value(&g, "Gold")), ("0".to_owned(), "1".to_owned()), "empty: skipped");
+    let note =
+        SheetOp::SetInput { channel: "Note".into(), on: None, value: formula::Value::String("Cloak".into()) };
+    g.apply(&ops(vec![note])).expect("a note");
+    g.apply(&emit("Fetch", &[])).expect("runs");
+    assert_eq!((value(&g, "Armor"), value(&g, "Gold")), ("2".to_owned(), "2".to_owned()));
+    let bad = errors(
+        r#"
+[events]
+Fetch = {}
+
+[[rule]]
+name = "Fetch"
+on = "Fetch"
+do = [{ read = { as = "x", channel = "Nope", on = "global" } }]
+"#,
+    );
+    assert_eq!(bad.len(), 1, "{bad:?}");
+}
+
 /// An effect a rule adds may last until a clock of an instance passes a value: the rule's own
 /// object's (`on = "$this"`), one an argument names, or a global one; a clock that is not one
 /// there is an error at its text.
