@@ -11,12 +11,11 @@
 //! - [`tables`] reads the card tables (CSV or JSON, the document's columns), every effect
 //!   string read with them and its errors mapped into the file.
 //! - [`write`](mod@write) compiles the cards to a native ruleset with event rules: gains,
-//!   exchanges, counted payouts, `choose` and citizen picks; [`game`] makes a game file's setup
-//!   and verbs into steps.
+//!   exchanges, counted payouts, `choose`, citizen picks, optional conversions, payments to and
+//!   from players, passives by phase, dice, flags and the opaque keys' handlers; [`game`] makes
+//!   a game file's setup and verbs into steps.
 //!
-//! Not yet (refused with `effects.unsupported`, naming the effect): timed passives
-//! (`harvest.`, `roll.`, `action.end`), conversions and payments between players, die
-//! setting, flags and the opaque keys; the commands (`--dialect effects`).
+//! Not yet: a card changing owner, and WWRF.
 
 pub mod game;
 pub mod syntax;

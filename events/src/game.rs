@@ -755,56 +755,15 @@ impl Game {
         let mut ops = Vec::with_capacity(rule.actions.len());
         let mut emits = Vec::new();
         while let Some(action) = rule.actions.get(f.next) {
-            // `each`: what came before commits, then the instances that match now are bound.
-            if let Action::Each { slot, scope, where_, order } = action {
-                let selected = self
+            // `each` and `read`: what came before commits, then what they read now is bound.
+            if matches!(action, Action::Each { .. } | Action::Read { .. }) {
+                let bound = self
                     .commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report)
-                    .and_then(|()| {
-                        self.character
-                            .sheet()
-                            .select(scope, where_)
-                            .map_err(|e| GameError::new(Code::Guard, e.message))
-                    })
-                    .and_then(|all| match order {
-                        Some((var, take)) => self.ordered(all, var, *take),
-                        None => Ok(all),
-                    });
-                match selected {
-                    Ok(instances) => f.bound[*slot] = instances,
-                    Err(e) => {
-                        fired.error = Some(e);
-                        report.fired.push(fired);
-                        return Ok(Ran::Done);
-                    }
-                }
-                f.next += 1;
-                continue;
-            }
-            // `read`: what came before commits, then the channel's value now is bound.
-            if let Action::Read { slot, channel, on } = action {
-                let at = self.on(on, f, &|x| Game::value(x, f, 0));
-                let read = self
-                    .commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report)
-                    .and_then(|()| {
-                        let at = at.map_or_else(|| channel.to_string(), |i| format!("{i}.{channel}"));
-                        match self.character.sheet().value(&at) {
-                            Ok(Ok(v)) => Ok(v),
-                            _ => Err(GameError::new(Code::BadArgs, format!("read: `{at}` has no value"))),
-                        }
-                    });
-                match read {
-                    Ok(v) => {
-                        let text = match &v {
-                            Value::String(s) => s.to_string(),
-                            other => other.to_string(),
-                        };
-                        f.bound[*slot] = if text.is_empty() { Vec::new() } else { vec![Arc::from(text)] };
-                    }
-                    Err(e) => {
-                        fired.error = Some(e);
-                        report.fired.push(fired);
-                        return Ok(Ran::Done);
-                    }
+                    .and_then(|()| self.bind(action, f));
+                if let Err(e) = bound {
+                    fired.error = Some(e);
+                    report.fired.push(fired);
+                    return Ok(Ran::Done);
                 }
                 f.next += 1;
                 continue;
@@ -930,6 +889,36 @@ impl Game {
             current: VecDeque::new(),
             queue: VecDeque::new(),
         }))
+    }
+
+    /// What an `each` (the instances that match now) or a `read` (a channel's value now, as
+    /// text: none when empty) binds, bound into the firing.
+    fn bind(&self, action: &Action, f: &mut Firing) -> Result<(), GameError> {
+        match action {
+            Action::Each { slot, scope, where_, order } => {
+                let all = self
+                    .character
+                    .sheet()
+                    .select(scope, where_)
+                    .map_err(|e| GameError::new(Code::Guard, e.message))?;
+                f.bound[*slot] = match order {
+                    Some((var, take)) => self.ordered(all, var, *take)?,
+                    None => all,
+                };
+            }
+            Action::Read { slot, channel, on } => {
+                let at = self.on(on, f, &|x| Game::value(x, f, 0));
+                let at = at.map_or_else(|| channel.to_string(), |i| format!("{i}.{channel}"));
+                let text = match self.character.sheet().value(&at) {
+                    Ok(Ok(Value::String(s))) => s.to_string(),
+                    Ok(Ok(v)) => v.to_string(),
+                    _ => return Err(GameError::new(Code::BadArgs, format!("read: `{at}` has no value"))),
+                };
+                f.bound[*slot] = if text.is_empty() { Vec::new() } else { vec![Arc::from(text)] };
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// An ordered `each`'s instances: the first (or last) `take` by `var`, least first; equal

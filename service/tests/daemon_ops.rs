@@ -548,15 +548,14 @@ async fn a_rulescript_game_over_grpc() {
 /// values as the CLI's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_effects_game_over_grpc() {
-    let (_dir, server, mut c, rejected) =
-        dialect_game("effects", &["effects/citizens.csv", "effects/monsters.csv"], "effects-game.json").await;
+    let (_dir, server, mut c, rejected) = dialect_game("effects", &["effects"], "effects-game.json").await;
     // The exchange refused whole is a firing's error, not a rejected step; the pick not
     // offered is.
     assert_eq!(rejected, [(10, Code::InvalidArgument)]);
     let names =
-        ["p1.G", "p1.M", "p1.S", "p1.OWNED_WORKER", "p1.OWNED_SOLDIER", "p1.SLAIN_HILLS", "knight.OWNER"];
+        ["p1.G", "p1.M", "p1.V", "p2.G", "p1.OWNED_SOLDIER", "DIE_1", "knight.FLIPPED", "ettercap.STRENGTH"];
     let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
-    let want = ["8", "2", "0", "2", "1", "2", "\"p1\""];
+    let want = ["3", "6", "4", "3", "1", "6", "1", "6"];
     assert_eq!(names.map(|n| value_of(&now.values, n)), want);
     drop(c);
     server.stop();

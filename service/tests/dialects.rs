@@ -426,13 +426,17 @@ fn bad_cards_are_refused_at_their_text() {
     }
 }
 
-/// Effect strings end to end (`docs/examples/effects/`, its citizens and monsters;
+/// Effect strings end to end (`docs/examples/effects/`, every card of the document;
 /// `docs/examples/effects-game.json`): payouts counted when paid, a `choose` answered, an
 /// exchange refused whole while its cost cannot be paid, a citizen picked by a filter (a pick
-/// not offered refused), monsters slain counted; the translation plays the same game.
+/// not offered refused), monsters slain counted; domains bought (one already owned refused), an
+/// optional conversion accepted, a harvest passive for its owner, a die set in the roll phase
+/// (refused while unpaid), end-of-action payments to and from another player, a flag, the
+/// opaque keys; the translation plays the same game.
 #[test]
+// long: one game, step by step.
 fn the_effects_game_plays_as_its_strings_say() {
-    let tables = [repo("docs/examples/effects/citizens.csv"), repo("docs/examples/effects/monsters.csv")];
+    let tables = [repo("docs/examples/effects")];
     let args = |rulesets: &[String]| -> Output {
         let mut a: Vec<String> = vec!["solve".to_owned()];
         for r in rulesets {
@@ -461,7 +465,36 @@ fn the_effects_game_plays_as_its_strings_say() {
     assert_eq!(changed(&l[11], "knight.OWNER"), Some((json!(""), json!("p1"))));
     // `count area Hills g 1` with two Hills monsters slain.
     assert_eq!(changed(&l[14], "p1.G"), Some((json!("6"), json!("8"))));
-    assert_eq!(l[15]["values"]["p1.OWNED_SOLDIER"], "1");
+    // Wisborg bought for 4, its `self_convert g 3 v 3 optional` asked and accepted.
+    assert_eq!(changed(&l[15], "p1.G"), Some((json!("8"), json!("4"))));
+    assert_eq!(l[16]["pending"]["prompt"], "Wisborg: pay 3g to gain 3v?", "{}", l[16]);
+    assert_eq!(changed(&l[17], "p1.V"), Some((json!("0"), json!("3"))));
+    // A domain someone owns is not for sale.
+    assert_eq!(l[19]["fired"][0]["error"]["code"], "solver.guard_failed", "{}", l[19]);
+    // `harvest.gain_per_owned_citizen_name Knight g 1`: its owner has one Knight.
+    assert_eq!(changed(&l[20], "p1.G"), Some((json!("0"), json!("1"))));
+    // `roll.set_one_die target=6 cost=g:2`: outside the roll phase nothing; unpaid, refused
+    // whole; paid, die 1 shows 6.
+    assert_eq!(fired(&l[22]), Vec::<String>::new());
+    assert_eq!(l[24]["fired"][1]["error"]["code"], "solver.out_of_bounds", "{}", l[24]);
+    assert_eq!(changed(&l[26], "DIE_1"), Some((json!("0"), json!("6"))));
+    // `action.end pay_to_player g 1 v 1 optional`: not at the other player's end of action; at
+    // its owner's, whom to pay is asked.
+    assert_eq!(fired(&l[28]), Vec::<String>::new());
+    assert_eq!(l[29]["pending"]["options"], json!(["p1", "p2"]), "{}", l[29]);
+    assert_eq!(changed(&l[30], "p2.G"), Some((json!("3"), json!("4"))));
+    assert_eq!(changed(&l[30], "p1.V"), Some((json!("3"), json!("4"))));
+    // `take_from_player g 1 optional` (Shelley's declined this time).
+    assert_eq!(changed(&l[34], "p2.G"), Some((json!("4"), json!("3"))));
+    // `effect.add action.pratchettsplateau`: the owner holds the flag.
+    assert_eq!(changed(&l[35], "p2.FLAG_ACTION_PRATCHETTSPLATEAU"), Some((json!("0"), json!("1"))));
+    // `modify_monster_strength 3`: a monster's strength +3.
+    assert_eq!(changed(&l[37], "ettercap.STRENGTH"), Some((json!("3"), json!("6"))));
+    // `m 4 + concurrent_flip_one_citizen`: 4m, then each player flips a citizen of theirs.
+    assert_eq!(changed(&l[38], "p1.M"), Some((json!("2"), json!("6"))));
+    assert_eq!(changed(&l[39], "knight.FLIPPED"), Some((json!("0"), json!("1"))));
+    assert_eq!(l[39]["pending"]["options"], json!([]), "p2 has no citizen: {}", l[39]);
+    assert_eq!(l[41]["values"]["p1.OWNED_SOLDIER"], "1");
     // The translation plays the same game.
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("cards");
@@ -475,9 +508,12 @@ fn the_effects_game_plays_as_its_strings_say() {
     let native = args(&[out_dir.to_owned()]);
     let strip = |o: &Output| String::from_utf8_lossy(&o.stdout).replace(&format!("{out_dir}/"), "");
     assert_eq!(strip(&native), strip(&out));
-    // The domains' timed passives are not run yet: refused at the string, by name.
-    let check = sheetd(&["check", "--dialect", "effects", &repo("docs/examples/effects")]);
+    // A passive with no phase that is no flag: refused at the string, by name.
+    let bad = dir.path().join("domains.json");
+    std::fs::write(&bad, "[{\"name\": \"X\", \"gold_cost\": 1,\n  \"passive_effect\": \"g 1\"}]")
+        .expect("write");
+    let check = sheetd(&["check", "--dialect", "effects", bad.to_str().expect("UTF-8")]);
     let err = String::from_utf8_lossy(&check.stderr);
     assert_eq!(check.status.code(), Some(1), "{err}");
-    assert!(err.contains("effects.unsupported") && err.contains("domains.json:4:66"), "{err}");
+    assert!(err.contains("effects.unsupported") && err.contains("domains.json:2:21"), "{err}");
 }

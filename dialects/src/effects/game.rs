@@ -8,17 +8,23 @@
 //! |---|---|---|
 //! | `activate` | `card`, `player`, `column` (the card's effect column: `special_payout_on_turn`, …) | `emit Activate`: the effect's legs run, each atomic |
 //! | `own` | `card`, `player` | `emit Owned`: the player owns the citizen or domain, or slew the monster |
+//! | `phase` | `phase` (`harvest`, `roll`, …) | `emit Phase`: the owners' `harvest.` passives run in the harvest phase |
+//! | `use` | `card`, `player`, `die` (1 or 2) | `emit Use`: the owner's `roll.` passive sets that die, in the roll phase |
+//! | `end_action` | `player` | `emit EndAction`: the player's `action.end` passives run |
+//! | `buy_domain` | `player`, `domain`, `cost` | `emit Buy`: the cost paid (refused whole if it cannot be), the domain owned |
+//! | `accept`, `decline` | `choice` | answers an `optional` question: yes, or none |
 //!
-//! A `choose` leg or a citizen pick ends the step on a question, answered by the generic
-//! `choose` step.
+//! A `choose` leg, a citizen pick, an `optional` or a player to pay or take from ends the step
+//! on a question, answered by the generic `choose` step (or `accept`, `decline`).
 
-use crate::creature::game::{Step, fields, input, text};
+use crate::creature::game::{Step, arg, fields, input, text};
 use data::SheetOp;
 use events::Step as Play;
 use serde_json::Value as Json;
 
 /// The verbs, as the game file writes them.
-pub const VERBS: &[&str] = &["activate", "own"];
+pub const VERBS: &[&str] =
+    &["activate", "own", "phase", "use", "end_action", "buy_domain", "accept", "decline"];
 
 /// The batch that sets a game up.
 pub fn setup(setup: &Json) -> Result<Play, String> {
@@ -93,6 +99,52 @@ pub fn step(step: &Json) -> Result<Step, String> {
                 "Owned",
                 vec![("card", text(o, "card", "`own`")?), ("player", text(o, "player", "`own`")?)],
             ))
+        }
+        "phase" => {
+            let o = fields(v, verb, &["phase"])?;
+            Ok(emit("Phase", vec![("phase", text(o, "phase", "`phase`")?.to_ascii_lowercase())]))
+        }
+        "use" => {
+            let o = fields(v, verb, &["card", "player", "die"])?;
+            let die =
+                arg(o.get("die").ok_or("`use` has no `die`")?).map_err(|m| format!("`use`: `die`: {m}"))?;
+            if die != "1" && die != "2" {
+                return Err(format!("`use`: `die` is 1 or 2, not {die}"));
+            }
+            Ok(emit(
+                "Use",
+                vec![
+                    ("card", text(o, "card", "`use`")?),
+                    ("player", text(o, "player", "`use`")?),
+                    ("die", die),
+                ],
+            ))
+        }
+        "end_action" => {
+            let o = fields(v, verb, &["player"])?;
+            Ok(emit("EndAction", vec![("player", text(o, "player", "`end_action`")?)]))
+        }
+        "buy_domain" => {
+            let o = fields(v, verb, &["player", "domain", "cost"])?;
+            let cost = arg(o.get("cost").ok_or("`buy_domain` has no `cost`")?)
+                .map_err(|m| format!("`buy_domain`: `cost`: {m}"))?;
+            Ok(emit(
+                "Buy",
+                vec![
+                    ("card", text(o, "domain", "`buy_domain`")?),
+                    ("player", text(o, "player", "`buy_domain`")?),
+                    ("cost", cost),
+                ],
+            ))
+        }
+        "accept" | "decline" => {
+            let o = fields(v, verb, &["choice"])?;
+            let choice = o
+                .get("choice")
+                .and_then(Json::as_u64)
+                .ok_or_else(|| format!("`{verb}` needs `choice`, the question's number"))?;
+            let picks = if verb == "accept" { vec!["yes".to_owned()] } else { Vec::new() };
+            Ok(Step::Play(Play::Choose { choice, picks }))
         }
         _ => Ok(Step::Generic(step.clone())),
     }

@@ -559,19 +559,23 @@ fn citizens_and_monsters_compile_and_play() {
     assert_eq!(value(&g, "p1.G"), "8");
 }
 
-/// What is not run yet is refused at its text, naming it: the domains' timed passives,
-/// conversions and flags.
+/// What has no meaning here is refused at its text, naming it: a passive without a phase that
+/// is not a flag, a `roll.` passive that sets no die, a die set or a flag raised by an action.
 #[test]
-fn what_is_not_run_yet_is_refused_by_name() {
-    let domains = r#"[{"name": "Wisborg", "gold_cost": 4, "activation_effect": "m 1 + self_convert g 3 v 3 optional"}]"#;
-    let e = compile_texts(&[("domains.json".to_owned(), domains.to_owned())]).expect_err("refused");
+fn what_is_not_run_is_refused_by_name() {
+    let refused = |column: &str, effect: &str| {
+        let d = format!(r#"[{{"name": "X", "gold_cost": 4, "{column}": "{effect}"}}]"#);
+        let e = compile_texts(&[("domains.json".to_owned(), d)]).expect_err(effect);
+        (e[0].code.as_str().to_owned(), e[0].text.clone())
+    };
+    let unsupported = "effects.unsupported".to_owned();
+    assert_eq!(refused("passive_effect", "g 1"), (unsupported.clone(), "\"g 1\"".to_owned()));
+    assert_eq!(refused("passive_effect", "roll.g 1").0, unsupported);
     assert_eq!(
-        (e[0].code.as_str(), e[0].text.as_str()),
-        ("effects.unsupported", "self_convert g 3 v 3 optional")
+        refused("activation_effect", "m 1 + set_one_die target=6 cost=g:2"),
+        (unsupported.clone(), "set_one_die target=6 cost=g:2".to_owned())
     );
-    let timed = r#"[{"name": "X", "gold_cost": 4, "passive_effect": "roll.set_one_die target=6 cost=g:2"}]"#;
-    let e = compile_texts(&[("domains.json".to_owned(), timed.to_owned())]).expect_err("refused");
-    assert_eq!(e[0].code.as_str(), "effects.unsupported");
+    assert_eq!(refused("activation_effect", "effect.add action.x").0, unsupported);
     let twice = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,g 1,\nA,worker,1,g 2,\n";
     let e = compile_texts(&[("citizens.csv".to_owned(), twice.to_owned())]).expect_err("twice");
     assert_eq!((e[0].code.as_str(), e[0].at.as_ref().map(|a| a.line())), ("effects.card", Some(3)));

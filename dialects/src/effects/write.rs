@@ -12,7 +12,7 @@
 //! and the filter selects, and gives the one picked (`Owned`). What a player owns is counted
 //! as it changes: `OWNED_WORKER` (citizens by role), `SLAIN_HILLS` (monsters by area).
 
-use super::syntax::{Amount, Cond, Counted, Effect, Join, Leg, LegKind, unified};
+use super::syntax::{Amount, Cond, Counted, DieCost, Effect, Join, Leg, LegKind, Timing, unified};
 use super::tables::{Card, Table};
 use crate::Error;
 use crate::creature::write::{q, write_rule};
@@ -27,7 +27,7 @@ pub mod codes {
     pub const CARD: &str = "effects.card";
 }
 
-/// The prelude: players and their stocks, cards and their owners, the events.
+/// The prelude: players and their stocks, cards and their owners, phases, dice, the events.
 pub const PRELUDE: &str = r#"# Effect strings' prelude: players, cards, and what runs an effect.
 [ruleset]
 name = "effect strings prelude"
@@ -52,6 +52,16 @@ STRENGTH = "NUMBER"
 
 [channels."PC.CARD"]
 OWNER = "STRING"               # the player who owns it (slew it, for a monster); "" for none
+FLIPPED = "NUMBER"             # a citizen flipped (concurrent_flip_one_citizen)
+
+[channels.PC]
+PHASE = "STRING"               # the phase now (the `phase` verb): harvest, roll, …
+ACTING = "STRING"              # the player whose action ends (`end_action`)
+USER = "STRING"                # the player using a card (`use`)
+FLIPPER = "STRING"             # the player flipping a citizen
+PRICE = "NUMBER"               # what a domain is bought for (`buy_domain`)
+DIE_1 = "NUMBER"               # the dice (`use` sets one)
+DIE_2 = "NUMBER"
 
 [kinds.PLAYER]
 scope = "PC.PLAYER"
@@ -65,9 +75,23 @@ key = "Player"
 
 [events]
 Activate = { card = { instance = true }, player = { instance = true }, column = {} }   # a card's effect runs
-Leg = { card = { instance = true }, player = { instance = true }, leg = {} }            # one leg of it
+Leg = { card = { instance = true }, player = { instance = true }, leg = {}, other = {} } # one leg (other: a second player, or `yes`)
+Then = { card = { instance = true }, player = { instance = true }, leg = {}, other = {} } # what a leg does once its question is answered
 Chosen = { card = { instance = true }, player = { instance = true }, option = {} }      # a `choose` answered
 Owned = { card = { instance = true }, player = { instance = true } }                    # the player now owns it
+Phase = { phase = "PHASE" }                                                             # a phase begins: harvest passives run
+EndAction = { player = "ACTING" }                                                       # a player's action ends: action.end passives run
+Use = { card = { instance = true }, player = "USER", die = {} }                         # a roll passive used on die 1 or 2
+Buy = { card = { instance = true }, player = { instance = true }, cost = "PRICE" }     # a domain bought
+Flip = { player = "FLIPPER" }                                                           # a player flips one of their citizens
+
+[[rule]]
+name = "a player flips a citizen"
+on = "Flip"
+do = [
+  { ask = { as = "citizen", prompt = "flip one of your citizens", options = { select = "PC.CARD", where = 'TABLE == "citizens" && OWNER == FLIPPER && FLIPPED == 0' } } },
+  { set_input = { channel = "FLIPPED", on = "$citizen", value = 1 } },
+]
 "#;
 
 /// What the compiler keeps while it writes.
@@ -129,9 +153,32 @@ fn counter_of(card: &Card) -> Option<String> {
 
 /// The action that starts leg `id` of the rule's card, for the same player.
 fn start(id: &str) -> String {
+    start_for(id, "$player", "")
+}
+
+/// The action that starts leg `id` of the rule's card for `player`, with `other` (a second
+/// player, or `$ok`: when it reads an ask declined, nothing starts).
+fn start_for(id: &str, player: &str, other: &str) -> String {
+    start_on("Leg", id, player, other)
+}
+
+/// [`start_for`] through `event` (`Leg`, or `Then` for what a leg does once asked).
+fn start_on(event: &str, id: &str, player: &str, other: &str) -> String {
     format!(
-        "{{ emit = {{ event = \"Leg\", args = {{ card = \"$this\", player = \"$player\", leg = {} }} }} }}",
-        q(id)
+        "{{ emit = {{ event = \"{event}\", args = {{ card = \"$this\", player = {}, leg = {}, other = {} }} }} }}",
+        q(player),
+        q(id),
+        q(other)
+    )
+}
+
+/// An adjustment of a player's stock: `{ adjust = { channel = "G", on = "$player", by = "-2" } }`.
+fn adjust(res: super::syntax::Res, on: &str, by: &str) -> String {
+    format!(
+        "{{ adjust = {{ channel = {}, on = {}, by = {} }} }}",
+        q(&res.letter().to_ascii_uppercase()),
+        q(on),
+        q(by)
     )
 }
 
@@ -143,8 +190,8 @@ impl Writer {
         write_rule(&mut self.rules, &format!("{card}: {id}"), "Leg", &object, &filters, None, None, actions);
     }
 
-    fn card(&mut self, file: usize, card: &Card) {
-        let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+    /// The card's object: its table, name, role, area, cost and strength.
+    fn object(&mut self, card: &Card) {
         let mut modify = vec![
             format!("{{ var = \"TABLE\", set = {} }}", q(card.table.name())),
             format!("{{ var = \"NAME\", set = {} }}", q(&card.name)),
@@ -161,14 +208,60 @@ impl Writer {
             let _ = writeln!(self.rules, "  {m},");
         }
         self.rules.push_str("]\n");
-        // Owned: the owner set, and what the player owns counted.
+    }
+
+    fn card(&mut self, file: usize, card: &Card) {
+        let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+        self.object(card);
+        // Owned: the owner set, and what the player owns counted — a citizen's role and name, a
+        // monster's area, a domain's flags.
+        let mut counters: Vec<String> = counter_of(card).into_iter().collect();
+        if card.table == Table::Citizens {
+            counters.push(format!("OWNED_NAME_{}", ident(&card.name)));
+        }
+        let label = &card.name;
+        for (col, effect, cell) in &card.effects {
+            let flags: Vec<&String> = effect
+                .legs
+                .iter()
+                .filter_map(|l| match &l.kind {
+                    LegKind::AddFlag(f) => Some(f),
+                    _ => None,
+                })
+                .collect();
+            if effect.timing.is_none() && *col == "passive_effect" {
+                // An untimed passive holds while the card is owned: its flags.
+                if flags.len() == effect.legs.len() {
+                    counters.extend(flags.iter().map(|f| format!("FLAG_{}", ident(f))));
+                } else {
+                    let e = Error {
+                        code: codes::UNSUPPORTED,
+                        message: format!(
+                            "`{}`: a passive without a phase (`harvest.`, `roll.`, `action.end`) holds flags only",
+                            unified(effect)
+                        ),
+                        span: cell.span.clone(),
+                    };
+                    self.errors.push((file, e));
+                }
+                continue;
+            }
+            let errors = self.errors.len();
+            let legs = self.legs(file, card, col, effect, cell);
+            if self.errors.len() > errors {
+                continue;
+            }
+            self.head(card, col, effect, &legs);
+            for (id, actions) in legs {
+                self.leg_rule(&card.name, &id, &actions);
+            }
+        }
         let mut owned =
             vec!["{ set_input = { channel = \"OWNER\", on = \"$card\", value = \"$player\" } }".to_owned()];
-        if let Some(c) = counter_of(card) {
+        for c in counters {
             owned.push(format!("{{ adjust = {{ channel = {}, on = \"$player\", by = \"1\" }} }}", q(&c)));
             self.counters.insert(c);
         }
-        let label = &card.name;
         write_rule(
             &mut self.rules,
             &format!("{label} is owned"),
@@ -179,32 +272,107 @@ impl Writer {
             None,
             &owned,
         );
-        for (col, effect, cell) in &card.effects {
-            let errors = self.errors.len();
-            let legs = self.legs(file, card, col, effect, cell);
-            if self.errors.len() > errors {
-                continue;
+        if card.table == Table::Domains {
+            self.buy_rule(card);
+        }
+    }
+
+    /// A domain bought: the price paid (a cost that cannot be paid refuses the purchase
+    /// whole), then owned; a domain someone owns is not for sale.
+    fn buy_rule(&mut self, card: &Card) {
+        let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+        let buy = [
+            "{ require = { formula = 'OWNER == \"\"', message = \"the domain is not for sale: someone owns it\" } }"
+                .to_owned(),
+            "{ adjust = { channel = \"G\", on = \"$player\", by = \"-PRICE\" } }".to_owned(),
+            "{ emit = { event = \"Owned\", args = { card = \"$this\", player = \"$player\" } } }".to_owned(),
+        ];
+        let name = format!("{} is bought", card.name);
+        write_rule(
+            &mut self.rules,
+            &name,
+            "Buy",
+            &object,
+            &["card = \"$this\"".to_owned()],
+            None,
+            None,
+            &buy,
+        );
+    }
+
+    /// The rule that starts an effect's legs: on `Activate` for the card and column; a
+    /// `harvest.` passive on the harvest `Phase`, and an `action.end` one on `EndAction` of the
+    /// card's owner, both for its owner; a `roll.` one on `Use` of the card by its owner in the
+    /// roll phase, for die 1 and die 2.
+    fn head(&mut self, card: &Card, col: &str, effect: &Effect, legs: &[(String, Vec<String>)]) {
+        let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+        let label = &card.name;
+        let starts =
+            |player: &str| -> Vec<String> { legs.iter().map(|(id, _)| start_for(id, player, "")).collect() };
+        let this = "card = \"$this\"".to_owned();
+        match effect.timing {
+            None => {
+                let filters = [this, format!("column = {}", q(col))];
+                write_rule(
+                    &mut self.rules,
+                    &format!("{label}: {col}"),
+                    "Activate",
+                    &object,
+                    &filters,
+                    None,
+                    None,
+                    &starts("$player"),
+                );
             }
-            let head: Vec<String> = legs.iter().map(|(id, _)| start(id)).collect();
-            let filters = ["card = \"$this\"".to_owned(), format!("column = {}", q(col))];
-            write_rule(
-                &mut self.rules,
-                &format!("{label}: {col}"),
-                "Activate",
-                &object,
-                &filters,
-                None,
-                None,
-                &head,
-            );
-            for (id, actions) in legs {
-                self.leg_rule(&card.name, &id, &actions);
+            Some(Timing::Harvest) => {
+                let mut actions = vec!["{ read = { as = \"owner\", channel = \"OWNER\" } }".to_owned()];
+                actions.extend(starts("$owner"));
+                let filters = ["phase = \"harvest\"".to_owned()];
+                write_rule(
+                    &mut self.rules,
+                    &format!("{label}: {col} (harvest)"),
+                    "Phase",
+                    &object,
+                    &filters,
+                    None,
+                    None,
+                    &actions,
+                );
+            }
+            Some(Timing::ActionEnd) => {
+                write_rule(
+                    &mut self.rules,
+                    &format!("{label}: {col} (end of action)"),
+                    "EndAction",
+                    &object,
+                    &[],
+                    None,
+                    Some("OWNER == ACTING"),
+                    &starts("$player"),
+                );
+            }
+            Some(Timing::Roll) => {
+                // (`legs` holds the die setting for die 1 and for die 2: see `legs`.)
+                for (die, (id, _)) in legs.iter().enumerate() {
+                    let filters = [this.clone(), format!("die = \"{}\"", die + 1)];
+                    write_rule(
+                        &mut self.rules,
+                        &format!("{label}: {col} (roll, die {})", die + 1),
+                        "Use",
+                        &object,
+                        &filters,
+                        None,
+                        Some("OWNER == USER && PHASE == \"roll\""),
+                        &[start_for(id, "$player", "")],
+                    );
+                }
             }
         }
     }
 
     /// The legs of an effect, each its id (`special_reward#1`) and actions; a `choose`'s options
-    /// written as rules on `Chosen`, their legs as rules on `Leg`.
+    /// written as rules on `Chosen`, their legs as rules on `Leg`. A `roll.` passive is one
+    /// `set_one_die`, written once for each die.
     fn legs(
         &mut self,
         file: usize,
@@ -213,17 +381,32 @@ impl Writer {
         effect: &Effect,
         cell: &super::tables::Cell,
     ) -> Vec<(String, Vec<String>)> {
-        if effect.timing.is_some() {
-            let e = Error {
-                code: codes::UNSUPPORTED,
-                message: format!(
-                    "a timed effect (`{}`) is not run by sheetd's effect strings yet",
-                    unified(effect)
-                ),
-                span: cell.span.clone(),
+        if effect.timing == Some(Timing::Roll) {
+            let [Leg { kind: LegKind::SetOneDie { target, cost }, .. }] = effect.legs.as_slice() else {
+                let e = Error {
+                    code: codes::UNSUPPORTED,
+                    message: format!("`{}`: a `roll.` passive is one set_one_die", unified(effect)),
+                    span: cell.span.clone(),
+                };
+                self.errors.push((file, e));
+                return Vec::new();
             };
-            self.errors.push((file, e));
-            return Vec::new();
+            let pay = match cost {
+                DieCost::Amount(a) => adjust(a.res, "$player", &format!("-{}", a.n)),
+                DieCost::PerOwnedRole { res, role } => {
+                    let c = format!("OWNED_{}", ident(role));
+                    self.counters.insert(c.clone());
+                    adjust(*res, "$player", &format!("-{c}"))
+                }
+            };
+            return (1..=2)
+                .map(|die| {
+                    let set = format!(
+                        "{{ set_input = {{ channel = \"DIE_{die}\", on = \"global\", value = {target} }} }}"
+                    );
+                    (format!("{col}#die{die}"), vec![pay.clone(), set])
+                })
+                .collect();
         }
         let mut out = Vec::new();
         for (i, leg) in effect.legs.iter().enumerate() {
@@ -235,6 +418,26 @@ impl Writer {
         out
     }
 
+    /// A sub-leg (`id/yes`, `id/to`) and the ask that starts it: asked, the player confirms (or
+    /// names the other player); declined, it does not start.
+    fn asked(
+        &mut self,
+        card: &Card,
+        id: &str,
+        ask: String,
+        sub: &str,
+        other: &str,
+        actions: Vec<String>,
+    ) -> Vec<String> {
+        let sub = format!("{id}/{sub}");
+        let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+        let filters = ["card = \"$this\"".to_owned(), format!("leg = {}", q(&sub))];
+        let name = format!("{}: {sub}", card.name);
+        write_rule(&mut self.rules, &name, "Then", &object, &filters, None, None, &actions);
+        // (On `Then`: a leg's rule may not emit the `Leg` it listens to.)
+        vec![ask, start_on("Then", &sub, "$player", other)]
+    }
+
     // long: one arm per kind of leg, each a few lines.
     fn leg(
         &mut self,
@@ -244,27 +447,86 @@ impl Writer {
         leg: &Leg,
         cell: &super::tables::Cell,
     ) -> Option<Vec<String>> {
-        let adjust = |a: &Amount, by: String| {
+        let name = &card.name;
+        let confirm = |prompt: &str, optional: bool| {
             format!(
-                "{{ adjust = {{ channel = {}, on = \"$player\", by = {} }} }}",
-                q(&a.res.letter().to_ascii_uppercase()),
-                q(&by)
+                "{{ ask = {{ as = \"ok\", prompt = {}, options = [\"yes\"], decline = {optional} }} }}",
+                q(&format!("{name}: {prompt}?"))
             )
         };
+        let player = |as_: &str, prompt: &str, optional: bool| {
+            format!(
+                "{{ ask = {{ as = \"{as_}\", prompt = {}, options = {{ select = \"PC.PLAYER\" }}, decline = {optional} }} }}",
+                q(&format!("{name}: {prompt}"))
+            )
+        };
+        let amount = |a: &Amount| format!("{}{}", a.n, a.res.letter());
         Some(match &leg.kind {
-            LegKind::Gain(a) => vec![adjust(a, a.n.to_string())],
+            LegKind::Gain(a) => vec![adjust(a.res, "$player", &a.n.to_string())],
             // One batch: a cost the player cannot pay (G ≥ 0) rejects the whole leg.
-            LegKind::Exchange { pay, gain } => {
-                vec![adjust(pay, format!("-{}", pay.n)), adjust(gain, gain.n.to_string())]
-            }
+            LegKind::Exchange { pay, gain } => vec![
+                adjust(pay.res, "$player", &format!("-{}", pay.n)),
+                adjust(gain.res, "$player", &gain.n.to_string()),
+            ],
             LegKind::Count { by, each } => {
                 let counter = match by {
                     Counted::OwnedRole(r) => format!("OWNED_{}", ident(r)),
                     Counted::Area(a) => format!("SLAIN_{}", ident(a)),
                 };
                 self.counters.insert(counter.clone());
-                vec![adjust(each, format!("{} * {counter}", each.n))]
+                vec![adjust(each.res, "$player", &format!("{} * {counter}", each.n))]
             }
+            LegKind::GainPerOwnedName { name: citizen, each } => {
+                let counter = format!("OWNED_NAME_{}", ident(citizen));
+                self.counters.insert(counter.clone());
+                vec![adjust(each.res, "$player", &format!("{} * {counter}", each.n))]
+            }
+            LegKind::SelfConvert { pay, gain, optional } => {
+                let actions = vec![
+                    adjust(pay.res, "$player", &format!("-{}", pay.n)),
+                    adjust(gain.res, "$player", &gain.n.to_string()),
+                ];
+                let ask = confirm(&format!("pay {} to gain {}", amount(pay), amount(gain)), *optional);
+                self.asked(card, id, ask, "yes", "$ok", actions)
+            }
+            LegKind::PayToPlayer { pay, gain, optional } => {
+                let actions = vec![
+                    adjust(pay.res, "$player", &format!("-{}", pay.n)),
+                    adjust(pay.res, "$other", &pay.n.to_string()),
+                    adjust(gain.res, "$player", &gain.n.to_string()),
+                ];
+                let ask = player(
+                    "to",
+                    &format!("pay {} to which player, for {}?", amount(pay), amount(gain)),
+                    *optional,
+                );
+                self.asked(card, id, ask, "to", "$to", actions)
+            }
+            LegKind::TakeFromPlayer { take, optional } => {
+                let actions = vec![
+                    adjust(take.res, "$other", &format!("-{}", take.n)),
+                    adjust(take.res, "$player", &take.n.to_string()),
+                ];
+                let ask = player("from", &format!("take {} from which player?", amount(take)), *optional);
+                self.asked(card, id, ask, "from", "$from", actions)
+            }
+            LegKind::Opaque { key, args } if key == "modify_monster_strength" => vec![
+                format!(
+                    "{{ ask = {{ as = \"monster\", prompt = {}, options = {{ select = \"PC.CARD\", where = 'TABLE == \"monsters\" && OWNER == \"\"' }} }} }}",
+                    q(&format!(
+                        "{name}: add {} to which monster's strength?",
+                        args.first().copied().unwrap_or(0)
+                    ))
+                ),
+                format!(
+                    "{{ add_modifier = {{ var = \"STRENGTH\", type = \"ADD\", value = \"{}\", on = \"$monster\" }} }}",
+                    args.first().copied().unwrap_or(0)
+                ),
+            ],
+            LegKind::Opaque { key, .. } if key == "concurrent_flip_one_citizen" => vec![
+                "{ each = { as = \"each_player\", select = \"PC.PLAYER\" } }".to_owned(),
+                "{ emit = { event = \"Flip\", args = { player = \"$each_player\" } } }".to_owned(),
+            ],
             LegKind::Take(f) => {
                 let mut w = "TABLE == \"citizens\" && OWNER == \"\"".to_owned();
                 if let Some(c) = &f.cond {
@@ -282,7 +544,7 @@ impl Writer {
                 vec![
                     format!(
                         "{{ ask = {{ as = \"pick\", prompt = {}, options = {{ select = \"PC.CARD\", where = {} }} }} }}",
-                        q(&format!("{}: take which citizen?", card.name)),
+                        q(&format!("{name}: take which citizen?")),
                         q(&w)
                     ),
                     "{ emit = { event = \"Owned\", args = { card = \"$pick\", player = \"$player\" } } }"
@@ -290,7 +552,7 @@ impl Writer {
                 ]
             }
             LegKind::Choose(options) => {
-                let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+                let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(name));
                 let mut labels: Vec<String> = Vec::new();
                 for (k, option) in options.iter().enumerate() {
                     let mut label = String::new();
@@ -308,13 +570,13 @@ impl Writer {
                     for (j, l) in option.iter().enumerate() {
                         let sub = format!("{id}/{}#{}", k + 1, j + 1);
                         let actions = self.leg(file, card, &sub, l, cell)?;
-                        self.leg_rule(&card.name, &sub, &actions);
+                        self.leg_rule(name, &sub, &actions);
                         starts.push(start(&sub));
                     }
                     let filters = ["card = \"$this\"".to_owned(), format!("option = {}", q(&label))];
                     write_rule(
                         &mut self.rules,
-                        &format!("{}: {id} chose {label}", card.name),
+                        &format!("{name}: {id} chose {label}"),
                         "Chosen",
                         &object,
                         &filters,
@@ -328,7 +590,7 @@ impl Writer {
                 vec![
                     format!(
                         "{{ ask = {{ as = \"option\", prompt = {}, options = [{}] }} }}",
-                        q(&format!("{}: choose one", card.name)),
+                        q(&format!("{name}: choose one")),
                         options.join(", ")
                     ),
                     "{ emit = { event = \"Chosen\", args = { card = \"$this\", player = \"$player\", option = \"$option\" } } }"
@@ -340,7 +602,9 @@ impl Writer {
                     unified(&Effect { timing: None, legs: vec![Leg { kind: other.clone(), span: 0..0 }] });
                 let e = Error {
                     code: codes::UNSUPPORTED,
-                    message: format!("`{text}` is not run by sheetd's effect strings yet"),
+                    message: format!(
+                        "`{text}` is not run by sheetd's effect strings here (a flag is a passive's; a die is set by a `roll.` passive)"
+                    ),
                     span: cell.inner(leg.span.clone()),
                 };
                 self.errors.push((file, e));
