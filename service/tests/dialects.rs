@@ -505,6 +505,12 @@ fn the_effects_game_plays_as_its_strings_say() {
     let tr = sheetd(&t);
     assert!(tr.status.success(), "{}", String::from_utf8_lossy(&tr.stderr));
     assert!(sheetd(&["check", out_dir]).status.success());
+    // Each string of the current grammar is shown with its unified form.
+    let cards = std::fs::read_to_string(Path::new(out_dir).join("10-cards.toml")).expect("the cards");
+    assert!(
+        cards.contains("#   activation_effect: manipulate_resources mode=self_convert pay=g:3 gain=v:3 optional=true\n#                      unified: self_convert g 3 v 3 optional"),
+        "{cards}"
+    );
     let native = args(&[out_dir.to_owned()]);
     let strip = |o: &Output| String::from_utf8_lossy(&o.stdout).replace(&format!("{out_dir}/"), "");
     assert_eq!(strip(&native), strip(&out));

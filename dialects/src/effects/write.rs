@@ -212,6 +212,17 @@ impl Writer {
 
     fn card(&mut self, file: usize, card: &Card) {
         let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+        // Each effect as written and, when it is in the current grammar, its unified form.
+        let _ = writeln!(self.rules, "\n# {} ({})", card.name, card.table.name());
+        for (col, effect, cell) in &card.effects {
+            // (On one comment line: a quoted cell may hold a line break.)
+            let written = cell.text.trim().replace(char::is_control, " ");
+            let _ = writeln!(self.rules, "#   {col}: {written}");
+            let u = unified(effect);
+            if u != written {
+                let _ = writeln!(self.rules, "#   {:w$}  unified: {u}", "", w = col.len());
+            }
+        }
         self.object(card);
         // Owned: the owner set, and what the player owns counted — a citizen's role and name, a
         // monster's area, a domain's flags.
