@@ -8,6 +8,10 @@
 //! - `replay_200_steps`: a 200-step game of 10 creatures (hits, uses, turns, rests, recharge
 //!   rolls) played from its verbs, against the same game from the generic steps they stand for
 //!   (the JSON a native game file would hold), each from a new game and its setup.
+//! - `load_1000_effect_cards`: 1,000 citizens whose effect strings (four kinds in turn) are
+//!   read, compiled and their rules checked, against loading their translation.
+//! - `replay_200_effect_steps`: a 200-step effect strings game (citizens owned, payouts
+//!   counted, exchanges, choices answered) from its verbs, against the generic steps.
 //!
 //! `cargo bench --bench dialects`.
 
@@ -106,6 +110,52 @@ fn cards() -> Vec<(String, String)> {
     vec![("cards.json".to_owned(), Json::Array(cards).to_string())]
 }
 
+/// 1,000 citizens, four kinds of effect string in turn.
+fn effect_cards() -> Vec<(String, String)> {
+    let mut csv = String::from("name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\n");
+    for i in 0..1000 {
+        let effect = match i % 4 {
+            0 => "choose g 2 m 2",
+            1 => "exchange s 1 g 2",
+            2 => "count owned_worker g 2",
+            _ => "s 3 + count owned_soldier g 1",
+        };
+        let role = ["worker", "soldier", "holy_citizen"][i % 3];
+        csv.push_str(&format!("Citizen {i},{role},{},{effect},g 1\n", 1 + i % 4));
+    }
+    vec![("citizens.csv".to_owned(), csv)]
+}
+
+/// A 200-step effect strings game of players p1 and p2 and citizens c0…c19 (the first of
+/// the generated ones): each step as a verb and as the generic step it stands for.
+fn effect_steps() -> (Json, Vec<Json>, Vec<Json>) {
+    let cards: Vec<Json> =
+        (0..20).map(|i| json!({"id": format!("c{i}"), "card": format!("Citizen {i}")})).collect();
+    let setup = json!({"players": {"p1": {"g": 5, "s": 5}, "p2": {"g": 5, "s": 5}}, "cards": cards});
+    let (mut verbs, mut generic) = (Vec::new(), Vec::new());
+    let mut choice = 0;
+    for i in 0..200 {
+        let player = if i % 2 == 0 { "p1" } else { "p2" };
+        let card = format!("c{}", i % 20);
+        if i < 20 {
+            verbs.push(json!({"own": {"card": card, "player": player}}));
+            generic.push(json!({"emit": {"event": "Owned", "args": {"card": card, "player": player}}}));
+            continue;
+        }
+        let column = if i % 3 == 0 { "special_payout_off_turn" } else { "special_payout_on_turn" };
+        verbs.push(json!({"activate": {"card": card, "player": player, "column": column}}));
+        generic.push(json!({"emit": {"event": "Activate", "args": {"card": card, "player": player, "column": column}}}));
+        // `choose g 2 m 2` (every fourth citizen, on turn) asks: answered at once.
+        if column == "special_payout_on_turn" && (i % 20) % 4 == 0 {
+            choice += 1;
+            let answer = json!({"choose": {"choice": choice, "picks": ["g 2"]}});
+            verbs.push(answer.clone());
+            generic.push(answer);
+        }
+    }
+    (setup, verbs, generic)
+}
+
 fn bench_dialects(c: &mut Criterion) {
     let files = files();
     let compiled = creature::compile_texts(&files).expect("the generated features compile");
@@ -166,7 +216,59 @@ fn bench_dialects(c: &mut Criterion) {
     assert_eq!(a.character().sheet().values(), b.character().sheet().values());
     g.bench_function("replay_200_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
     g.bench_function("replay_200_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
+    bench_effects(&mut g);
     g.finish();
+}
+
+/// The effect strings' rows (see the module docs).
+fn bench_effects(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    use dialects::effects;
+    let cards = effect_cards();
+    let compiled = effects::compile_texts(&cards).expect("the generated citizens compile");
+    let native = compiled.files.clone();
+    g.bench_function("load_1000_effect_cards/dialect", |b| {
+        b.iter(|| {
+            let c = effects::compile_texts(black_box(&cards)).expect("compiles");
+            events::RuleBook::compile(Arc::new(c.load().expect("loads"))).expect("rules check")
+        })
+    });
+    g.bench_function("load_1000_effect_cards/native", |b| {
+        b.iter(|| {
+            let r = data::load_texts(black_box(&native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
+                .expect("loads");
+            events::RuleBook::compile(Arc::new(r)).expect("rules check")
+        })
+    });
+    let book = Arc::new(events::RuleBook::compile(Arc::new(compiled.load().expect("loads"))).expect("rules"));
+    let (setup, verbs, generic) = effect_steps();
+    let setup = effects::game::setup(&setup).expect("a setup");
+    let play = |steps: &mut dyn Iterator<Item = events::Step>| {
+        let mut game = events::Game::new(book.clone()).expect("a game");
+        game.apply(&setup).expect("set up");
+        for s in steps {
+            let _ = game.apply(&s);
+        }
+        game
+    };
+    let from_verbs = |verbs: &[Json]| {
+        play(&mut verbs.iter().map(|v| {
+            match effects::game::step(v).expect("a verb") {
+                game::Step::Play(s) => s,
+                other => sheetd::cli::steps::game_step(&match other {
+                    game::Step::Generic(j) => j,
+                    other => panic!("not a play: {other:?}"),
+                })
+                .expect("a step"),
+            }
+        }))
+    };
+    let from_generic =
+        |steps: &[Json]| play(&mut steps.iter().map(|s| sheetd::cli::steps::game_step(s).expect("a step")));
+    let (a, b) = (from_verbs(&verbs), from_generic(&generic));
+    assert!(a.pending().is_none(), "every question answered");
+    assert_eq!(a.character().sheet().values(), b.character().sheet().values());
+    g.bench_function("replay_200_effect_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
+    g.bench_function("replay_200_effect_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
 }
 
 criterion_group!(benches, bench_dialects);
