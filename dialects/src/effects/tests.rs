@@ -576,6 +576,15 @@ fn what_is_not_run_is_refused_by_name() {
         (unsupported.clone(), "set_one_die target=6 cost=g:2".to_owned())
     );
     assert_eq!(refused("activation_effect", "effect.add action.x").0, unsupported);
+    // A control character inside a word stays out of the translation's comments (found by the
+    // effects fuzz target).
+    let odd =
+        "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,g\u{1} 1 + m 1,\n";
+    let e = compile_texts(&[("citizens.csv".to_owned(), odd.to_owned())]).expect_err("g\u{1} is no resource");
+    assert_eq!(e[0].code.as_str(), "effects.unknown_verb");
+    let odd = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,count owned_w\u{1} g 1,\n";
+    let c = compile_texts(&[("citizens.csv".to_owned(), odd.to_owned())]).expect("compiles");
+    c.load().unwrap_or_else(|e| panic!("{e:#?}"));
     let twice = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,g 1,\nA,worker,1,g 2,\n";
     let e = compile_texts(&[("citizens.csv".to_owned(), twice.to_owned())]).expect_err("twice");
     assert_eq!((e[0].code.as_str(), e[0].at.as_ref().map(|a| a.line())), ("effects.card", Some(3)));

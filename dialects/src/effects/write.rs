@@ -218,7 +218,7 @@ impl Writer {
             // (On one comment line: a quoted cell may hold a line break.)
             let written = cell.text.trim().replace(char::is_control, " ");
             let _ = writeln!(self.rules, "#   {col}: {written}");
-            let u = unified(effect);
+            let u = unified(effect).replace(char::is_control, " ");
             if u != written {
                 let _ = writeln!(self.rules, "#   {:w$}  unified: {u}", "", w = col.len());
             }
