@@ -505,6 +505,15 @@ fn citizens_and_monsters_compile_and_play() {
     play(&mut g, serde_json::json!({"own": {"card": "merchant", "player": "p1"}}));
     play(&mut g, serde_json::json!({"own": {"card": "butcher", "player": "p1"}}));
     assert_eq!(value(&g, "p1.OWNED_WORKER"), "2");
+    // Owned once: owning it again is refused, and counts nothing.
+    let r = play(&mut g, serde_json::json!({"own": {"card": "butcher", "player": "p1"}}));
+    assert_eq!(
+        r.fired[0].error.as_ref().map(|e| e.code.as_str()),
+        Some("solver.guard_failed"),
+        "{:?}",
+        r.fired
+    );
+    assert_eq!(value(&g, "p1.OWNED_WORKER"), "2");
     play(
         &mut g,
         serde_json::json!({"activate": {"card": "butcher", "player": "p1", "column": "special_payout_on_turn"}}),

@@ -267,8 +267,11 @@ impl Writer {
                 self.leg_rule(&card.name, &id, &actions);
             }
         }
-        let mut owned =
-            vec!["{ set_input = { channel = \"OWNER\", on = \"$card\", value = \"$player\" } }".to_owned()];
+        // (Owned once: no effect changes a card's owner, so a count never counts it twice.)
+        let mut owned = vec![
+            "{ require = { formula = 'OWNER == \"\"', message = \"the card is owned already\" } }".to_owned(),
+            "{ set_input = { channel = \"OWNER\", on = \"$card\", value = \"$player\" } }".to_owned(),
+        ];
         for c in counters {
             owned.push(format!("{{ adjust = {{ channel = {}, on = \"$player\", by = \"1\" }} }}", q(&c)));
             self.counters.insert(c);
