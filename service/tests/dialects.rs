@@ -481,7 +481,7 @@ fn the_effects_game_plays_as_its_strings_say() {
     // `action.end pay_to_player g 1 v 1 optional`: not at the other player's end of action; at
     // its owner's, whom to pay is asked.
     assert_eq!(fired(&l[28]), Vec::<String>::new());
-    assert_eq!(l[29]["pending"]["options"], json!(["p1", "p2"]), "{}", l[29]);
+    assert_eq!(l[29]["pending"]["options"], json!(["p2"]), "only the other player: {}", l[29]);
     assert_eq!(changed(&l[30], "p2.G"), Some((json!("3"), json!("4"))));
     assert_eq!(changed(&l[30], "p1.V"), Some((json!("3"), json!("4"))));
     // `take_from_player g 1 optional` (Shelley's declined this time).

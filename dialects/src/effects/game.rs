@@ -42,6 +42,8 @@ pub fn setup(setup: &Json) -> Result<Play, String> {
             id: Some(id.clone()),
             parent: None,
         });
+        let own_id = formula::Value::String(id.as_str().into());
+        ops.push(SheetOp::SetInput { channel: "ID".into(), on: Some(id.clone()), value: own_id });
         let stocks = stocks.as_object().ok_or_else(|| format!("player `{id}` is not an object"))?;
         for (k, v) in stocks {
             let channel = k.to_ascii_uppercase();

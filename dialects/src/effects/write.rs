@@ -54,8 +54,12 @@ STRENGTH = "NUMBER"
 OWNER = "STRING"               # the player who owns it (slew it, for a monster); "" for none
 FLIPPED = "NUMBER"             # a citizen flipped (concurrent_flip_one_citizen)
 
+[channels."PC.PLAYER"]
+ID = "STRING"                  # the player's own id (the game's setup writes it)
+
 [channels.PC]
 PHASE = "STRING"               # the phase now (the `phase` verb): harvest, roll, …
+ACTOR = "STRING"               # the player a leg asking for another player runs for
 ACTING = "STRING"              # the player whose action ends (`end_action`)
 USER = "STRING"                # the player using a card (`use`)
 FLIPPER = "STRING"             # the player flipping a citizen
@@ -432,13 +436,13 @@ impl Writer {
         out
     }
 
-    /// A sub-leg (`id/yes`, `id/to`) and the ask that starts it: asked, the player confirms (or
-    /// names the other player); declined, it does not start.
+    /// A sub-leg (`id/yes`, `id/to`) and the actions that ask and then start it: asked, the
+    /// player confirms (or names the other player); declined, it does not start.
     fn asked(
         &mut self,
         card: &Card,
         id: &str,
-        ask: String,
+        mut ask: Vec<String>,
         sub: &str,
         other: &str,
         actions: Vec<String>,
@@ -449,7 +453,8 @@ impl Writer {
         let name = format!("{}: {sub}", card.name);
         write_rule(&mut self.rules, &name, "Then", &object, &filters, None, None, &actions);
         // (On `Then`: a leg's rule may not emit the `Leg` it listens to.)
-        vec![ask, start_on("Then", &sub, "$player", other)]
+        ask.push(start_on("Then", &sub, "$player", other));
+        ask
     }
 
     // long: one arm per kind of leg, each a few lines.
@@ -463,16 +468,20 @@ impl Writer {
     ) -> Option<Vec<String>> {
         let name = &card.name;
         let confirm = |prompt: &str, optional: bool| {
-            format!(
+            vec![format!(
                 "{{ ask = {{ as = \"ok\", prompt = {}, options = [\"yes\"], decline = {optional} }} }}",
                 q(&format!("{name}: {prompt}?"))
-            )
+            )]
         };
+        // The other players: the acting one is written down first, and not offered.
         let player = |as_: &str, prompt: &str, optional: bool| {
-            format!(
-                "{{ ask = {{ as = \"{as_}\", prompt = {}, options = {{ select = \"PC.PLAYER\" }}, decline = {optional} }} }}",
-                q(&format!("{name}: {prompt}"))
-            )
+            vec![
+                "{ set_input = { channel = \"ACTOR\", on = \"global\", value = \"$player\" } }".to_owned(),
+                format!(
+                    "{{ ask = {{ as = \"{as_}\", prompt = {}, options = {{ select = \"PC.PLAYER\", where = \"ID != ACTOR\" }}, decline = {optional} }} }}",
+                    q(&format!("{name}: {prompt}"))
+                ),
+            ]
         };
         let amount = |a: &Amount| format!("{}{}", a.n, a.res.letter());
         Some(match &leg.kind {
