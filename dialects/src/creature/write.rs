@@ -27,6 +27,12 @@ pub mod codes {
 /// An error in file `file`.
 pub type FileError = (usize, Error);
 
+/// A STRING literal for a modifier's `set`, quoted: one that starts with `=` is written
+/// doubled, since `=` marks a formula (see docs/ruleset-format.md).
+pub fn literal(text: &str) -> String {
+    if text.starts_with('=') { q(&format!("={text}")) } else { q(text) }
+}
+
 /// Quotes text as a TOML basic string.
 pub fn q(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
@@ -454,9 +460,7 @@ impl<'a> Writer<'a> {
                     Ok(rendered) => {
                         let var = format!("{ident}.TEXT");
                         self.texts.insert((var.clone(), "STRING"));
-                        // A literal that starts with `=` is written doubled (see the format).
-                        let lit = if rendered.starts_with('=') { format!("={rendered}") } else { rendered };
-                        modify.push(format!("{{ var = {}, set = {} }}", q(&var), q(&lit)));
+                        modify.push(format!("{{ var = {}, set = {} }}", q(&var), literal(&rendered)));
                     }
                     Err(e) => {
                         let span = text.inner(e.span.clone());

@@ -594,6 +594,20 @@ fn what_is_not_run_is_refused_by_name() {
     let odd = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,count owned_w\u{1} g 1,\n";
     let c = compile_texts(&[("citizens.csv".to_owned(), odd.to_owned())]).expect("compiles");
     c.load().unwrap_or_else(|e| panic!("{e:#?}"));
+    // A text that starts with `=` stays text, not a formula (found by the effects fuzz target).
+    let eq = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\n=A,=>=worker,1,g 1,\n";
+    let c = compile_texts(&[("citizens.csv".to_owned(), eq.to_owned())]).expect("compiles");
+    let r = c.load().unwrap_or_else(|e| panic!("{e:#?}"));
+    let mut g = events::Game::new(std::sync::Arc::new(
+        events::RuleBook::compile(std::sync::Arc::new(r)).expect("rules"),
+    ))
+    .expect("a game");
+    g.apply(&game::setup(&serde_json::json!({"cards": [{"id": "a", "card": "=A"}]})).expect("setup"))
+        .expect("set up");
+    assert_eq!(
+        g.character().sheet().value("a.ROLE").map(|v| v.map(|v| v.to_string())),
+        Ok(Ok("=>=worker".to_owned()))
+    );
     let twice = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,g 1,\nA,worker,1,g 2,\n";
     let e = compile_texts(&[("citizens.csv".to_owned(), twice.to_owned())]).expect_err("twice");
     assert_eq!((e[0].code.as_str(), e[0].at.as_ref().map(|a| a.line())), ("effects.card", Some(3)));

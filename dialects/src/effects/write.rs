@@ -15,7 +15,7 @@
 use super::syntax::{Amount, Cond, Counted, DieCost, Effect, Join, Leg, LegKind, Timing, unified};
 use super::tables::{Card, Table};
 use crate::Error;
-use crate::creature::write::{q, write_rule};
+use crate::creature::write::{literal, q, write_rule};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -198,13 +198,13 @@ impl Writer {
     fn object(&mut self, card: &Card) {
         let mut modify = vec![
             format!("{{ var = \"TABLE\", set = {} }}", q(card.table.name())),
-            format!("{{ var = \"NAME\", set = {} }}", q(&card.name)),
+            format!("{{ var = \"NAME\", set = {} }}", literal(&card.name)),
         ];
         for (col, var) in
             [("role", "ROLE"), ("area", "AREA"), ("gold_cost", "GOLD_COST"), ("strength", "STRENGTH")]
         {
             if let Some(v) = card.field(col) {
-                modify.push(format!("{{ var = \"{var}\", set = {} }}", q(v)));
+                modify.push(format!("{{ var = \"{var}\", set = {} }}", literal(v)));
             }
         }
         let _ = write!(self.rules, "\n[[object]]\nkind = \"CARD\"\nkey = {}\nmodify = [\n", q(&card.name));

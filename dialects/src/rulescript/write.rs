@@ -12,7 +12,7 @@
 use super::cards::Card;
 use super::syntax::{self, BinOp, Cond, Effect, Expr, Filter, Op, Statement, Until, Value};
 use crate::Error;
-use crate::creature::write::q;
+use crate::creature::write::{literal, q};
 use std::fmt::Write;
 use std::ops::Range;
 
@@ -272,7 +272,7 @@ impl Writer<'_> {
         let c = self.card;
         let mut modify = vec![
             format!("{{ var = \"TYPE\", set = {} }}", q(&c.kind)),
-            format!("{{ var = \"NAME\", set = {} }}", q(&c.name.text.to_ascii_lowercase())),
+            format!("{{ var = \"NAME\", set = {} }}", literal(&c.name.text.to_ascii_lowercase())),
         ];
         for t in &c.subtypes {
             modify.push(format!("{{ var = {}, set = \"1\" }}", q(&format!("IS_{}", t.to_ascii_uppercase()))));
