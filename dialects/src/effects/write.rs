@@ -646,6 +646,11 @@ fn cond(c: &Cond) -> Result<String, String> {
             let n: u32 =
                 t.value.parse().map_err(|_| format!("`{}`: `{}` is not a number", t.field, t.value))?;
             Ok(format!("{var} {} {n}", t.op))
+        } else if t.value.contains(['"', '\\']) || t.value.chars().any(char::is_control) {
+            Err(format!(
+                "`{}`: a value to compare with has no quotes, backslashes or control characters",
+                t.value
+            ))
         } else if ["==", "!="].contains(&t.op) {
             Ok(format!("{var} {} {}", t.op, q(&t.value)))
         } else {
