@@ -13,6 +13,7 @@ Title = "STRING"
 Motto = "STRING"
 Note = "STRING"
 Name = "STRING"
+Handle = "STRING"
 [global]
 modify = [
   { var = "Level", set = "3" },
@@ -20,6 +21,7 @@ modify = [
   { var = "Motto", set = '"Level " + text(Level)' },
   { var = "Note", set = "==5" },
   { var = "Name", set = "Ada" },
+  { var = "Handle", set = "@ada" },
 ]
 "#;
 
@@ -37,6 +39,8 @@ fn string_formulas_are_marked_and_literals_that_read_as_formulas_are_said() {
     assert_eq!(common::value(&c, "Title"), "Level 3 Ada");
     assert_eq!(common::value(&c, "Motto"), r#""Level " + text(Level)"#);
     assert_eq!(common::value(&c, "Note"), "=5");
+    // Text that looks like a reference is text too.
+    assert_eq!(common::value(&c, "Handle"), "@ada");
     // A marked formula that does not check is an error at its text.
     let bad = RULES.replace("text(Level) + \" \" + Name", "Level");
     let e = data::load_str(&bad, "text.toml").unwrap_err();

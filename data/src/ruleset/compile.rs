@@ -248,8 +248,23 @@ impl Compiler {
         let mods = draft.global_mods.iter().chain(draft.objects.iter().flat_map(|o| {
             o.modify.iter().chain(o.other.iter().map(|x| &x.m)).chain(o.parts.iter().map(|(_, m)| m))
         }));
+        // A STRING (or data-format) value is a literal unless `=` marks it a formula: `"@x"` is
+        // text, not a reference. (A name declared with a formula format anywhere is read.)
+        let formula_format = |f: &str| {
+            let f = f.trim().to_ascii_uppercase();
+            f == "NUMBER" || f == "BOOLEAN" || f.starts_with("ARRAY")
+        };
+        let mut literal_only: HashMap<String, bool> = HashMap::new();
+        for v in &draft.variables {
+            let only = literal_only.entry(v.name.text.to_ascii_lowercase()).or_insert(true);
+            *only &= !formula_format(&v.format.text);
+        }
         for m in mods {
-            texts.push(&m.value);
+            let literal = literal_only.get(&m.var.text.to_ascii_lowercase()).copied().unwrap_or(false)
+                && !m.value.text.starts_with('=');
+            if !literal {
+                texts.push(&m.value);
+            }
             texts.extend(&m.condition);
         }
         for v in &draft.variables {
