@@ -23,13 +23,14 @@
 //!   (commands, abilities and events checked, Python outside the expression subset refused),
 //!   card databases and `.rulescript` files, compiled to a native ruleset with event rules;
 //!   its game files' setup and verbs.
-//! - [`effects`]: the board-game effect strings' syntax, both grammars into one tree, and its
-//!   unified form.
+//! - [`effects`]: the board-game effect strings whole — both grammars read into one tree (and
+//!   printed in the unified one), the card tables, compiled to a native ruleset with event
+//!   rules; its game files' setup and verbs.
 //!
 //! ## What it does not do
 //! It evaluates nothing: what it writes is loaded by `data`, its rules compiled by `events`,
-//! and run by the `solver`; commands and the API live in the service. It does not compile
-//! effect strings to rules yet, and has no WWRF front end yet.
+//! and run by the `solver`; commands and the API live in the service. It has no WWRF front end
+//! yet.
 //!
 //! ## Main types
 //! [`postfix::compile`] → [`postfix::Compiled`] (a native formula and the `store` steps);
