@@ -611,7 +611,7 @@ fn what_is_not_run_is_refused_by_name() {
     let quoted = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,x,1,choose <citizens where role==\"\"a>,\n";
     let e = compile_texts(&[("citizens.csv".to_owned(), quoted.to_owned())]).expect_err("a quote");
     assert_eq!(e[0].code.as_str(), "effects.card");
-    let twice = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,g 1,\nA,worker,1,g 2,\n";
+    let twice = "name,role,gold_cost,special_payout_on_turn,special_payout_off_turn\nA,worker,1,g 1,\na,worker,1,g 2,\n";
     let e = compile_texts(&[("citizens.csv".to_owned(), twice.to_owned())]).expect_err("twice");
     assert_eq!((e[0].code.as_str(), e[0].at.as_ref().map(|a| a.line())), ("effects.card", Some(3)));
 }

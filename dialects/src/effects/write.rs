@@ -112,7 +112,8 @@ pub fn compile(cards: &[(usize, Card)]) -> Result<String, Vec<(usize, Error)>> {
     let mut w = Writer { rules: String::new(), errors: Vec::new(), counters: BTreeSet::new() };
     let mut seen = BTreeSet::new();
     for (file, card) in cards {
-        if !seen.insert(card.name.clone()) {
+        // (Names are the objects' keys, which compare ignoring case.)
+        if !seen.insert(card.name.to_ascii_lowercase()) {
             let e = Error {
                 code: codes::CARD,
                 message: format!("the card `{}` is in the tables twice", card.name),
