@@ -475,7 +475,12 @@ fn the_effects_game_plays_as_its_strings_say() {
     assert_eq!(changed(&l[20], "p1.G"), Some((json!("0"), json!("1"))));
     // `roll.set_one_die target=6 cost=g:2`: outside the roll phase nothing; unpaid, refused
     // whole; paid, die 1 shows 6.
-    assert_eq!(fired(&l[22]), Vec::<String>::new());
+    assert_eq!(l[22]["fired"][0]["error"]["code"], "solver.guard_failed", "{}", l[22]);
+    assert!(
+        l[22]["fired"][0]["error"]["message"].as_str().is_some_and(|m| m.contains("roll phase")),
+        "{}",
+        l[22]
+    );
     assert_eq!(l[24]["fired"][1]["error"]["code"], "solver.out_of_bounds", "{}", l[24]);
     assert_eq!(changed(&l[26], "DIE_1"), Some((json!("0"), json!("6"))));
     // `action.end pay_to_player g 1 v 1 optional`: not at the other player's end of action; at

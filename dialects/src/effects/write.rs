@@ -372,8 +372,15 @@ impl Writer {
             }
             Some(Timing::Roll) => {
                 // (`legs` holds the die setting for die 1 and for die 2: see `legs`.)
+                // Used by its owner, in the roll phase: otherwise refused, saying which.
+                let checks = [
+                    "{ require = { formula = \"OWNER == USER\", message = \"only its owner uses it\" } }",
+                    "{ require = { formula = 'PHASE == \"roll\"', message = \"it is used in the roll phase\" } }",
+                ];
                 for (die, (id, _)) in legs.iter().enumerate() {
                     let filters = [this.clone(), format!("die = \"{}\"", die + 1)];
+                    let mut actions: Vec<String> = checks.iter().map(|c| (*c).to_owned()).collect();
+                    actions.push(start_for(id, "$player", ""));
                     write_rule(
                         &mut self.rules,
                         &format!("{label}: {col} (roll, die {})", die + 1),
@@ -381,8 +388,8 @@ impl Writer {
                         &object,
                         &filters,
                         None,
-                        Some("OWNER == USER && PHASE == \"roll\""),
-                        &[start_for(id, "$player", "")],
+                        None,
+                        &actions,
                     );
                 }
             }
