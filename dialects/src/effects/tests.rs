@@ -558,6 +558,17 @@ fn citizens_and_monsters_compile_and_play() {
     assert_eq!(p.options.iter().map(|o| &**o).collect::<Vec<_>>(), ["knight", "mercenary"]);
     g.apply(&S::Choose { choice: p.choice, picks: vec!["knight".into()] }).expect("taken");
     assert_eq!((value(&g, "knight.OWNER"), value(&g, "p1.OWNED_SOLDIER")), ("p1".to_owned(), "1".to_owned()));
+    // A column the card has no effect in, a citizen bought as a domain: refused, saying so.
+    let r = play(
+        &mut g,
+        serde_json::json!({"activate": {"card": "knight", "player": "p1", "column": "special_reward"}}),
+    );
+    let e = r.fired.iter().find_map(|f| f.error.as_ref()).expect("refused");
+    assert!(e.message.contains("Knight has effects in special_payout_off_turn only"), "{}", e.message);
+    let r =
+        play(&mut g, serde_json::json!({"buy_domain": {"domain": "champion", "player": "p1", "cost": 1}}));
+    let e = r.fired.iter().find_map(|f| f.error.as_ref()).expect("refused");
+    assert!(e.message.contains("Champion is no domain"), "{}", e.message);
     // Two Hills monsters slain: `count area Hills g 1` pays 2.
     play(&mut g, serde_json::json!({"own": {"card": "mage", "player": "p1"}}));
     play(&mut g, serde_json::json!({"own": {"card": "king", "player": "p1"}}));

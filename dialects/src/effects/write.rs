@@ -64,6 +64,7 @@ ACTING = "STRING"              # the player whose action ends (`end_action`)
 USER = "STRING"                # the player using a card (`use`)
 FLIPPER = "STRING"             # the player flipping a citizen
 PRICE = "NUMBER"               # what a domain is bought for (`buy_domain`)
+COLUMN = "STRING"              # the effect column an `activate` names
 DIE_1 = "NUMBER"               # the dice (`use` sets one)
 DIE_2 = "NUMBER"
 
@@ -78,7 +79,7 @@ kind = "PLAYER"
 key = "Player"
 
 [events]
-Activate = { card = { instance = true }, player = { instance = true }, column = {} }   # a card's effect runs
+Activate = { card = { instance = true }, player = { instance = true }, column = "COLUMN" }   # a card's effect runs
 Leg = { card = { instance = true }, player = { instance = true }, leg = {}, other = {} } # one leg (other: a second player, or `yes`)
 Then = { card = { instance = true }, player = { instance = true }, leg = {}, other = {} } # what a leg does once its question is answered
 Chosen = { card = { instance = true }, player = { instance = true }, option = {} }      # a `choose` answered
@@ -291,15 +292,51 @@ impl Writer {
             None,
             &owned,
         );
-        if card.table == Table::Domains {
-            self.buy_rule(card);
-        }
+        self.buy_rule(card);
+        self.refusals(card);
+    }
+
+    /// What a card cannot do, refused saying so: an `activate` of a column it has no effect in.
+    fn refusals(&mut self, card: &Card) {
+        let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+        let columns: Vec<&str> = card.effects.iter().map(|(c, _, _)| *c).collect();
+        let guard = if columns.is_empty() {
+            None
+        } else {
+            Some(columns.iter().map(|c| format!("COLUMN != \"{c}\"")).collect::<Vec<_>>().join(" && "))
+        };
+        let message = if columns.is_empty() {
+            format!("{} has no effect to activate", card.name)
+        } else {
+            format!("{} has effects in {} only", card.name, columns.join(", "))
+        };
+        let refuse = [format!("{{ require = {{ formula = \"1 == 0\", message = {} }} }}", q(&message))];
+        let name = format!("{}: no such effect", card.name);
+        let this = ["card = \"$this\"".to_owned()];
+        write_rule(&mut self.rules, &name, "Activate", &object, &this, None, guard.as_deref(), &refuse);
     }
 
     /// A domain bought: the price paid (a cost that cannot be paid refuses the purchase
-    /// whole), then owned; a domain someone owns is not for sale.
+    /// whole), then owned; a domain someone owns is not for sale. Another card is not for sale
+    /// at all.
     fn buy_rule(&mut self, card: &Card) {
         let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
+        if card.table != Table::Domains {
+            let no = format!("{} is no domain: only domains are bought", card.name);
+            let refuse = [format!("{{ require = {{ formula = \"1 == 0\", message = {} }} }}", q(&no))];
+            let name = format!("{} is not for sale", card.name);
+            write_rule(
+                &mut self.rules,
+                &name,
+                "Buy",
+                &object,
+                &["card = \"$this\"".to_owned()],
+                None,
+                None,
+                &refuse,
+            );
+            return;
+        }
         let buy = [
             "{ require = { formula = 'OWNER == \"\"', message = \"the domain is not for sale: someone owns it\" } }"
                 .to_owned(),
