@@ -321,39 +321,21 @@ impl Writer {
     /// at all.
     fn buy_rule(&mut self, card: &Card) {
         let object = format!("object = {{ kind = \"CARD\", key = {} }}", q(&card.name));
-        if card.table != Table::Domains {
+        let (name, buy) = if card.table == Table::Domains {
+            let buy = vec![
+                "{ require = { formula = 'OWNER == \"\"', message = \"the domain is not for sale: someone owns it\" } }"
+                    .to_owned(),
+                "{ adjust = { channel = \"G\", on = \"$player\", by = \"-PRICE\" } }".to_owned(),
+                "{ emit = { event = \"Owned\", args = { card = \"$this\", player = \"$player\" } } }".to_owned(),
+            ];
+            (format!("{} is bought", card.name), buy)
+        } else {
             let no = format!("{} is no domain: only domains are bought", card.name);
-            let refuse = [format!("{{ require = {{ formula = \"1 == 0\", message = {} }} }}", q(&no))];
-            let name = format!("{} is not for sale", card.name);
-            write_rule(
-                &mut self.rules,
-                &name,
-                "Buy",
-                &object,
-                &["card = \"$this\"".to_owned()],
-                None,
-                None,
-                &refuse,
-            );
-            return;
-        }
-        let buy = [
-            "{ require = { formula = 'OWNER == \"\"', message = \"the domain is not for sale: someone owns it\" } }"
-                .to_owned(),
-            "{ adjust = { channel = \"G\", on = \"$player\", by = \"-PRICE\" } }".to_owned(),
-            "{ emit = { event = \"Owned\", args = { card = \"$this\", player = \"$player\" } } }".to_owned(),
-        ];
-        let name = format!("{} is bought", card.name);
-        write_rule(
-            &mut self.rules,
-            &name,
-            "Buy",
-            &object,
-            &["card = \"$this\"".to_owned()],
-            None,
-            None,
-            &buy,
-        );
+            let refuse = vec![format!("{{ require = {{ formula = \"1 == 0\", message = {} }} }}", q(&no))];
+            (format!("{} is not for sale", card.name), refuse)
+        };
+        let this = ["card = \"$this\"".to_owned()];
+        write_rule(&mut self.rules, &name, "Buy", &object, &this, None, None, &buy);
     }
 
     /// The rule that starts an effect's legs: on `Activate` for the card and column; a
