@@ -196,14 +196,7 @@ fn bench_dialects(c: &mut Criterion) {
     let (setup, verbs, generic) = game_steps();
     let setup = game::setup(&setup).expect("a setup");
     // Both games end the same.
-    let play = |steps: &mut dyn Iterator<Item = events::Step>| {
-        let mut game = events::Game::new(book.clone()).expect("a game");
-        game.apply(&setup).expect("set up");
-        for s in steps {
-            let _ = game.apply(&s);
-        }
-        game
-    };
+    let play = |steps: &mut dyn Iterator<Item = events::Step>| replay(&book, &setup, steps);
     let from_verbs = |verbs: &[Json]| {
         play(&mut verbs.iter().map(|v| match game::step(v).expect("a verb") {
             game::Step::Play(s) => s,
@@ -242,14 +235,7 @@ fn bench_effects(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::W
     let book = Arc::new(events::RuleBook::compile(Arc::new(compiled.load().expect("loads"))).expect("rules"));
     let (setup, verbs, generic) = effect_steps();
     let setup = effects::game::setup(&setup).expect("a setup");
-    let play = |steps: &mut dyn Iterator<Item = events::Step>| {
-        let mut game = events::Game::new(book.clone()).expect("a game");
-        game.apply(&setup).expect("set up");
-        for s in steps {
-            let _ = game.apply(&s);
-        }
-        game
-    };
+    let play = |steps: &mut dyn Iterator<Item = events::Step>| replay(&book, &setup, steps);
     let from_verbs = |verbs: &[Json]| {
         play(&mut verbs.iter().map(|v| {
             match effects::game::step(v).expect("a verb") {
@@ -269,6 +255,20 @@ fn bench_effects(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::W
     assert_eq!(a.character().sheet().values(), b.character().sheet().values());
     g.bench_function("replay_200_effect_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
     g.bench_function("replay_200_effect_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
+}
+
+/// A new game of `book`, set up, then `steps` played (a step refused is left as it is).
+fn replay(
+    book: &Arc<events::RuleBook>,
+    setup: &events::Step,
+    steps: &mut dyn Iterator<Item = events::Step>,
+) -> events::Game {
+    let mut game = events::Game::new(book.clone()).expect("a game");
+    game.apply(setup).expect("set up");
+    for s in steps {
+        let _ = game.apply(&s);
+    }
+    game
 }
 
 criterion_group!(benches, bench_dialects);

@@ -105,6 +105,17 @@ fn value(game: &Game, var: &str) -> String {
     }
 }
 
+/// A ruleset text with event `event` and one global rule of that name on it doing `actions`
+/// (each a TOML inline table, one a line).
+fn one_rule(event: &str, actions: &[&str]) -> String {
+    let mut out =
+        format!("\n[events]\n{event} = {{}}\n\n[[rule]]\nname = \"{event}\"\non = \"{event}\"\ndo = [\n");
+    for a in actions {
+        out.push_str(&format!("  {a},\n"));
+    }
+    out + "]\n"
+}
+
 fn fired(r: &events::StepReport) -> Vec<String> {
     r.fired
         .iter()
@@ -331,20 +342,10 @@ do = [
 #[test]
 fn an_ask_may_take_a_range_of_picks() {
     let rules = |least: u32| {
-        format!(
-            r#"
-[events]
-Loot = {{}}
-
-[[rule]]
-name = "Loot"
-on = "Loot"
-do = [
-  {{ ask = {{ as = "items", options = {{ kind = "ITEM" }}, pick = 5, at_least = {least} }} }},
-  {{ add_object = {{ kind = "ITEM", key = "$items", id = "$items" }} }},
-]
-"#
-        )
+        let ask = format!(
+            r#"{{ ask = {{ as = "items", options = {{ kind = "ITEM" }}, pick = 5, at_least = {least} }} }}"#
+        );
+        one_rule("Loot", &[&ask, r#"{ add_object = { kind = "ITEM", key = "$items", id = "$items" } }"#])
     };
     let mut g = Game::new(book(&rules(1))).expect("a game");
     let p = g.apply(&emit("Loot", &[])).expect("asks").pending.expect("pending");
@@ -509,24 +510,17 @@ fn archers(b: Arc<RuleBook>, wounds: &[(&str, i64)]) -> Game {
 /// matches.
 #[test]
 fn each_binds_every_matching_instance_without_a_question() {
-    let b = book(
-        r#"
-[events]
-Heal = {}
-
-[[rule]]
-name = "Heal"
-on = "Heal"
-do = [
-  { adjust = { channel = "Wounds", on = "a1", by = "1" } },
-  { each = { as = "unit", select = "PC.UNIT", where = "Wounds > 0" } },
-  { adjust = { channel = "Wounds", on = "$unit", by = "-1" } },
-  { adjust = { channel = "Gold", by = "1" } },
-  { each = { as = "every", select = "PC.UNIT" } },
-  { set_input = { channel = "Note", value = "$every" } },
-]
-"#,
-    );
+    let b = book(&one_rule(
+        "Heal",
+        &[
+            r#"{ adjust = { channel = "Wounds", on = "a1", by = "1" } }"#,
+            r#"{ each = { as = "unit", select = "PC.UNIT", where = "Wounds > 0" } }"#,
+            r#"{ adjust = { channel = "Wounds", on = "$unit", by = "-1" } }"#,
+            r#"{ adjust = { channel = "Gold", by = "1" } }"#,
+            r#"{ each = { as = "every", select = "PC.UNIT" } }"#,
+            r#"{ set_input = { channel = "Note", value = "$every" } }"#,
+        ],
+    ));
     let mut g = archers(b, &[("a3", 2)]);
     let r = g.apply(&emit("Heal", &[])).expect("runs");
     assert!(r.pending.is_none());
@@ -539,21 +533,14 @@ do = [
     g.apply(&emit("Heal", &[])).expect("runs");
     assert_eq!(wounds(&g), ["0", "0", "0"]);
     // A scope that does not exist, a `where` that is not a BOOLEAN formula: errors at load.
-    let bad = errors(
-        r#"
-[events]
-Heal = {}
-
-[[rule]]
-name = "Heal"
-on = "Heal"
-do = [
-  { each = { as = "unit", select = "PC.NOPE" } },
-  { each = { as = "unit", select = "PC.UNIT", where = "Wounds +" } },
-  { each = { select = "PC.UNIT" } },
-]
-"#,
-    );
+    let bad = errors(&one_rule(
+        "Heal",
+        &[
+            r#"{ each = { as = "unit", select = "PC.NOPE" } }"#,
+            r#"{ each = { as = "unit", select = "PC.UNIT", where = "Wounds +" } }"#,
+            r#"{ each = { select = "PC.UNIT" } }"#,
+        ],
+    ));
     assert_eq!(bad.len(), 3, "{bad:?}");
 }
 
@@ -562,20 +549,14 @@ do = [
 #[test]
 fn an_ordered_each_keeps_the_first_or_last() {
     let rules = |take: &str| {
-        format!(
-            r#"
-[events]
-Pick = {{}}
-
-[[rule]]
-name = "Pick"
-on = "Pick"
-do = [
-  {{ each = {{ as = "unit", select = "PC.UNIT", order = "Wounds", {take} }} }},
-  {{ set_input = {{ channel = "Note", value = "$unit" }} }},
-  {{ adjust = {{ channel = "Gold", by = "1" }} }},
-]
-"#
+        let each = format!(r#"{{ each = {{ as = "unit", select = "PC.UNIT", order = "Wounds", {take} }} }}"#);
+        one_rule(
+            "Pick",
+            &[
+                &each,
+                r#"{ set_input = { channel = "Note", value = "$unit" } }"#,
+                r#"{ adjust = { channel = "Gold", by = "1" } }"#,
+            ],
         )
     };
     let picked = |take: &str| {
@@ -589,21 +570,14 @@ do = [
     assert_eq!(picked("first = 2"), (2, "a3".to_owned()));
     assert_eq!(picked("last = 2"), (2, "a2".to_owned()));
     assert_eq!(picked("last = 9"), (3, "a2".to_owned()));
-    let bad = errors(
-        r#"
-[events]
-Pick = {}
-
-[[rule]]
-name = "Pick"
-on = "Pick"
-do = [
-  { each = { as = "a", select = "PC.UNIT", order = "Wounds" } },
-  { each = { as = "b", select = "PC.UNIT", order = "Nope", first = 1 } },
-  { each = { as = "c", select = "PC.UNIT", order = "Wounds", first = 1, last = 1 } },
-]
-"#,
-    );
+    let bad = errors(&one_rule(
+        "Pick",
+        &[
+            r#"{ each = { as = "a", select = "PC.UNIT", order = "Wounds" } }"#,
+            r#"{ each = { as = "b", select = "PC.UNIT", order = "Nope", first = 1 } }"#,
+            r#"{ each = { as = "c", select = "PC.UNIT", order = "Wounds", first = 1, last = 1 } }"#,
+        ],
+    ));
     assert_eq!(bad.len(), 3, "{bad:?}");
 }
 
@@ -611,21 +585,14 @@ do = [
 /// the actions after it; an empty value binds nothing, and they are skipped.
 #[test]
 fn read_binds_a_channels_value() {
-    let b = book(
-        r#"
-[events]
-Fetch = {}
-
-[[rule]]
-name = "Fetch"
-on = "Fetch"
-do = [
-  { read = { as = "item", channel = "Note", on = "global" } },
-  { add_object = { kind = "ITEM", key = "$item", id = "$item" } },
-  { adjust = { channel = "Gold", by = "1" } },
-]
-"#,
-    );
+    let b = book(&one_rule(
+        "Fetch",
+        &[
+            r#"{ read = { as = "item", channel = "Note", on = "global" } }"#,
+            r#"{ add_object = { kind = "ITEM", key = "$item", id = "$item" } }"#,
+            r#"{ adjust = { channel = "Gold", by = "1" } }"#,
+        ],
+    ));
     let mut g = Game::new(b).expect("a game");
     g.apply(&emit("Fetch", &[])).expect("runs");
     assert_eq!((value(&g, "Armor"), value(&g, "Gold")), ("0".to_owned(), "1".to_owned()), "empty: skipped");
@@ -634,17 +601,7 @@ do = [
     g.apply(&ops(vec![note])).expect("a note");
     g.apply(&emit("Fetch", &[])).expect("runs");
     assert_eq!((value(&g, "Armor"), value(&g, "Gold")), ("2".to_owned(), "2".to_owned()));
-    let bad = errors(
-        r#"
-[events]
-Fetch = {}
-
-[[rule]]
-name = "Fetch"
-on = "Fetch"
-do = [{ read = { as = "x", channel = "Nope", on = "global" } }]
-"#,
-    );
+    let bad = errors(&one_rule("Fetch", &[r#"{ read = { as = "x", channel = "Nope", on = "global" } }"#]));
     assert_eq!(bad.len(), 1, "{bad:?}");
 }
 
