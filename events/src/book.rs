@@ -169,6 +169,9 @@ pub(crate) enum Action {
         id: Option<Field>,
         parent: Option<Field>,
         until: Option<Lasting>,
+        /// `as`: the slot the new object's id is bound to — its key, or `key#2`, `key#3`, …,
+        /// the first that is not on the sheet.
+        bind: Option<usize>,
     },
     RemoveObject(Field),
     /// `format`: the channel's, when its instance is known at load.
@@ -846,7 +849,7 @@ impl<'r> Checker<'r> {
         };
         let get = |key: &str| fields.iter().find(|(k, _)| &*k.text == key).map(|(_, v)| v);
         let allowed: &[&str] = match &*verb.text {
-            "add_object" => &["kind", "key", "id", "parent", "until"],
+            "add_object" => &["kind", "key", "id", "parent", "until", "as"],
             "set_input" => &["channel", "on", "value"],
             "adjust" => &["channel", "on", "by"],
             "tick" => &["clock", "on", "by"],
@@ -924,7 +927,24 @@ impl<'r> Checker<'r> {
                     None => None,
                 };
                 let until = until(self)?;
-                Action::AddObject { kind: kind.text.clone(), key, id, parent, until }
+                let bind = match get("as") {
+                    Some(n) if id.is_some() => {
+                        let s = self.string(n, "`as`")?;
+                        self.error(
+                            codes::SYNTAX,
+                            &s,
+                            format!("{label}: `as` names an id sheetd picks: no `id` with it"),
+                        );
+                        return None;
+                    }
+                    Some(n) => {
+                        let s = self.string(n, "`as`")?;
+                        cx.names.bound.push(s.text.clone());
+                        Some(cx.names.bound.len() - 1)
+                    }
+                    None => None,
+                };
+                Action::AddObject { kind: kind.text.clone(), key, id, parent, until, bind }
             }
             "remove_object" | "remove_modifier" => {
                 let f = self.field(body, "an id", cx)?;

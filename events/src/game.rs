@@ -756,6 +756,21 @@ impl Game {
         let mut emits = Vec::new();
         while let Some(action) = rule.actions.get(f.next) {
             // `each` and `read`: what came before commits, then what they read now is bound.
+            // `add_object` with `as`: what came before commits, then its fresh id is bound and
+            // it is added with what follows.
+            if let Action::AddObject { bind: Some(slot), key, .. } = action {
+                let picked = self
+                    .commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report)
+                    .and_then(|()| self.fresh_id(key, f));
+                match picked {
+                    Ok(id) => f.bound[*slot] = vec![id],
+                    Err(e) => {
+                        fired.error = Some(e);
+                        report.fired.push(fired);
+                        return Ok(Ran::Done);
+                    }
+                }
+            }
             if matches!(action, Action::Each { .. } | Action::Read { .. }) {
                 let bound = self
                     .commit_segment(std::mem::take(&mut ops), &mut emits, f, queue, report)
@@ -921,6 +936,19 @@ impl Game {
         Ok(())
     }
 
+    /// A new object's id: its key, or `key#2`, `key#3`, …, the first no object or instance on
+    /// the sheet has.
+    fn fresh_id(&self, key: &Field, f: &Firing) -> Result<Arc<str>, GameError> {
+        let key = Game::value(key, f, 0)
+            .ok_or_else(|| GameError::new(Code::BadArgs, "add_object: its key has no value".to_owned()))?;
+        let taken = |id: &str| self.character.has_object(id) || self.character.sheet().has_instance(id);
+        if !taken(&key) {
+            return Ok(key);
+        }
+        let n = (2u64..).find(|n| !taken(&format!("{key}#{n}"))).unwrap_or(2);
+        Ok(Arc::from(format!("{key}#{n}")))
+    }
+
     /// An ordered `each`'s instances: the first (or last) `take` by `var`, least first; equal
     /// ones in the order they were added.
     fn ordered(&self, all: Vec<Arc<str>>, var: &str, take: Take) -> Result<Vec<Arc<str>>, GameError> {
@@ -1017,11 +1045,15 @@ impl Game {
                 })
             };
             let op = match action {
-                Action::AddObject { kind, key, id, parent, until } => {
+                Action::AddObject { kind, key, id, parent, until, bind } => {
+                    let id = match bind {
+                        Some(slot) => f.bound[*slot].first().map(|s| String::from(&**s)),
+                        None => id.as_ref().map(&text).transpose()?,
+                    };
                     let add = SheetOp::AddObject {
                         kind: String::from(&**kind),
                         key: text(key)?,
-                        id: id.as_ref().map(&text).transpose()?,
+                        id,
                         parent: parent.as_ref().map(&text).transpose()?,
                     };
                     self.lasting(add, until, f, &pick)

@@ -700,3 +700,30 @@ do = [{ set_input = { channel = "Rank", on = "$who", value = "$rank" } }]
     assert_eq!(fired(&r), ["Promote!events.bad_args"]);
     assert_eq!(value(&game, "a1.Rank"), "3");
 }
+
+/// `add_object` with `as`: each new object gets a fresh id — its key, then `key#2`, `key#3` —
+/// bound for the actions after it; `as` with an `id` is an error at its text.
+#[test]
+fn an_added_object_may_be_bound_with_a_fresh_id() {
+    let b = book(&one_rule(
+        "Recruit",
+        &[
+            r#"{ add_object = { kind = "UNIT", key = "Archer", as = "unit" } }"#,
+            r#"{ adjust = { channel = "Wounds", on = "$unit", by = "2" } }"#,
+        ],
+    ));
+    let mut g = Game::new(b).expect("a game");
+    for _ in 0..3 {
+        let r = g.apply(&emit("Recruit", &[])).expect("runs");
+        assert_eq!(fired(&r), ["Recruit"]);
+    }
+    for id in ["Archer", "Archer#2", "Archer#3"] {
+        assert_eq!(value(&g, &format!("{id}.Wounds")), "2", "{id}");
+    }
+    assert!(!g.character().sheet().has_instance("Archer#4"));
+    let bad = errors(&one_rule(
+        "Recruit",
+        &[r#"{ add_object = { kind = "UNIT", key = "Archer", id = "a", as = "unit" } }"#],
+    ));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+}
