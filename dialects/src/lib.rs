@@ -46,6 +46,7 @@ pub mod postfix;
 pub mod prelude;
 pub mod rulescript;
 pub mod template;
+pub mod wwrf;
 
 use std::fmt;
 use std::ops::Range;

@@ -818,12 +818,14 @@ impl<'r> Checker<'r> {
             Kind::Channel => self.r.is_channel(c) && !self.r.is_clock(c),
             Kind::Stock => self.r.stock(c).is_some(),
             Kind::Clock => self.r.is_clock(c),
+            Kind::Value => true,
         });
         if !ok {
             let kind = match what {
                 Kind::Channel => "a channel",
                 Kind::Stock => "a stock",
                 Kind::Clock => "a clock",
+                Kind::Value => "a variable",
             };
             self.error(codes::BAD_RULE, &name, format!("{}: `{}` is not {kind} here", cx.label, name.text));
             return None;
@@ -1039,7 +1041,7 @@ impl<'r> Checker<'r> {
             "read" => {
                 let on = self.on(get("on"), cx)?;
                 let (name, n_channel) = self.named(&get, "channel", verb, &label)?;
-                let channel = self.channel(n_channel, &on, Kind::Channel, cx)?;
+                let channel = self.channel(n_channel, &on, Kind::Value, cx)?;
                 cx.names.bound.push(name.text.clone());
                 Action::Read { slot: cx.names.bound.len() - 1, channel, on }
             }
@@ -1387,6 +1389,8 @@ enum Kind {
     Channel,
     Stock,
     Clock,
+    /// Any variable (what `read` binds: a channel, or a variable's value now).
+    Value,
 }
 
 /// `d6`, `2d6`: (count, sides).

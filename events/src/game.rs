@@ -922,14 +922,25 @@ impl Game {
                 };
             }
             Action::Read { slot, channel, on } => {
-                let at = self.on(on, f, &|x| Game::value(x, f, 0));
-                let at = at.map_or_else(|| channel.to_string(), |i| format!("{i}.{channel}"));
-                let text = match self.character.sheet().value(&at) {
-                    Ok(Ok(Value::String(s))) => s.to_string(),
-                    Ok(Ok(v)) => v.to_string(),
-                    _ => return Err(GameError::new(Code::BadArgs, format!("read: `{at}` has no value"))),
+                // On a name bound to several instances: each one's value (the empty ones none).
+                let times = match on {
+                    On::Field(Field::Bound(i)) => f.bound[*i].len(),
+                    _ => 1,
                 };
-                f.bound[*slot] = if text.is_empty() { Vec::new() } else { vec![Arc::from(text)] };
+                let mut values = Vec::with_capacity(times);
+                for k in 0..times {
+                    let at = self.on(on, f, &|x| Game::value(x, f, k));
+                    let at = at.map_or_else(|| channel.to_string(), |i| format!("{i}.{channel}"));
+                    let text = match self.character.sheet().value(&at) {
+                        Ok(Ok(Value::String(s))) => s.to_string(),
+                        Ok(Ok(v)) => v.to_string(),
+                        _ => return Err(GameError::new(Code::BadArgs, format!("read: `{at}` has no value"))),
+                    };
+                    if !text.is_empty() {
+                        values.push(Arc::from(text));
+                    }
+                }
+                f.bound[*slot] = values;
             }
             _ => {}
         }

@@ -727,3 +727,21 @@ fn an_added_object_may_be_bound_with_a_fresh_id() {
     ));
     assert_eq!(bad.len(), 1, "{bad:?}");
 }
+
+/// `read` binds a variable's value as it is now, not only a channel's.
+#[test]
+fn read_binds_a_variables_value_now() {
+    let b = book(&one_rule(
+        "Log",
+        &[
+            r#"{ read = { as = "armor", channel = "Armor", on = "global" } }"#,
+            r#"{ set_input = { channel = "Amount", on = "global", value = "$armor" } }"#,
+        ],
+    ));
+    let mut g = Game::new(b).expect("a game");
+    g.apply(&ops(vec![add("ITEM", "Cloak", "Cloak")])).expect("a cloak");
+    g.apply(&emit("Log", &[])).expect("runs");
+    assert_eq!(value(&g, "Amount"), "2");
+    g.apply(&ops(vec![add("ITEM", "Ring", "Ring")])).expect("a ring");
+    assert_eq!(value(&g, "Amount"), "2", "a snapshot: it does not follow Armor");
+}

@@ -8,7 +8,7 @@ use data::Diagnostic;
 use std::path::{Path, PathBuf};
 
 /// The dialects sheetd reads.
-pub const DIALECTS: &[&str] = &["creature", "rulescript", "effects"];
+pub const DIALECTS: &[&str] = &["creature", "rulescript", "effects", "wwrf"];
 
 /// A ruleset argument: a native ruleset's path, or `DIALECT:PATH`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +61,7 @@ pub fn compile_with(
         "creature" => dialects::creature::compile_with(paths, files),
         "rulescript" => dialects::rulescript::compile_with(paths, files),
         "effects" => dialects::effects::compile_with(paths, files),
+        "wwrf" => dialects::wwrf::compile_with(paths, files),
         other => Err(vec![Diagnostic::nowhere(
             data::DiagCode::Layer("dialect.unknown"),
             format!("unknown dialect `{other}` (known: {})", DIALECTS.join(", ")),
@@ -117,6 +118,7 @@ pub fn game_step(dialect: &str, step: &serde_json::Value) -> Result<dialects::cr
     match dialect {
         "rulescript" => dialects::rulescript::game::step(step),
         "effects" => dialects::effects::game::step(step),
+        "wwrf" => dialects::wwrf::game::step(step),
         _ => dialects::creature::game::step(step),
     }
 }
@@ -126,6 +128,7 @@ pub fn verbs(dialect: &str) -> &'static [&'static str] {
     match dialect {
         "rulescript" => dialects::rulescript::game::VERBS,
         "effects" => dialects::effects::game::VERBS,
+        "wwrf" => dialects::wwrf::game::VERBS,
         _ => dialects::creature::game::VERBS,
     }
 }
@@ -135,6 +138,7 @@ pub fn game_setup(dialect: &str, setup: &serde_json::Value) -> Result<events::St
     match dialect {
         "rulescript" => dialects::rulescript::game::setup(setup),
         "effects" => dialects::effects::game::setup(setup),
+        "wwrf" => dialects::wwrf::game::setup(setup),
         _ => dialects::creature::game::setup(setup),
     }
 }

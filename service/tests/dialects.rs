@@ -184,7 +184,7 @@ fn bad_creature_files_are_refused_at_their_text() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("unknown dialect `klingon` (known: creature, rulescript, effects)")
+            .contains("unknown dialect `klingon` (known: creature, rulescript, effects, wwrf)")
     );
     // A game file that is not valid: exit 1.
     let g = dir.path().join("g.json");

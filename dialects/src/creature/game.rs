@@ -116,9 +116,15 @@ pub(crate) fn fields<'a>(v: &'a Json, verb: &str, known: &[&str]) -> Result<&'a 
     Ok(o)
 }
 
-fn emit(event: &str, args: &[(&str, String)]) -> Step {
+/// An `emit` of `event` with its arguments, as a step.
+pub(crate) fn emit(event: &str, args: &[(&str, String)]) -> Step {
     let args = args.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
     Step::Play(Play::Emit { event: event.to_owned(), args })
+}
+
+/// A step's one key and its value: a verb and its fields (none: not a verb).
+pub(crate) fn one_key(step: &Json) -> Option<(&String, &Json)> {
+    step.as_object().filter(|o| o.len() == 1).and_then(|o| o.iter().next())
 }
 
 /// Whether a step is one of the dialect's verbs (or a game's `setup`).

@@ -17,7 +17,7 @@
 //! A `choose` leg, a citizen pick, an `optional` or a player to pay or take from ends the step
 //! on a question, answered by the generic `choose` step (or `accept`, `decline`).
 
-use crate::creature::game::{Step, arg, fields, input, text};
+use crate::creature::game::{Step, arg, emit, fields, input, one_key, text};
 use data::SheetOp;
 use events::Step as Play;
 use serde_json::Value as Json;
@@ -73,14 +73,8 @@ pub fn setup(setup: &Json) -> Result<Play, String> {
 
 /// A step of the game file: a verb made into what runs, or a generic step as it is.
 pub fn step(step: &Json) -> Result<Step, String> {
-    let Some((verb, v)) = step.as_object().filter(|o| o.len() == 1).and_then(|o| o.iter().next()) else {
+    let Some((verb, v)) = one_key(step) else {
         return Ok(Step::Generic(step.clone()));
-    };
-    let emit = |event: &str, args: Vec<(&str, String)>| {
-        Step::Play(Play::Emit {
-            event: event.to_owned(),
-            args: args.into_iter().map(|(n, v)| (n.to_owned(), v)).collect(),
-        })
     };
     match verb.as_str() {
         "setup" => setup(v).map(Step::Play),
@@ -88,7 +82,7 @@ pub fn step(step: &Json) -> Result<Step, String> {
             let o = fields(v, verb, &["card", "player", "column"])?;
             Ok(emit(
                 "Activate",
-                vec![
+                &[
                     ("card", text(o, "card", "`activate`")?),
                     ("player", text(o, "player", "`activate`")?),
                     ("column", text(o, "column", "`activate`")?),
@@ -97,14 +91,11 @@ pub fn step(step: &Json) -> Result<Step, String> {
         }
         "own" => {
             let o = fields(v, verb, &["card", "player"])?;
-            Ok(emit(
-                "Owned",
-                vec![("card", text(o, "card", "`own`")?), ("player", text(o, "player", "`own`")?)],
-            ))
+            Ok(emit("Owned", &[("card", text(o, "card", "`own`")?), ("player", text(o, "player", "`own`")?)]))
         }
         "phase" => {
             let o = fields(v, verb, &["phase"])?;
-            Ok(emit("Phase", vec![("phase", text(o, "phase", "`phase`")?.to_ascii_lowercase())]))
+            Ok(emit("Phase", &[("phase", text(o, "phase", "`phase`")?.to_ascii_lowercase())]))
         }
         "use" => {
             let o = fields(v, verb, &["card", "player", "die"])?;
@@ -115,16 +106,12 @@ pub fn step(step: &Json) -> Result<Step, String> {
             }
             Ok(emit(
                 "Use",
-                vec![
-                    ("card", text(o, "card", "`use`")?),
-                    ("player", text(o, "player", "`use`")?),
-                    ("die", die),
-                ],
+                &[("card", text(o, "card", "`use`")?), ("player", text(o, "player", "`use`")?), ("die", die)],
             ))
         }
         "end_action" => {
             let o = fields(v, verb, &["player"])?;
-            Ok(emit("EndAction", vec![("player", text(o, "player", "`end_action`")?)]))
+            Ok(emit("EndAction", &[("player", text(o, "player", "`end_action`")?)]))
         }
         "buy_domain" => {
             let o = fields(v, verb, &["player", "domain", "cost"])?;
@@ -132,7 +119,7 @@ pub fn step(step: &Json) -> Result<Step, String> {
                 .map_err(|m| format!("`buy_domain`: `cost`: {m}"))?;
             Ok(emit(
                 "Buy",
-                vec![
+                &[
                     ("card", text(o, "domain", "`buy_domain`")?),
                     ("player", text(o, "player", "`buy_domain`")?),
                     ("cost", cost),
