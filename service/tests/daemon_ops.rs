@@ -561,6 +561,29 @@ async fn an_effects_game_over_grpc() {
     server.stop();
 }
 
+/// The WWRF round (`docs/examples/wwrf/`, `docs/examples/wwrf-game.json`) over gRPC: the
+/// same verbs through `Apply`, the same values after — the day's manipulations gone, the
+/// attack on the protected player evaded, the hermit absent at her house killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wwrf_game_over_grpc() {
+    let (_dir, server, mut c, rejected) = dialect_game("wwrf", &["wwrf"], "wwrf-game.json").await;
+    assert_eq!(rejected, []);
+    let names = [
+        "ann.PUBLIC_VOTES",
+        "ann.PRIVATE_VOTES",
+        "bob.VOTES",
+        "eve.ALIVE",
+        "ivy.ALIVE",
+        "fay.RESULT",
+        "LIVING",
+    ];
+    let now = c.values(values("g", &names, None)).await.expect("values").into_inner();
+    let want = ["2", "3", "0", "1", "0", "\"Werewolf\"", "8"];
+    assert_eq!(names.map(|n| value_of(&now.values, n)), want);
+    drop(c);
+    server.stop();
+}
+
 /// A ruleset that applies modifiers as added (`docs/examples/cards`), loaded inline: the
 /// card played first applies first, and Explain says which order its steps follow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

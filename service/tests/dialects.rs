@@ -528,3 +528,89 @@ fn the_effects_game_plays_as_its_strings_say() {
     assert_eq!(check.status.code(), Some(1), "{err}");
     assert!(err.contains("effects.unsupported") && err.contains("domains.json:2:21"), "{err}");
 }
+
+/// WWRF end to end (`docs/examples/wwrf/`, `docs/examples/wwrf-game.json`): a day whose
+/// votes are manipulated both ways — an absolute manipulation, a relative one after it, a
+/// special one after every public one, each gone when it ends — and a night with an attack on
+/// a protected player, a disguise seen by one investigation and not another, and an absent
+/// hermit hit where they are; feedback in the step reports; the translation plays the same
+/// game; bad element files refused at their text.
+#[test]
+// long: one game, step by step, then its translation and refusals.
+fn the_wwrf_round_plays_as_the_guide_says() {
+    let folder = repo("docs/examples/wwrf");
+    let args = |ruleset: &str| -> Output {
+        sheetd(&["solve", "--ruleset", ruleset, "--sheet", &repo("docs/examples/wwrf-game.json"), "--json"])
+    };
+    let out = args(&format!("wwrf:{folder}"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let l = json_lines(&out);
+    // Day 1: the mayor's absolute 2 (and 3 private votes, kept apart).
+    assert_eq!(changed(&l[0], "ann.PUBLIC_VOTES"), Some((json!("1"), json!("2"))));
+    assert_eq!(changed(&l[0], "ann.PRIVATE_VOTES"), Some((json!("1"), json!("3"))));
+    // The saboteur's -1 applies after it; the judge's special +1 after every public one.
+    assert_eq!(l[1]["pending"]["options"].as_array().map(Vec::len), Some(9), "{}", l[1]);
+    assert_eq!(changed(&l[2], "ann.PUBLIC_VOTES"), Some((json!("2"), json!("1"))));
+    assert_eq!(changed(&l[4], "ann.PUBLIC_VOTES"), Some((json!("1"), json!("2"))));
+    // Ann's vote counts 2, and uses the judge's manipulation up: the one beneath shows again.
+    assert_eq!(changed(&l[5], "bob.VOTES"), Some((json!("0"), json!("2"))));
+    assert_eq!(changed(&l[5], "ann.PUBLIC_VOTES"), Some((json!("2"), json!("1"))));
+    assert!(l[5]["expired"][0]["what"].as_str().is_some_and(|w| w.contains("Judge")), "{}", l[5]);
+    // The day ends: the mayor's and the saboteur's ~Phase manipulations expire.
+    assert_eq!(l[7]["expired"].as_array().map(Vec::len), Some(2), "{}", l[7]);
+    // Night 2: investigations' feedback (@Result): the strong disguise fools the role
+    // investigation (WD, SD), not the class one.
+    assert_eq!(changed(&l[13], "fay.RESULT"), Some((json!(""), json!("Citizen"))));
+    assert_eq!(changed(&l[15], "fay.RESULT"), Some((json!("Citizen"), json!("Werewolf"))));
+    // The night ends: the attack on eve is evaded by the doctor's defense; the hermit, absent
+    // at eve's, is hit there and dies; the attacker's feedback says so.
+    assert_eq!(changed(&l[18], "eve.ALIVE"), None);
+    assert_eq!(changed(&l[18], "ivy.ALIVE"), Some((json!("1"), json!("0"))));
+    assert_eq!(changed(&l[18], "bob.SUCCESS"), Some((json!(""), json!("Success"))));
+    let rules = fired(&l[18]);
+    assert!(
+        rules.iter().any(|r| r == "a defense evades a hit") && rules.iter().any(|r| r == "a hit lands"),
+        "{rules:?}"
+    );
+    assert_eq!(l[19]["values"]["LIVING"], "8", "{}", l[19]);
+    // The translation plays the same game.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out_dir = dir.path().join("wwrf");
+    let out_dir = out_dir.to_str().expect("a UTF-8 path");
+    let tr = sheetd(&["translate", "--dialect", "wwrf", &folder, "--out", out_dir]);
+    assert!(tr.status.success(), "{}", String::from_utf8_lossy(&tr.stderr));
+    assert!(sheetd(&["check", out_dir]).status.success());
+    let native = args(out_dir);
+    let strip = |o: &Output| String::from_utf8_lossy(&o.stdout).replace(&format!("{out_dir}/"), "");
+    assert_eq!(strip(&native), strip(&out));
+    // Bad element files: each refused with its code at its line and column.
+    for (text, code, at) in [
+        (
+            "**Seer** | Townsfolk Investigative\n__Formalized__\nAt Dawn: Untarget\n",
+            "wwrf.unknown_trigger",
+            "seer.md:3:1",
+        ),
+        (
+            "**Seer** | Townsfolk Investigative\n__Formalized__\nStart Night: Untarget [Weather: Rain]\n",
+            "wwrf.unknown_restriction",
+            "seer.md:3:24",
+        ),
+        (
+            "**Seer** | Townsfolk Investigative\n__Formalized__\nStart Night: Gaze @Selection\n",
+            "wwrf.unknown_ability",
+            "seer.md:3:14",
+        ),
+        (
+            "**Seer** | Townsfolk Investigative\n__Formalized__\nStart Night: Untarget [Condition: (@Target exists) and ($living > 1]\n",
+            "wwrf.syntax",
+            "seer.md:3:56",
+        ),
+    ] {
+        let bad = dir.path().join("seer.md");
+        std::fs::write(&bad, text).expect("write");
+        let check = sheetd(&["check", "--dialect", "wwrf", bad.to_str().expect("UTF-8")]);
+        let err = String::from_utf8_lossy(&check.stderr);
+        assert_eq!(check.status.code(), Some(1), "{err}");
+        assert!(err.contains(code) && err.contains(at), "{code} at {at}: {err}");
+    }
+}
