@@ -547,7 +547,11 @@ impl Played {
             .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).expect("an element file")))
             .collect();
         files.sort();
-        let c = compile_texts(&files).unwrap_or_else(|e| panic!("{e:#?}"));
+        Played::from_texts(&files)
+    }
+
+    fn from_texts(files: &[(String, String)]) -> Played {
+        let c = compile_texts(files).unwrap_or_else(|e| panic!("{e:#?}"));
         let r = c.load().unwrap_or_else(|e| panic!("{e:#?}\n{}", c.files[1].1));
         let book = events::RuleBook::compile(std::sync::Arc::new(r)).unwrap_or_else(|e| panic!("{e:#?}"));
         Played { g: events::Game::new(std::sync::Arc::new(book)).expect("a game") }
@@ -645,4 +649,170 @@ fn the_example_round_plays_as_the_guide_says() {
     assert!(fired.contains(&"a defense evades a hit") && fired.contains(&"a hit lands"), "{fired:?}");
     assert!(last.expired.iter().any(|e| e.what.contains("Doctor#1")), "{:?}", last.expired);
     assert_eq!(p.values(&["PHASE", "IS_NIGHT", "ann.PUBLIC_VOTES"]), ["4", "false", "2"]);
+}
+
+/// A game of the given element files, its players set up.
+fn game_of(files: &[(&str, &str)], players: serde_json::Value) -> Played {
+    let files: Vec<(String, String)> = files.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+    let mut p = Played::from_texts(&files);
+    p.g.apply(&game::setup(&serde_json::json!({ "players": players })).expect("setup")).expect("set up");
+    p
+}
+
+/// A role file: the header and its ability lines.
+fn role(header: &str, lines: &[&str]) -> String {
+    format!("**{header}\n__Formalized__\n{}\n", lines.join("\n"))
+}
+
+fn execute(p: &mut Played, by: &str, line: usize, pick: Option<&str>) -> events::StepReport {
+    let r = p.step(serde_json::json!({"execute": {"line": line, "by": by}}));
+    match (pick, &r.pending) {
+        (Some(pick), Some(q)) => {
+            let s = serde_json::json!({"choose": {"choice": q.choice, "picks": [pick]}});
+            p.step(s)
+        }
+        _ => r,
+    }
+}
+
+/// Redirections send an ability to where they point (the oldest that matches its type); a
+/// direct trigger is not redirected; a true kill goes through any defense; an `On Death`
+/// trigger answers with `@Attacker`; a banishment leaves a ghost that a ghostly ability needs.
+// long: one game, asserted step by step.
+#[test]
+fn redirections_true_kills_deaths_and_ghosts() {
+    let decoy =
+        role("Decoy** | Townsfolk Power", &["Start Night: Redirect `Killing` to @Selection (~Phase)"]);
+    let wolf = role(
+        "Wolf** | Werewolf Killing",
+        &["Immediate Night: Attack @Selection", "Immediate Night {Direct}: Kill @Selection"],
+    );
+    let guard = role(
+        "Guard** | Townsfolk Power",
+        &["Start Night: Protect @Selection from `All` through Active Defense (~Phase)"],
+    );
+    let vig =
+        role("Vigilante** | Townsfolk Killing", &["Immediate Night: True Kill @Selection [Quantity: 1]"]);
+    let avenger = role("Avenger** | Townsfolk Killing", &["On Death: Kill @Attacker"]);
+    let exorcist = role("Exorcist** | Townsfolk Power", &["Immediate Day: Banish @Selection"]);
+    let ghost = role(
+        "Spirit** | Townsfolk Miscellaneous",
+        &["Immediate Day: Manipulate @Selection's public voting power by 1 (~Phase) [Status: Ghostly]"],
+    );
+    let files = [
+        ("decoy.md", decoy.as_str()),
+        ("wolf.md", wolf.as_str()),
+        ("guard.md", guard.as_str()),
+        ("vig.md", vig.as_str()),
+        ("avenger.md", avenger.as_str()),
+        ("exorcist.md", exorcist.as_str()),
+        ("spirit.md", ghost.as_str()),
+    ];
+    let players = serde_json::json!({"dee": "Decoy", "wes": "Wolf", "gil": "Guard", "vic": "Vigilante",
+        "ava": "Avenger", "exo": "Exorcist", "spi": "Spirit", "tom": "Guard", "wyn": "Wolf"});
+    let mut p = game_of(&files, players);
+    p.step(serde_json::json!({"start_phase": {"phase": "Night 1"}}));
+    // The decoy sends killings aimed at them to tom; the guard protects tom.
+    execute(&mut p, "dee", 1, Some("tom"));
+    execute(&mut p, "gil", 1, Some("tom"));
+    assert_eq!(p.value("Decoy#1.TO"), "tom");
+    // The wolf attacks the decoy: redirected to tom, who is protected.
+    execute(&mut p, "wes", 1, Some("dee"));
+    assert_eq!(p.values(&["dee.ALIVE", "tom.ALIVE", "wes.SUCCESS"]), ["1", "1", "Failure"]);
+    assert_eq!(p.value("Decoy#1.USES"), "1");
+    // A direct kill is not redirected: the decoy dies.
+    execute(&mut p, "wes", 2, Some("dee"));
+    assert_eq!(p.values(&["dee.ALIVE", "dee.DEATH"]), ["0", "kill"]);
+    // A true kill goes through tom's defense; once only (Quantity: 1).
+    execute(&mut p, "vic", 1, Some("tom"));
+    assert_eq!(p.values(&["tom.ALIVE", "tom.DEATH"]), ["0", "true kill"]);
+    let r = execute(&mut p, "vic", 1, None);
+    assert!(r.fired.is_empty() && r.pending.is_none(), "{:?}", r.fired);
+    // One use a phase by default: the wolf's attack is spent.
+    assert!(execute(&mut p, "wes", 1, None).fired.is_empty());
+    // The avenger, killed by another wolf, kills their attacker (On Death, @Attacker).
+    execute(&mut p, "wyn", 1, Some("ava"));
+    assert_eq!(p.values(&["ava.ALIVE", "wyn.ALIVE", "wyn.DEATH"]), ["0", "0", "kill"]);
+    // By day, a banished player is a ghost; a ghostly ability needs it.
+    p.step(serde_json::json!({"advance_phase": {}}));
+    let r = execute(&mut p, "spi", 1, None);
+    assert!(r.fired.is_empty(), "alive, not ghostly: {:?}", r.fired);
+    execute(&mut p, "exo", 1, Some("spi"));
+    assert_eq!(p.values(&["spi.ALIVE", "spi.GHOST", "spi.DEATH"]), ["0", "1", "banish"]);
+    execute(&mut p, "spi", 1, Some("exo"));
+    assert_eq!(p.value("exo.PUBLIC_VOTES"), "2");
+}
+
+/// Restrictions as guards and scaling as counted uses: a temporal window, a quantity, no
+/// succession, an attribute held, a condition; `x2` lets a prompt be answered twice a phase;
+/// an automatic trigger scaled `x2` runs twice; `$living/2` rounds down.
+// long: one game, asserted step by step.
+#[test]
+fn restrictions_and_scaling_at_play() {
+    let seer = role(
+        "Seer** | Townsfolk Investigative",
+        &[
+            "Start Night ⟨x2⟩: Role Investigate @Selection",
+            "Start Night: Class Investigate @Selection [Temporal: Night 2+]",
+            "Start Night: Alignment Investigate @Selection [Succession: No Succession]",
+            "Start Night: Category Investigate @Selection [Condition: ($living > 3) and (@Self has `Blessed`)]",
+        ],
+    );
+    let priest = role(
+        "Priest** | Townsfolk Power",
+        &[
+            "Immediate Night: Add `Blessed` to @Selection (~NextPhase)",
+            "Immediate Night: Remove `Blessed` from @Selection",
+        ],
+    );
+    let counter = role(
+        "Counter** | Townsfolk Miscellaneous",
+        &[
+            "Passive Start Night ⟨x2⟩: Manipulate @Self's private voting power by 1",
+            "Passive Start Night ⟨$living/2⟩: Manipulate @Self's public voting power by 1",
+        ],
+    );
+    let blessed = "**Blessed** | Attribute\n__Formalized__\nNo Abilities\n";
+    let files = [
+        ("seer.md", seer.as_str()),
+        ("priest.md", priest.as_str()),
+        ("counter.md", counter.as_str()),
+        ("blessed.md", blessed),
+    ];
+    let players = serde_json::json!({"sam": "Seer", "pat": "Priest", "cal": "Counter", "ned": "Counter", "oli": "Counter"});
+    let mut p = game_of(&files, players);
+    p.step(serde_json::json!({"start_phase": {"phase": "Night 1"}}));
+    // Automatic, scaled: x2 → private +2; 5 living / 2 → 2 (rounded down) → public +2.
+    assert_eq!(p.values(&["cal.PRIVATE_VOTES", "cal.PUBLIC_VOTES"]), ["3", "3"]);
+    // x2: answered twice this night, not a third time.
+    for _ in 0..2 {
+        let r = execute(&mut p, "sam", 1, Some("pat"));
+        assert!(r.fired.iter().all(|f| f.error.is_none()), "{:?}", r.fired);
+    }
+    assert_eq!(p.value("sam.RESULT"), "Priest");
+    assert!(execute(&mut p, "sam", 1, None).fired.is_empty());
+    // Night 2+: not on night 1.
+    assert!(execute(&mut p, "sam", 2, None).fired.is_empty());
+    // No succession: night 1 yes.
+    execute(&mut p, "sam", 3, Some("pat"));
+    assert_eq!(p.value("sam.RESULT"), "Townsfolk");
+    // The condition: living > 3 and blessed — not until the priest blesses the seer.
+    assert!(execute(&mut p, "sam", 4, None).fired.is_empty());
+    execute(&mut p, "pat", 1, Some("sam"));
+    assert_eq!(p.value("sam.ATTR_BLESSED"), "1");
+    execute(&mut p, "sam", 4, Some("cal"));
+    assert_eq!(p.value("sam.RESULT"), "Miscellaneous");
+    // Removed again: the condition fails.
+    execute(&mut p, "pat", 2, Some("sam"));
+    assert_eq!(p.value("sam.ATTR_BLESSED"), "0");
+    // Night 2 (after day 1): x2 again; night 2+ now open; no succession refuses.
+    p.step(serde_json::json!({"advance_phase": {}}));
+    p.step(serde_json::json!({"advance_phase": {}}));
+    assert_eq!(p.values(&["PHASE", "IS_NIGHT"]), ["3", "true"]);
+    assert!(execute(&mut p, "sam", 3, None).fired.is_empty(), "not two nights in a row");
+    execute(&mut p, "sam", 2, Some("cal"));
+    assert_eq!(p.value("sam.RESULT"), "Townsfolk");
+    let r = execute(&mut p, "sam", 1, Some("ned"));
+    assert!(r.fired.iter().all(|f| f.error.is_none()), "{:?}", r.fired);
+    assert_eq!(p.values(&["cal.PRIVATE_VOTES"]), ["5"]);
 }

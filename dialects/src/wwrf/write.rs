@@ -46,6 +46,7 @@ name = "WWRF prelude"
 [scopes]
 "PC.PLAYER" = "PC"
 "PC.DEFENSE" = "PC"
+"PC.REDIRECT" = "PC"
 
 [variables.PC]
 IS_NIGHT = "BOOLEAN"            # the phase is a night
@@ -55,6 +56,7 @@ LIVING = "NUMBER"               # the living players ($living)
 
 [stocks.PC]
 PHASE = {}                      # Day 0 = 0, Night 1 = 1, Day 1 = 2, …
+REDIRECTS = {}                  # redirections applied so far (their order)
 
 [clocks.PC]
 ENDS = {}                       # phase ends so far: what lasts ~Phase waits on it
@@ -72,6 +74,10 @@ DEAD = { format = "STRING", holds = "PC.PLAYER" }      # who died (or was banish
 KILLER = "STRING"               # who killed them
 DEATH_TYPE = "STRING"           # how
 LINE = "NUMBER"                 # the ability an `execute` names
+REDIRECT_FOR = { format = "STRING", holds = "PC.PLAYER" }  # the target an ability is about to use
+ABILITY_TYPE = "STRING"         # … the ability's type (`killing`) and subtype (`attack killing`)
+ABILITY_SUBTYPE = "STRING"
+FINAL = "STRING"                # … and where it lands, redirected or not
 
 [variables."PC.PLAYER"]
 ROLE = "STRING"
@@ -119,8 +125,23 @@ LOCATION = "STRING"             # an absence: where the holder is
 [stocks."PC.DEFENSE"]
 USES = { min = "0" }
 
+[variables."PC.REDIRECT"]
+LIMIT = "NUMBER"                # uses it lasts (0: no limit)
+MATCH = "BOOLEAN"               # it redirects the ability about to land
+
+[channels."PC.REDIRECT"]
+HOLDER = { format = "STRING", holds = "PC.PLAYER" }   # the player whose visitors it redirects
+TO = "STRING"                   # where to
+
+[stocks."PC.REDIRECT"]
+USES = { min = "0" }
+SEQ = {}                        # its place among the redirections (the oldest applies)
+
 [kinds.ROLE]
 scope = "PC.PLAYER"
+
+[kinds.REDIRECT]
+scope = "PC.REDIRECT"
 
 [kinds.DEFENSE]
 scope = "PC.DEFENSE"
@@ -559,11 +580,16 @@ impl Writer {
             RestrictionKind::Status(s) => Some(s),
             _ => None,
         });
+        // (One's own death triggers on dying; a haunted role acts alive or ghostly.)
+        let own_death = matches!(l.trigger.kind, TriggerKind::Death { who: None, .. });
         guard.push(
-            match status.unwrap_or(if e.haunted { Status::Any } else { Status::Alive }) {
-                Status::Alive => "ALIVE == 1",
-                Status::Ghostly => "GHOST == 1",
-                Status::Any => "(ALIVE == 1 || GHOST == 1)",
+            match status {
+                Some(Status::Alive) => "ALIVE == 1",
+                Some(Status::Ghostly) => "GHOST == 1",
+                Some(Status::Any) => "1 == 1",
+                None if own_death => "1 == 1",
+                None if e.haunted => "(ALIVE == 1 || GHOST == 1)",
+                None => "ALIVE == 1",
             }
             .to_owned(),
         );
@@ -644,7 +670,8 @@ impl Writer {
             let m = "a prompting trigger in an attribute (sheetd prompts a role's abilities)";
             return self.errors.push((file, unsupported(m, l.trigger.span.clone())));
         }
-        let body = match self.ability(names, prompting, &l.ability, e, n) {
+        let direct = l.params.other.iter().any(|o| matches!(o, Other::Direct | Other::Visitless));
+        let body = match self.ability(names, prompting, direct, &l.ability, e, n) {
             Ok(b) => b,
             Err(err) => return self.errors.push((file, err)),
         };
@@ -823,15 +850,27 @@ impl Writer {
         &mut self,
         names: Names,
         prompting: bool,
+        direct: bool,
         a: &Ability,
         e: &Element,
         n: usize,
     ) -> Result<Body, Error> {
         let mut b = Body::default();
         let player = |w: &mut Writer, v: &Value, b: &mut Body| w.player(names, prompting, v, b);
+        // A target the ability visits: redirected, unless the trigger is direct or visitless.
+        let visit = |w: &mut Writer, v: &Value, b: &mut Body, ty: &str, sub: &str| -> Result<String, Error> {
+            let p = w.player(names, prompting, v, b)?;
+            Ok(if direct { p } else { redirected(b, p, ty, sub) })
+        };
         match &a.kind {
             AbilityKind::Killing { how, target } => {
-                let p = player(self, target, &mut b)?;
+                let p = visit(
+                    self,
+                    target,
+                    &mut b,
+                    "killing",
+                    &format!("{} killing", how.name().replace(' ', "-")),
+                )?;
                 b.push(format!(
                     "{{ emit = {{ event = \"Kill\", args = {{ victim = {}, attacker = \"$self\", type = \"{}\" }} }} }}",
                     q(&p),
@@ -884,7 +923,13 @@ impl Writer {
                         ));
                     }
                 };
-                let p = player(self, target, &mut b)?;
+                let p = visit(
+                    self,
+                    target,
+                    &mut b,
+                    "investigating",
+                    &format!("{} investigating", investigation_name(what)),
+                )?;
                 // What it sees: a variable of every player, read on the target now.
                 let var = format!("SEEN_{}_{n}", ident(&e.name));
                 self.player_vars.push((var.clone(), format, formula));
@@ -905,7 +950,7 @@ impl Writer {
                         a.span.clone(),
                     ));
                 }
-                let p = player(self, value, &mut b)?;
+                let p = visit(self, value, &mut b, "targeting", "target targeting")?;
                 b.push(format!(
                     "{{ set_input = {{ channel = \"TARGET\", on = \"$self\", value = {} }} }}",
                     q(&p)
@@ -927,7 +972,13 @@ impl Writer {
                     let m = format!("`{r}` is no role these files define");
                     return Err(Error { code: codes::ELEMENT, message: m, span: role.span.clone() });
                 };
-                let p = player(self, target, &mut b)?;
+                let p = visit(
+                    self,
+                    target,
+                    &mut b,
+                    "disguising",
+                    if *strong { "strongly disguising" } else { "weakly disguising" },
+                )?;
                 let until = lasting(duration, &p, a)?;
                 let pre = if *strong { "DS" } else { "DW" };
                 for (x, v) in [("ROLE", r), ("CLASS", &class), ("CATEGORY", &category), ("ALIGNMENT", &align)]
@@ -946,7 +997,7 @@ impl Writer {
             AbilityKind::Protect { target, from, by, through, during, duration } => {
                 let key = format!("{}#{n}", e.name);
                 self.defense(&key, *from, by.as_ref(), through, *during, duration)?;
-                let p = player(self, target, &mut b)?;
+                let p = visit(self, target, &mut b, "protecting", &format!("{} protecting", through.name()))?;
                 let until = match duration {
                     Some(Duration::UntilUse | Duration::UntilSecondUse) => Until::Same(String::new()),
                     _ => lasting(duration, &p, a)?,
@@ -975,7 +1026,13 @@ impl Writer {
                 b.push(feedback("protected"));
             }
             AbilityKind::Manipulate { target, votes, absolute, amount, duration } => {
-                let p = player(self, target, &mut b)?;
+                let p = visit(
+                    self,
+                    target,
+                    &mut b,
+                    "manipulating",
+                    if *absolute { "absolute manipulating" } else { "relative manipulating" },
+                )?;
                 let value = number_formula(amount).map_err(|m| unsupported(m, amount.span.clone()))?;
                 let (var, priority) = match votes {
                     Votes::Public => ("PUBLIC_VOTES", 0),
@@ -1010,7 +1067,7 @@ impl Writer {
                     let m = format!("`{name}` is no attribute these files define (`**{name}** | Attribute`)");
                     return Err(Error { code: codes::ELEMENT, message: m, span: attribute.span.clone() });
                 }
-                let p = player(self, to, &mut b)?;
+                let p = visit(self, to, &mut b, "applying", "add applying")?;
                 let until = lasting(duration, &p, a)?;
                 b.acts.push(by_until(&until, |u| {
                     format!(
@@ -1037,7 +1094,7 @@ impl Writer {
                     ));
                 };
                 self.attributes.insert(name.to_owned());
-                let p = player(self, from, &mut b)?;
+                let p = visit(self, from, &mut b, "applying", "remove applying")?;
                 let last = format!("LAST_{}", ident(name));
                 b.push(format!("{{ read = {{ as = \"applied\", channel = \"{last}\", on = {} }} }}", q(&p)));
                 b.push("{ remove_object = \"$applied\" }".to_owned());
@@ -1050,11 +1107,34 @@ impl Writer {
                     a.span.clone(),
                 ));
             }
-            AbilityKind::Redirect { .. } => {
-                return Err(unsupported(
-                    "redirecting (sheetd does not redirect abilities yet)",
-                    a.span.clone(),
+            AbilityKind::Redirect { what, from, to, duration } => {
+                let key = format!("{}#{n}", e.name);
+                self.redirect(&key, what, from.as_ref(), duration)?;
+                // Applying a redirection is no visit, and is not redirected.
+                let p = player(self, to, &mut b)?;
+                let until = match duration {
+                    Some(Duration::UntilUse | Duration::UntilSecondUse) => Until::Same(String::new()),
+                    _ => lasting(duration, &p, a)?,
+                };
+                b.push("{ adjust = { channel = \"REDIRECTS\", on = \"global\", by = \"1\" } }".to_owned());
+                b.acts.push(by_until(&until, |u| {
+                    format!(
+                        "{{ add_object = {{ kind = \"REDIRECT\", key = {}, as = \"redirect\"{u} }} }}",
+                        q(&key)
+                    )
+                }));
+                b.push(
+                    "{ set_input = { channel = \"HOLDER\", on = \"$redirect\", value = \"$self\" } }"
+                        .to_owned(),
+                );
+                b.push(format!(
+                    "{{ set_input = {{ channel = \"TO\", on = \"$redirect\", value = {} }} }}",
+                    q(&p)
                 ));
+                b.push(
+                    "{ adjust = { channel = \"SEQ\", on = \"$redirect\", by = \"REDIRECTS\" } }".to_owned(),
+                );
+                b.push(feedback("redirecting"));
             }
         }
         Ok(b)
@@ -1116,6 +1196,48 @@ impl Writer {
         Ok(())
     }
 
+    /// A redirecting line's redirection object: how many uses it lasts, and the formula `MATCH`
+    /// (it redirects the ability about to land: on its holder, of its ability type, subtype or
+    /// category, by one of its sources).
+    fn redirect(
+        &mut self,
+        key: &str,
+        what: &Value,
+        from: Option<&Value>,
+        duration: &Option<Duration>,
+    ) -> Result<(), Error> {
+        let Some(w) = what.text() else {
+            return Err(unsupported("a redirection of abilities named in play", what.span.clone()));
+        };
+        let w = w.to_ascii_lowercase();
+        if w.contains(['"', '\\']) || w.chars().any(char::is_control) {
+            return Err(unsupported("an ability type with quotes or backslashes", what.span.clone()));
+        }
+        let abilities = match w.as_str() {
+            "all" => "1 == 1".to_owned(),
+            "non-killing abilities" => "ABILITY_TYPE != \"killing\"".to_owned(),
+            t if t.contains(' ') => format!("ABILITY_SUBTYPE == \"{t}\""),
+            t => format!("ABILITY_TYPE == \"{t}\""),
+        };
+        let mut m = vec!["HOLDER == REDIRECT_FOR".to_owned(), format!("({abilities})")];
+        if let Some(f) = from {
+            let t = player_test(f, "ID").map_err(|msg| unsupported(msg, f.span.clone()))?;
+            m.push(format!("({})", on_holder(&t, "ACTOR")));
+        }
+        let limit = match duration {
+            Some(Duration::UntilUse) => 1,
+            Some(Duration::UntilSecondUse) => 2,
+            _ => 0,
+        };
+        let _ = write!(
+            self.objects,
+            "\n[[object]]\nkind = \"REDIRECT\"\nkey = {}\nmodify = [\n  {{ var = \"LIMIT\", set = \"{limit}\" }},\n  {{ var = \"MATCH\", set = {} }},\n]\n",
+            q(key),
+            q(&m.join(" && "))
+        );
+        Ok(())
+    }
+
     /// A player value as a field (`$self`, `$sel`, `$target`, an event's name, or `$who1` bound
     /// by an `each`), the actions binding it pushed first.
     fn player(&mut self, names: Names, prompting: bool, v: &Value, b: &mut Body) -> Result<String, Error> {
@@ -1151,6 +1273,55 @@ impl Writer {
         b.push("{ set_input = { channel = \"ACTOR\", on = \"global\", value = \"$self\" } }".to_owned());
         b.push(format!("{{ each = {{ as = \"{name}\", select = \"PC.PLAYER\", where = {} }} }}", q(&w)));
         Ok(format!("${name}"))
+    }
+}
+
+/// `p`, the target an ability visits, redirected: the oldest redirection on it that matches
+/// the ability (its type or subtype, the acting player) sends it where it points, and counts a
+/// use. Many targets at once (`@All`), and the acting player itself, are not redirected.
+fn redirected(b: &mut Body, p: String, ty: &str, sub: &str) -> String {
+    if p == "$self" || p.starts_with("$who") || !p.starts_with('$') {
+        return p;
+    }
+    b.binds += 1;
+    let k = b.binds;
+    let set = |channel: &str, value: &str| {
+        format!("{{ set_input = {{ channel = \"{channel}\", on = \"global\", value = {} }} }}", q(value))
+    };
+    for a in [
+        set("FINAL", ""),
+        set("FINAL", &p),
+        set("REDIRECT_FOR", &p),
+        set("ABILITY_TYPE", ty),
+        set("ABILITY_SUBTYPE", sub),
+        set("ACTOR", "$self"),
+        format!(
+            "{{ each = {{ as = \"redirect{k}\", select = \"PC.REDIRECT\", where = \"MATCH\", order = \"SEQ\", first = 1 }} }}"
+        ),
+        format!("{{ read = {{ as = \"to{k}\", channel = \"TO\", on = \"$redirect{k}\" }} }}"),
+        set("FINAL", &format!("$to{k}")),
+        format!("{{ adjust = {{ channel = \"USES\", on = \"$redirect{k}\", by = \"1\" }} }}"),
+        format!(
+            "{{ each = {{ as = \"spent{k}\", select = \"PC.REDIRECT\", where = \"LIMIT > 0 && USES >= LIMIT\" }} }}"
+        ),
+        format!("{{ remove_object = \"$spent{k}\" }}"),
+        format!("{{ read = {{ as = \"final{k}\", channel = \"FINAL\", on = \"global\" }} }}"),
+    ] {
+        b.push(a);
+    }
+    format!("$final{k}")
+}
+
+/// An investigation's subtype, as the guide names it.
+fn investigation_name(i: &Investigation) -> &'static str {
+    match i {
+        Investigation::Role(_) => "role",
+        Investigation::Class(_) => "class",
+        Investigation::Category(_) => "category",
+        Investigation::Alignment(_) => "alignment",
+        Investigation::Attribute(..) => "attribute",
+        Investigation::Count(_) => "count",
+        Investigation::PlayerCount(_) => "player_count",
     }
 }
 
