@@ -13,6 +13,13 @@
 //! - `replay_200_effect_steps`: a 200-step effect strings game (citizens owned, payouts
 //!   counted, exchanges, choices answered) from its verbs, against the generic steps.
 //!
+//! - `load_1000_roles`: 1,000 WWRF role files (four kinds of ability line in turn: a protection,
+//!   an attack, a manipulation, an investigation, each with parameters) read, compiled and their
+//!   rules checked, against loading their translation.
+//! - `replay_200_wwrf_steps`: a 200-step WWRF game of 12 players (days of manipulations and
+//!   votes, nights of protections, attacks and investigations, every selection answered) from
+//!   its verbs, against the generic steps.
+//!
 //! `cargo bench --bench dialects`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -210,6 +217,7 @@ fn bench_dialects(c: &mut Criterion) {
     g.bench_function("replay_200_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
     g.bench_function("replay_200_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
     bench_effects(&mut g);
+    bench_wwrf(&mut g);
     g.finish();
 }
 
@@ -255,6 +263,143 @@ fn bench_effects(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::W
     assert_eq!(a.character().sheet().values(), b.character().sheet().values());
     g.bench_function("replay_200_effect_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
     g.bench_function("replay_200_effect_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
+}
+
+/// 1,000 role files, four kinds of ability line in turn.
+fn role_files() -> Vec<(String, String)> {
+    (0..1000)
+        .map(|i| {
+            let (class, category, line) = match i % 4 {
+                0 => (
+                    "Townsfolk",
+                    "Power",
+                    "Start Night: Protect @Selection from `Attacks` through Active Defense (~Phase)",
+                ),
+                1 => ("Werewolf", "Killing", "End Night: Attack @Selection [Temporal: Night 1+]"),
+                2 => (
+                    "Townsfolk",
+                    "Power",
+                    "Immediate Day: Manipulate @Selection's public voting power by -1 (~Phase) [Quantity: 2]",
+                ),
+                _ => ("Townsfolk", "Investigative", "Start Night ⟨x2⟩: Role Investigate @Selection (WD, SD)"),
+            };
+            let text = format!(
+                "**Role {i}** | {class} {category}\n__Basics__\nRole number {i}.\n\n__Formalized__\n{line}\n"
+            );
+            (format!("role-{i:04}.md"), text)
+        })
+        .collect()
+}
+
+/// A 200-step WWRF game of players p0…p11 holding roles 0…11 (three of each kind), played
+/// while it is written so that every question is answered with its number (a player the
+/// night killed asks nothing): each step as a verb and as the generic step it stands for.
+fn wwrf_steps(book: &Arc<events::RuleBook>) -> (Json, Vec<Json>, Vec<Json>) {
+    use dialects::wwrf::game as wg;
+    let players: serde_json::Map<String, Json> =
+        (0..12).map(|i| (format!("p{i}"), json!(format!("Role {i}")))).collect();
+    let setup = json!({ "players": players });
+    let mut game = events::Game::new(book.clone()).expect("a game");
+    game.apply(&wg::setup(&setup).expect("a setup")).expect("set up");
+    // A verb played and written down, with the generic step it stands for.
+    fn push(
+        game: &mut events::Game,
+        out: &mut (Vec<Json>, Vec<Json>),
+        verb: Json,
+        native: Json,
+    ) -> Option<events::Pending> {
+        let step = match dialects::wwrf::game::step(&verb).expect("a verb") {
+            game::Step::Play(s) => s,
+            other => panic!("not a play: {other:?}"),
+        };
+        let pending = game.apply(&step).ok().and_then(|r| r.pending);
+        out.0.push(verb);
+        out.1.push(native);
+        pending
+    }
+    let mut out = (Vec::new(), Vec::new());
+    push(
+        &mut game,
+        &mut out,
+        json!({"start_phase": {"phase": "Day 1"}}),
+        json!({"emit": {"event": "Begin", "args": {"phase": "2"}}}),
+    );
+    let mut night = false;
+    let mut round = 0;
+    while out.0.len() < 200 {
+        // By day the manipulators (2, 6, 10) and votes; by night the others; then the phase ends.
+        let actors: &[usize] = if night { &[0, 4, 8, 1, 5, 9, 3, 7, 11] } else { &[2, 6, 10] };
+        for a in actors {
+            let by = format!("p{a}");
+            let verb = json!({"execute": {"line": 1, "by": by}});
+            let native = json!({"emit": {"event": "Execute", "args": {"player": by, "line": "1"}}});
+            if let Some(q) = push(&mut game, &mut out, verb, native) {
+                let pick = q.options[(a + round) % q.options.len()].to_string();
+                let answer = json!({"choose": {"choice": q.choice, "picks": [pick]}});
+                let step = events::Step::Choose { choice: q.choice, picks: vec![pick] };
+                game.apply(&step).expect("answered");
+                out.0.push(answer.clone());
+                out.1.push(answer);
+            }
+        }
+        if !night {
+            for v in 0..12 {
+                let (voter, vote) = (format!("p{v}"), format!("p{}", (v + round) % 12));
+                let native = json!({"emit": {"event": "Vote", "args": {"voter": voter, "vote": vote}}});
+                push(&mut game, &mut out, json!({"vote": {"player": voter, "for": vote}}), native);
+            }
+        }
+        push(
+            &mut game,
+            &mut out,
+            json!({"advance_phase": {}}),
+            json!({"emit": {"event": "Advance", "args": {}}}),
+        );
+        night = !night;
+        round += 1;
+    }
+    out.0.truncate(200);
+    out.1.truncate(200);
+    (setup, out.0, out.1)
+}
+
+/// WWRF's rows (see the module docs).
+fn bench_wwrf(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    use dialects::wwrf;
+    let roles = role_files();
+    let compiled = wwrf::compile_texts(&roles).expect("the generated roles compile");
+    let native = compiled.files.clone();
+    g.bench_function("load_1000_roles/dialect", |b| {
+        b.iter(|| {
+            let c = wwrf::compile_texts(black_box(&roles)).expect("compiles");
+            events::RuleBook::compile(Arc::new(c.load().expect("loads"))).expect("rules check")
+        })
+    });
+    g.bench_function("load_1000_roles/native", |b| {
+        b.iter(|| {
+            let r = data::load_texts(black_box(&native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
+                .expect("loads");
+            events::RuleBook::compile(Arc::new(r)).expect("rules check")
+        })
+    });
+    let book = Arc::new(events::RuleBook::compile(Arc::new(compiled.load().expect("loads"))).expect("rules"));
+    let (setup, verbs, generic) = wwrf_steps(&book);
+    let setup = wwrf::game::setup(&setup).expect("a setup");
+    let play = |steps: &mut dyn Iterator<Item = events::Step>| replay(&book, &setup, steps);
+    let from_verbs = |verbs: &[Json]| {
+        play(&mut verbs.iter().map(|v| match wwrf::game::step(v).expect("a verb") {
+            game::Step::Play(s) => s,
+            game::Step::Generic(j) => sheetd::cli::steps::game_step(&j).expect("a step"),
+            other => panic!("not a play: {other:?}"),
+        }))
+    };
+    let from_generic =
+        |steps: &[Json]| play(&mut steps.iter().map(|s| sheetd::cli::steps::game_step(s).expect("a step")));
+    let (a, b) = (from_verbs(&verbs), from_generic(&generic));
+    assert!(a.pending().is_none(), "every question answered");
+    assert_eq!(a.character().sheet().values(), b.character().sheet().values());
+    g.bench_function("replay_200_wwrf_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
+    g.bench_function("replay_200_wwrf_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
 }
 
 /// A new game of `book`, set up, then `steps` played (a step refused is left as it is).

@@ -931,8 +931,21 @@ impl Writer {
                     &format!("{} investigating", investigation_name(what)),
                 )?;
                 // What it sees: a variable of every player, read on the target now.
-                let var = format!("SEEN_{}_{n}", ident(&e.name));
-                self.player_vars.push((var.clone(), format, formula));
+                // (One variable for each kind of look, shared by every line that looks so.)
+                let var = match what {
+                    Investigation::Attribute(_, attr) => {
+                        format!("SEEN_HAS_{}", ident(attr.text().unwrap_or("")))
+                    }
+                    other => format!(
+                        "SEEN_{}{}{}",
+                        investigation_name(other).to_ascii_uppercase(),
+                        if levels.weak { "_WD" } else { "" },
+                        if levels.strong { "_SD" } else { "" }
+                    ),
+                };
+                if !self.player_vars.iter().any(|(v, _, _)| *v == var) {
+                    self.player_vars.push((var.clone(), format, formula));
+                }
                 b.push(format!("{{ read = {{ as = \"seen\", channel = {}, on = {} }} }}", q(&var), q(&p)));
                 b.push(
                     "{ set_input = { channel = \"RESULT\", on = \"$self\", value = \"$seen\" } }".to_owned(),

@@ -23,8 +23,8 @@ pub struct CheckArgs {
     pub verbose: bool,
 
     /// Read the paths in a dialect: `creature` (feature dictionaries and creatures files),
-    /// `rulescript` (card databases, `.rulescript` files) or `effects` (card tables); see
-    /// docs/dialects.md. Errors point into the dialect's files; the summary adds what the
+    /// `rulescript` (card databases, `.rulescript` files), `effects` (card tables) or `wwrf`
+    /// (role, team, group and attribute files, `.md` or `.txt`); see docs/dialects.md. Errors point into the dialect's files; the summary adds what the
     /// dialect read.
     #[arg(long, value_name = "DIALECT")]
     pub dialect: Option<String>,

@@ -53,7 +53,7 @@ pub struct Steps {
     pub file: Option<PathBuf>,
 
     /// Send the steps that are a dialect's verbs (`{"use": {...}}`, `{"setup": {...}}`) as
-    /// `Verb` operations of this dialect (`creature`, `rulescript`, `effects`; see docs/dialects.md);
+    /// `Verb` operations of this dialect (`creature`, `rulescript`, `effects`, `wwrf`; see docs/dialects.md);
     /// each is a step of its own. A sheet file that names its `dialect` sets it too.
     #[arg(long, value_name = "DIALECT")]
     pub dialect: Option<String>,

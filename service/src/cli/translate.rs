@@ -10,8 +10,8 @@ use std::process::ExitCode;
 #[derive(Debug, Args)]
 pub struct TranslateArgs {
     /// The dialect the paths are written in: `creature` (feature dictionaries and creatures
-    /// files), `rulescript` (card databases, `.rulescript` files) or `effects` (card tables,
-    /// `.csv` or `.json`); see docs/dialects.md.
+    /// files), `rulescript` (card databases, `.rulescript` files), `effects` (card tables,
+    /// `.csv` or `.json`) or `wwrf` (element files, `.md` or `.txt`); see docs/dialects.md.
     #[arg(long, value_name = "DIALECT")]
     pub dialect: String,
 
