@@ -10,6 +10,9 @@
 
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common.rs"]
+mod common;
+
 fuzz_target!(|bytes: &[u8]| {
     let Ok(text) = std::str::from_utf8(bytes) else { return };
     match dialects::effects::parse(text) {
@@ -27,20 +30,10 @@ fuzz_target!(|bytes: &[u8]| {
         }
     }
     for file in ["citizens.csv", "domains.json"] {
-        match dialects::effects::compile_texts(&[(file.to_owned(), text.to_owned())]) {
-            Ok(c) => {
-                let r = c
-                    .load()
-                    .unwrap_or_else(|e| panic!("the translation does not load: {e:#?}\n{}", c.files[1].1));
-                if let Err(e) = events::RuleBook::compile(std::sync::Arc::new(r)) {
-                    panic!("the translation's rules do not check: {e:#?}\n{}", c.files[1].1);
-                }
-            }
-            Err(errors) => {
-                for e in errors {
-                    assert_eq!(e.at.as_ref().map(|a| a.file()), Some(file), "{text:?}: {e:?}");
-                }
-            }
-        }
+        common::translation_loads(
+            dialects::effects::compile_texts(&[(file.to_owned(), text.to_owned())]),
+            file,
+            &text,
+        );
     }
 });

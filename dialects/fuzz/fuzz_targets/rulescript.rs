@@ -9,6 +9,9 @@
 
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common.rs"]
+mod common;
+
 fuzz_target!(|bytes: &[u8]| {
     let Ok(text) = std::str::from_utf8(bytes) else { return };
     if let Err(e) = dialects::rulescript::parse(text) {
@@ -21,19 +24,9 @@ fuzz_target!(|bytes: &[u8]| {
         r#"[{{"name": "X", "type": "character", "bp": 100, "rules": {}}}, {{"name": "Y", "type": "action"}}]"#,
         serde_json::to_string(&lines).expect("strings encode")
     );
-    match dialects::rulescript::compile_texts(&[("cards.json".to_owned(), card.clone())]) {
-        Ok(c) => {
-            let r = c
-                .load()
-                .unwrap_or_else(|e| panic!("the translation does not load: {e:#?}\n{}", c.files[1].1));
-            if let Err(e) = events::RuleBook::compile(std::sync::Arc::new(r)) {
-                panic!("the translation's rules do not check: {e:#?}\n{}", c.files[1].1);
-            }
-        }
-        Err(errors) => {
-            for e in errors {
-                assert_eq!(e.at.as_ref().map(|a| a.file()), Some("cards.json"), "{card}: {e:?}");
-            }
-        }
-    }
+    common::translation_loads(
+        dialects::rulescript::compile_texts(&[("cards.json".to_owned(), card.clone())]),
+        "cards.json",
+        &card,
+    );
 });

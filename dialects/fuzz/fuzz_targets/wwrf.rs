@@ -10,6 +10,9 @@
 
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common.rs"]
+mod common;
+
 fn inside(text: &str, span: &std::ops::Range<usize>, what: &str) {
     assert!(span.start <= span.end && span.end <= text.len(), "{what}: {text:?}: {span:?}");
     assert!(
@@ -31,20 +34,10 @@ fuzz_target!(|bytes: &[u8]| {
         if let Err(e) = dialects::wwrf::parse_file(body) {
             inside(body, &e.span, file);
         }
-        match dialects::wwrf::compile_texts(&[(file.to_owned(), body.to_owned())]) {
-            Ok(c) => {
-                let r = c
-                    .load()
-                    .unwrap_or_else(|e| panic!("the translation does not load: {e:#?}\n{}", c.files[1].1));
-                if let Err(e) = events::RuleBook::compile(std::sync::Arc::new(r)) {
-                    panic!("the translation's rules do not check: {e:#?}\n{}", c.files[1].1);
-                }
-            }
-            Err(errors) => {
-                for e in errors {
-                    assert_eq!(e.at.as_ref().map(|a| a.file()), Some(file), "{body:?}: {e:?}");
-                }
-            }
-        }
+        common::translation_loads(
+            dialects::wwrf::compile_texts(&[(file.to_owned(), body.to_owned())]),
+            file,
+            &body,
+        );
     }
 });

@@ -816,3 +816,66 @@ fn restrictions_and_scaling_at_play() {
     assert!(r.fired.iter().all(|f| f.error.is_none()), "{:?}", r.fired);
     assert_eq!(p.values(&["cal.PRIVATE_VOTES"]), ["5"]);
 }
+
+/// Names become formula names that load (`A-` → `A`; none ends in `_`); names that read alike
+/// as one attribute counter are refused; `@Self` in a defense's `by` is its creator, in a
+/// redirection's `from` its holder, in `On {Player} Death` the trigger's player.
+#[test]
+fn names_and_selves_compile_to_what_they_mean() {
+    assert_eq!(write::ident("Fortune Teller"), "FORTUNE_TELLER");
+    assert_eq!(write::ident("A-"), "A");
+    assert_eq!(write::ident("--"), "X");
+    let role = role(
+        "Odd** | Townsfolk Power",
+        &[
+            "Start Night: Protect @Selection from `All` by @Others through Active Defense [Condition: @Self has `A-`]",
+            "Start Night: Redirect `Killing` from @Others to @Selection",
+            "On @Others Death: Untarget",
+        ],
+    );
+    let c = compile_texts(&[("odd.md".to_owned(), role)]).unwrap_or_else(|e| panic!("{e:#?}"));
+    c.load().unwrap_or_else(|e| panic!("{e:#?}\n{}", c.files[1].1));
+    let text = &c.files[1].1;
+    assert!(
+        text.contains("(!(ATTACKER.ID == CREATOR))") || text.contains("ATTACKER.ID != CREATOR"),
+        "{text}"
+    );
+    assert!(text.contains("ACTOR.ID != HOLDER"), "{text}");
+    assert!(text.contains("DEAD.ID != ID"), "{text}");
+    assert!(text.contains("ATTR_A > 0"), "{text}");
+    let twins = [
+        ("a.md".to_owned(), "**Mark-ed** | Attribute\n__Formalized__\nNo Abilities\n".to_owned()),
+        ("b.md".to_owned(), "**Mark ed** | Attribute\n__Formalized__\nNo Abilities\n".to_owned()),
+    ];
+    let e = compile_texts(&twins).expect_err("one counter for two names");
+    assert_eq!(e[0].code, data::DiagCode::Layer(write::codes::ELEMENT), "{e:#?}");
+}
+
+/// `~Attribute`: what an attribute's `Starting` gives its holder lasts as long as the attribute
+/// — removed, or expired by its own duration, it goes, and the value beneath shows again.
+#[test]
+fn what_lasts_as_long_as_its_attribute() {
+    let badge = "**Badge** | Attribute\n__Formalized__\nStarting: Manipulate @Self's public voting power by 1 (~Attribute)\n";
+    let clerk = role(
+        "Clerk** | Townsfolk Power",
+        &[
+            "Immediate Day: Add `Badge` to @Selection (~Phase)",
+            "Immediate Day: Remove `Badge` from @Selection",
+        ],
+    );
+    let files = [("badge.md", badge), ("clerk.md", clerk.as_str())];
+    let mut p = game_of(&files, serde_json::json!({"cy": "Clerk", "di": "Clerk"}));
+    p.step(serde_json::json!({"start_phase": {"phase": "Day 1"}}));
+    execute(&mut p, "cy", 1, Some("di"));
+    assert_eq!(p.values(&["di.PUBLIC_VOTES", "di.ATTR_BADGE"]), ["2", "1"]);
+    execute(&mut p, "cy", 2, Some("di"));
+    assert_eq!(p.values(&["di.PUBLIC_VOTES", "di.ATTR_BADGE"]), ["1", "0"]);
+    execute(&mut p, "di", 1, Some("cy"));
+    assert_eq!(p.value("cy.PUBLIC_VOTES"), "2");
+    p.step(serde_json::json!({"advance_phase": {}}));
+    assert_eq!(p.values(&["cy.PUBLIC_VOTES", "cy.ATTR_BADGE"]), ["1", "0"], "expired with the day");
+    // Elsewhere `~Attribute` is refused, by name.
+    let bad = "**Badge** | Attribute\n__Formalized__\nPassive Start Day: Manipulate @Self's public voting power by 1 (~Attribute)\n";
+    let e = compile_texts(&[("badge.md".to_owned(), bad.to_owned())]).expect_err("refused");
+    assert_eq!(e[0].code, data::DiagCode::Layer(write::codes::UNSUPPORTED), "{e:#?}");
+}

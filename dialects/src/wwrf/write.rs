@@ -393,9 +393,21 @@ struct Writer {
     global_vars: Vec<(String, &'static str, String)>,
 }
 
-/// `Fortune Teller` → `FORTUNE_TELLER`.
+/// `Fortune Teller` → `FORTUNE_TELLER`: letters and digits, every other run of characters one
+/// `_`, none at the end (a formula's name cannot end in one); `X` for none.
 pub fn ident(t: &str) -> String {
-    t.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
+    let mut out = String::with_capacity(t.len());
+    for c in t.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_uppercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    if out.is_empty() { "X".to_owned() } else { out }
 }
 
 fn unsupported(what: impl Into<String>, span: Span) -> Error {
@@ -428,6 +440,16 @@ pub fn compile(elements: &[(usize, Element)]) -> Result<String, Vec<(usize, Erro
                 w.roles.insert(e.name.clone(), (class.clone(), category.clone(), align));
             }
             ElementKind::Attribute => {
+                // Each attribute's counter is named after it: two names, one counter, refused.
+                let id = ident(&e.name);
+                if let Some(other) = w.attributes.iter().find(|a| ident(a) == id && **a != e.name) {
+                    let m = format!(
+                        "the attribute `{}` counts as ATTR_{id}, as `{other}` does: rename one",
+                        e.name
+                    );
+                    w.errors
+                        .push((*file, Error { code: codes::ELEMENT, message: m, span: e.name_span.clone() }));
+                }
                 w.attributes.insert(e.name.clone());
             }
             _ => {}
@@ -453,18 +475,30 @@ impl Writer {
             }
         }
         out.push_str("\n[variables.\"PC.PLAYER\"]\n");
-        for a in &self.attributes {
-            let _ = writeln!(out, "ATTR_{} = \"NUMBER\"              # custom attributes held", ident(a));
+        // (One counter for names that read alike: see `compile`.)
+        let mut counters: BTreeSet<String> = self.attributes.iter().map(|a| ident(a)).collect();
+        // … and every one a selector or condition reads (`@(Attr:Marked)`), applied or not.
+        let formulas = self.global_vars.iter().chain(&self.player_vars).map(|(_, _, f)| f.as_str());
+        for text in [self.rules.as_str(), self.objects.as_str()].into_iter().chain(formulas) {
+            counters.extend(text.match_indices("ATTR_").map(|(i, _)| {
+                let rest = &text[i + 5..];
+                let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                rest[..end].to_owned()
+            }));
+        }
+        counters.retain(|c| !c.is_empty());
+        for a in &counters {
+            let _ = writeln!(out, "ATTR_{a} = \"NUMBER\"              # custom attributes held");
         }
         for (v, format, _) in &self.player_vars {
             let _ = writeln!(out, "{} = \"{format}\"", q(v));
         }
         out.push_str("\n[channels.\"PC.PLAYER\"]\n");
-        for a in &self.attributes {
+        for a in &counters {
             let _ = writeln!(
                 out,
                 "LAST_{} = \"STRING\"               # the last applied (a remove applying's)",
-                ident(a)
+                a
             );
         }
         for n in 1..=self.lines {
@@ -520,24 +554,31 @@ impl Writer {
     fn element(&mut self, file: usize, e: &Element) {
         match &e.kind {
             ElementKind::Role { .. } => {
-                let _ = writeln!(self.rules, "\n# {} (role)", e.name);
+                let _ = writeln!(self.rules, "\n# {} (role)", e.name.replace(char::is_control, " "));
                 let object = format!("object = {{ kind = \"ROLE\", key = {} }}", q(&e.name));
                 for l in &e.lines {
                     self.line(file, e, &object, false, l);
                 }
             }
             ElementKind::Attribute => {
-                let _ = writeln!(self.rules, "\n# {} (attribute)", e.name);
-                let _ = write!(
-                    self.objects,
-                    "\n[[object]]\nkind = \"ATTRIBUTE\"\nkey = {}\nmodify = [{{ var = \"ATTR_{}\", add = \"1\" }}]\n",
-                    q(&e.name),
-                    ident(&e.name)
-                );
+                let _ = writeln!(self.rules, "\n# {} (attribute)", e.name.replace(char::is_control, " "));
+                // What lasts as long as the attribute (`~Attribute`, from its `Starting`) is the
+                // attribute object's own modifiers, on its player: gone when it goes.
+                let mut modify = vec![format!("{{ var = \"ATTR_{}\", add = \"1\" }}", ident(&e.name))];
                 let object = format!("object = {{ kind = \"ATTRIBUTE\", key = {} }}", q(&e.name));
                 for l in &e.lines {
-                    self.line(file, e, &object, true, l);
+                    match while_applied(l) {
+                        Some(Ok(m)) => modify.push(m),
+                        Some(Err(err)) => self.errors.push((file, err)),
+                        None => self.line(file, e, &object, true, l),
+                    }
                 }
+                let _ = write!(
+                    self.objects,
+                    "\n[[object]]\nkind = \"ATTRIBUTE\"\nkey = {}\nmodify = [{}]\n",
+                    q(&e.name),
+                    modify.join(", ")
+                );
             }
             ElementKind::Team { win } => {
                 let mut sels = Vec::new();
@@ -550,7 +591,8 @@ impl Writer {
                 if !sels.is_empty() {
                     // The team wins when every living player matches one of its selectors.
                     let f = format!("count(PC.PLAYER, ALIVE == 1 && !({})) == 0", sels.join(" || "));
-                    self.global_vars.push((format!("WINS_{}", ident(&e.name)), "BOOLEAN", f));
+                    let var = self.fresh_global(&format!("WINS_{}", ident(&e.name)));
+                    self.global_vars.push((var, "BOOLEAN", f));
                 }
                 if let Some(l) = e.lines.first() {
                     let m = format!(
@@ -631,9 +673,9 @@ impl Writer {
                 match who {
                     None if attribute => guard.push("DEAD == ID".to_owned()),
                     None => filters.push("player = \"$this\"".to_owned()),
-                    Some(v) => match player_test(v, "ID") {
-                        // Read on the dead player.
-                        Ok(w) => guard.push(format!("({})", on_holder(&w, "DEAD"))),
+                    Some(v) => match player_test(v, "__ME__") {
+                        // Read on the dead player; `@Self` is the trigger's player.
+                        Ok(w) => guard.push(format!("({})", on_holder(&w, "DEAD").replace("__ME__", "ID"))),
                         Err(m) => return self.errors.push((file, unsupported(m, v.span.clone()))),
                     },
                 }
@@ -1153,9 +1195,18 @@ impl Writer {
         Ok(b)
     }
 
+    /// `base`, or `base_2`, `base_3`, … the first no global variable of this file is named.
+    fn fresh_global(&self, base: &str) -> String {
+        let taken = |v: &str| self.global_vars.iter().any(|(g, _, _)| g.eq_ignore_ascii_case(v));
+        if !taken(base) {
+            return base.to_owned();
+        }
+        (2..).map(|k| format!("{base}_{k}")).find(|v| !taken(v)).unwrap_or_default()
+    }
+
     /// A counting investigation: the count, a global variable, read into `RESULT` now.
     fn counted(&mut self, mut b: Body, tag: &str, formula: String) -> Body {
-        let var = format!("COUNT_{tag}");
+        let var = self.fresh_global(&format!("COUNT_{tag}"));
         self.global_vars.push((var.clone(), "NUMBER", formula));
         b.push(format!("{{ read = {{ as = \"seen\", channel = {}, on = \"global\" }} }}", q(&var)));
         b.push("{ set_input = { channel = \"RESULT\", on = \"$self\", value = \"$seen\" } }".to_owned());
@@ -1190,8 +1241,9 @@ impl Writer {
             m.push(if d { "!IS_NIGHT" } else { "IS_NIGHT" }.to_owned());
         }
         if let Some(by) = by {
-            let w = player_test(by, "ID").map_err(|msg| unsupported(msg, by.span.clone()))?;
-            m.push(format!("({})", on_holder(&w, "ATTACKER")));
+            // Read on the attacker; `@Self` is the defense's creator.
+            let w = player_test(by, "__ME__").map_err(|msg| unsupported(msg, by.span.clone()))?;
+            m.push(format!("({})", on_holder(&w, "ATTACKER").replace("__ME__", "CREATOR")));
         }
         let limit = match duration {
             Some(Duration::UntilUse) => 1,
@@ -1234,8 +1286,9 @@ impl Writer {
         };
         let mut m = vec!["HOLDER == REDIRECT_FOR".to_owned(), format!("({abilities})")];
         if let Some(f) = from {
-            let t = player_test(f, "ID").map_err(|msg| unsupported(msg, f.span.clone()))?;
-            m.push(format!("({})", on_holder(&t, "ACTOR")));
+            // Read on the acting player; `@Self` is the redirection's holder.
+            let t = player_test(f, "__ME__").map_err(|msg| unsupported(msg, f.span.clone()))?;
+            m.push(format!("({})", on_holder(&t, "ACTOR").replace("__ME__", "HOLDER")));
         }
         let limit = match duration {
             Some(Duration::UntilUse) => 1,
@@ -1287,6 +1340,45 @@ impl Writer {
         b.push(format!("{{ each = {{ as = \"{name}\", select = \"PC.PLAYER\", where = {} }} }}", q(&w)));
         Ok(format!("${name}"))
     }
+}
+
+/// An attribute's line whose effect lasts `~Attribute`: as a modifier of the attribute object
+/// (a manipulation of its holder's voting power, from its `Starting`); an error for one that
+/// is not; none for a line without `~Attribute`.
+fn while_applied(l: &Line) -> Option<Result<String, Error>> {
+    let d = match &l.ability.kind {
+        AbilityKind::Manipulate { duration, .. }
+        | AbilityKind::Disguise { duration, .. }
+        | AbilityKind::Protect { duration, .. }
+        | AbilityKind::Apply { duration, .. }
+        | AbilityKind::Redirect { duration, .. } => *duration,
+        _ => None,
+    };
+    if d != Some(Duration::Attribute) {
+        return None;
+    }
+    let no = |m: &str| Some(Err(unsupported(m, l.span.clone())));
+    let AbilityKind::Manipulate { target, votes, absolute, amount, .. } = &l.ability.kind else {
+        return no(
+            "`~Attribute` on this ability (sheetd keeps a manipulation of the holder's voting power while its attribute lasts)",
+        );
+    };
+    if l.trigger.kind != TriggerKind::Starting || !target.is("Self") || !l.params.restrictions.is_empty() {
+        return no(
+            "`~Attribute` outside `Starting: Manipulate @Self's …` (what lasts while the attribute does starts with it)",
+        );
+    }
+    let value = match number_formula(amount) {
+        Ok(v) => v,
+        Err(m) => return Some(Err(unsupported(m, amount.span.clone()))),
+    };
+    let (var, priority) = match votes {
+        Votes::Public => ("PUBLIC_VOTES", 0),
+        Votes::Special => ("PUBLIC_VOTES", 1),
+        Votes::Private => ("PRIVATE_VOTES", 0),
+    };
+    let ty = if *absolute { "set" } else { "add" };
+    Some(Ok(format!("{{ var = \"{var}\", {ty} = {}, priority = {priority} }}", q(&value))))
 }
 
 /// `p`, the target an ability visits, redirected: the oldest redirection on it that matches
@@ -1372,7 +1464,7 @@ fn lasting(d: &Option<Duration>, player: &str, a: &Ability) -> Result<Until, Err
         Some(Duration::UntilSecondUse) => Until::Same(cast(1)),
         Some(other) => {
             let m = format!(
-                "the duration `~{}` (sheetd runs ~Persistent, ~Permanent, ~Phase, ~NextPhase, ~NextDay, ~NextNight, ~UntilUse, ~UntilSecondUse)",
+                "the duration `~{}` (sheetd runs ~Persistent, ~Permanent, ~Phase, ~NextPhase, ~NextDay, ~NextNight, ~UntilUse, ~UntilSecondUse, and ~Attribute in an attribute's `Starting` manipulation of its holder)",
                 other.name()
             );
             return Err(unsupported(m, a.span.clone()));
