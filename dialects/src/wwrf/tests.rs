@@ -403,7 +403,8 @@ fn conditions_take_the_guides_shapes_and_precedence() {
         let e = condition(bad, 0).expect_err(bad);
         assert_eq!(e.code, codes::CONDITION, "{bad}: {e}");
     }
-    // Lists compare their first values: `is` compares the first of each.
+    // Lists compare their first values: `is` compares the first of each ([a,b] is [a,c]).
+    assert_eq!(cond_formula(&c("`a`+`b` is `a`+`c`")).expect("compiles"), "\"a\" == \"a\"");
     assert_eq!(cond_formula(&c("@Self->Role is `Citizen`")).expect("compiles"), "ROLE == \"Citizen\"");
 }
 
@@ -878,4 +879,41 @@ fn what_lasts_as_long_as_its_attribute() {
     let bad = "**Badge** | Attribute\n__Formalized__\nPassive Start Day: Manipulate @Self's public voting power by 1 (~Attribute)\n";
     let e = compile_texts(&[("badge.md".to_owned(), bad.to_owned())]).expect_err("refused");
     assert_eq!(e[0].code, data::DiagCode::Layer(write::codes::UNSUPPORTED), "{e:#?}");
+}
+
+/// The guide's Tanner and Disguised Fox (`docs/examples/wwrf/`): "for a Tanner both the role
+/// and the player are user submitted, but for a Disguised Fox the player is always set to
+/// themselves, whereas the role is user submitted". Investigations see what their levels let
+/// them, for as long as the disguise lasts.
+// long: one game, asserted step by step.
+#[test]
+fn the_tanner_and_the_disguised_fox() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/wwrf");
+    let mut p = Played::new(dir);
+    let players = serde_json::json!({"tan": "Tanner", "fox": "Disguised Fox", "fay": "Fortune Teller", "eve": "Citizen"});
+    p.g.apply(&game::setup(&serde_json::json!({ "players": players })).expect("setup")).expect("set up");
+    p.step(serde_json::json!({"start_phase": {"phase": "Night 1"}}));
+    // The fox: only the role is asked.
+    let r = p.step(serde_json::json!({"execute": {"line": 1, "by": "fox"}}));
+    let q = r.pending.expect("the role asked");
+    assert!(q.options.iter().any(|o| &**o == "Doctor") && q.options.len() >= 10, "{:?}", q.options);
+    p.step(serde_json::json!({"choose": {"choice": q.choice, "picks": ["Doctor"]}}));
+    assert_eq!(p.values(&["fox.DS_ROLE", "fox.DS_CLASS"]), ["Doctor", "Townsfolk"]);
+    // The tanner: the player, then the role.
+    let r = p.step(serde_json::json!({"execute": {"line": 1, "by": "tan"}}));
+    let q = r.pending.expect("the player asked");
+    let r = p.step(serde_json::json!({"choose": {"choice": q.choice, "picks": ["eve"]}}));
+    let q = r.pending.expect("the role asked");
+    p.step(serde_json::json!({"choose": {"choice": q.choice, "picks": ["Werewolf"]}}));
+    assert_eq!(p.values(&["eve.DW_ROLE", "eve.DW_ALIGNMENT"]), ["Werewolf", "Werewolf"]);
+    // The fortune teller's role investigation (WD, SD) sees both; the class one neither.
+    execute(&mut p, "fay", 1, Some("eve"));
+    assert_eq!(p.value("fay.RESULT"), "Werewolf");
+    execute(&mut p, "fay", 2, Some("fox"));
+    assert_eq!(p.value("fay.RESULT"), "Werewolf", "the class, undisguised");
+    // The night ends: the fox's (~Phase) goes; the tanner's lasts until the next day ends.
+    p.step(serde_json::json!({"advance_phase": {}}));
+    assert_eq!(p.values(&["fox.DS_ROLE", "eve.DW_ROLE"]), ["", "Werewolf"]);
+    p.step(serde_json::json!({"advance_phase": {}}));
+    assert_eq!(p.value("eve.DW_ROLE"), "");
 }

@@ -150,6 +150,14 @@ scope = "PC.DEFENSE"
 scope = "PC.PLAYER"
 attach = true                   # a custom attribute goes on its player
 
+[kinds.WEAK_DISGUISE]           # a disguise as a role (keyed by the role), on its player
+scope = "PC.PLAYER"
+attach = true
+
+[kinds.STRONG_DISGUISE]
+scope = "PC.PLAYER"
+attach = true
+
 [global]
 modify = [
   { var = "IS_NIGHT", set = "PHASE % 2 == 1" },
@@ -391,6 +399,8 @@ struct Writer {
     player_vars: Vec<(String, &'static str, String)>,
     /// Global variables and their formulas.
     global_vars: Vec<(String, &'static str, String)>,
+    /// Some ability disguises: every role gets its disguise objects.
+    disguises: bool,
 }
 
 /// `Fortune Teller` → `FORTUNE_TELLER`: letters and digits, every other run of characters one
@@ -426,6 +436,7 @@ pub fn compile(elements: &[(usize, Element)]) -> Result<String, Vec<(usize, Erro
         roles: BTreeMap::new(),
         player_vars: Vec::new(),
         global_vars: Vec::new(),
+        disguises: false,
     };
     let mut seen = BTreeSet::new();
     for (file, e) in elements {
@@ -544,6 +555,19 @@ impl Writer {
                 let _ = writeln!(out, "  {{ var = {}, set = {} }},", q(v), q(&f));
             }
             out.push_str("]\n");
+            if self.disguises {
+                // Disguised as this role: weakly, strongly (attached to the disguised player).
+                for (kind, pre) in [("WEAK_DISGUISE", "DW"), ("STRONG_DISGUISE", "DS")] {
+                    let _ =
+                        write!(out, "\n[[object]]\nkind = \"{kind}\"\nkey = {}\nmodify = [\n", q(&e.name));
+                    for (var, v) in
+                        [("ROLE", &e.name), ("CLASS", class), ("CATEGORY", category), ("ALIGNMENT", &align)]
+                    {
+                        let _ = writeln!(out, "  {{ var = \"{pre}_{var}\", set = {} }},", q(&text_value(v)));
+                    }
+                    out.push_str("]\n");
+                }
+            }
         }
         out.push_str(&self.objects);
         out.push_str(&self.rules);
@@ -1017,16 +1041,7 @@ impl Writer {
                 b.push(feedback("untargeted"));
             }
             AbilityKind::Disguise { strong, target, role, duration } => {
-                let Some(r) = role.text() else {
-                    return Err(unsupported(
-                        "a disguise as a role chosen in play (sheetd looks the role up at load)",
-                        role.span.clone(),
-                    ));
-                };
-                let Some((class, category, align)) = self.roles.get(r).cloned() else {
-                    let m = format!("`{r}` is no role these files define");
-                    return Err(Error { code: codes::ELEMENT, message: m, span: role.span.clone() });
-                };
+                self.disguises = true;
                 let p = visit(
                     self,
                     target,
@@ -1034,19 +1049,39 @@ impl Writer {
                     "disguising",
                     if *strong { "strongly disguising" } else { "weakly disguising" },
                 )?;
+                // The role: a constant one of these files, or one the player chooses (the
+                // Tanner's, the Disguised Fox's): asked among the roles.
+                let key = if let Some(r) = role.text() {
+                    if !self.roles.contains_key(r) {
+                        let m = format!("`{r}` is no role these files define");
+                        return Err(Error { code: codes::ELEMENT, message: m, span: role.span.clone() });
+                    }
+                    r.to_owned()
+                } else if role.is("SecondarySelection") || role.is("Selection") && !target.is("Selection") {
+                    if !prompting {
+                        return Err(unsupported(
+                            "a role chosen in an automatic trigger: nobody is asked",
+                            role.span.clone(),
+                        ));
+                    }
+                    b.push(format!(
+                        "{{ ask = {{ as = \"role\", prompt = {}, options = {{ kind = \"ROLE\" }} }} }}",
+                        q(&format!("{}: disguised as which role?", e.name))
+                    ));
+                    "$role".to_owned()
+                } else {
+                    let m = "a disguise's role: a constant role, or @Selection (@SecondarySelection when the player is @Selection)";
+                    return Err(unsupported(m, role.span.clone()));
+                };
                 let until = lasting(duration, &p, a)?;
-                let pre = if *strong { "DS" } else { "DW" };
-                for (x, v) in [("ROLE", r), ("CLASS", &class), ("CATEGORY", &category), ("ALIGNMENT", &align)]
-                {
-                    let m = |u: &str| {
-                        format!(
-                            "{{ add_modifier = {{ var = \"{pre}_{x}\", type = \"SET\", value = {}, on = {}{u} }} }}",
-                            q(&text_value(v)),
-                            q(&p)
-                        )
-                    };
-                    b.acts.push(by_until(&until, m));
-                }
+                let kind = if *strong { "STRONG_DISGUISE" } else { "WEAK_DISGUISE" };
+                b.acts.push(by_until(&until, |u| {
+                    format!(
+                        "{{ add_object = {{ kind = \"{kind}\", key = {}, parent = {}, as = \"disguise\"{u} }} }}",
+                        q(&key),
+                        q(&p)
+                    )
+                }));
                 b.push(feedback("disguised"));
             }
             AbilityKind::Protect { target, from, by, through, during, duration } => {
@@ -1721,6 +1756,12 @@ pub fn cond_formula(c: &Cond) -> Result<String, String> {
 /// A condition's operand as a formula: a number, a constant text, @Self or @Target or a
 /// property of one, a selector's `->Count`.
 fn operand(v: &Value) -> Result<String, String> {
+    // Lists compare by their first values (the guide: [a,b] is [a,c]).
+    if let (Base::List(items), []) = (&v.base, v.props.as_slice())
+        && let Some(first) = items.first()
+    {
+        return operand(first);
+    }
     if let Ok(n) = number_formula(v) {
         return Ok(n);
     }
