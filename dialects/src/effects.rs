@@ -15,7 +15,7 @@
 //!   from players, passives by phase, dice, flags and the opaque keys' handlers; [`game`] makes
 //!   a game file's setup and verbs into steps.
 //!
-//! Not yet: a card changing owner, and WWRF.
+//! Not yet: a card changing owner.
 
 pub mod game;
 pub mod syntax;

@@ -26,18 +26,22 @@
 //! - [`effects`]: the board-game effect strings whole — both grammars read into one tree (and
 //!   printed in the unified one), the card tables, compiled to a native ruleset with event
 //!   rules; its game files' setup and verbs.
+//! - [`wwrf`]: WWRF — role, team, group and attribute files and every ability line the guide
+//!   gives a syntax for, read with spans; roles compiled to event rules (phases, voting power,
+//!   killings against defenses, absences, redirections, disguises, investigations); its game
+//!   files' setup and verbs.
 //!
 //! ## What it does not do
 //! It evaluates nothing: what it writes is loaded by `data`, its rules compiled by `events`,
-//! and run by the `solver`; commands and the API live in the service. It has no WWRF front end
-//! yet.
+//! and run by the `solver`; commands and the API live in the service.
 //!
 //! ## Main types
 //! [`postfix::compile`] → [`postfix::Compiled`] (a native formula and the `store` steps);
 //! [`template::parse`] → [`template::Template`]; [`creature::compile_paths`] →
 //! [`creature::Compiled`] (native files, warnings); [`creature::game::step`] →
 //! [`creature::game::Step`]; [`rulescript::parse`] → [`rulescript::Rules`];
-//! [`rulescript::compile_texts`]; [`effects::parse`] → [`effects::Effect`]; [`Error`]: every error, with its code and the byte span it points
+//! [`rulescript::compile_texts`]; [`effects::parse`] → [`effects::Effect`];
+//! [`wwrf::parse_file`] → [`wwrf::Element`], [`wwrf::compile_texts`]; [`Error`]: every error, with its code and the byte span it points
 //! at.
 
 pub mod creature;

@@ -537,6 +537,16 @@ impl Writer {
             }
             out.push_str("]\n");
         }
+        self.role_objects(elements, &mut out);
+        out.push_str(&self.objects);
+        out.push_str(&self.rules);
+        out.push_str(CHAIN);
+        out
+    }
+
+    /// Every role: what it is, the base voting powers, what investigations see; and, when some
+    /// ability disguises, the disguises as it.
+    fn role_objects(&self, elements: &[(usize, Element)], out: &mut String) {
         // Every role: what it is, the base voting powers, and what investigations see.
         for (_, e) in elements {
             let ElementKind::Role { class, category, team } = &e.kind else { continue };
@@ -569,10 +579,6 @@ impl Writer {
                 }
             }
         }
-        out.push_str(&self.objects);
-        out.push_str(&self.rules);
-        out.push_str(CHAIN);
-        out
     }
 
     fn element(&mut self, file: usize, e: &Element) {
@@ -669,7 +675,6 @@ impl Writer {
         let scale = l.params.scaling.as_ref().map_or_else(|| "1".to_owned(), scale_formula);
         guard.push(format!("if(USED_AT_{n} == ENDS, USES_{n}, 0) < ({scale})"));
         // The trigger: its event, filters, names, and whether `execute` answers it.
-        let this = if attribute { "attribute" } else { "player" };
         let mut filters: Vec<String> = Vec::new();
         let mut names: Names = &[];
         let (event, prompting, now) = match &l.trigger.kind {
@@ -741,7 +746,6 @@ impl Writer {
             Ok(b) => b,
             Err(err) => return self.errors.push((file, err)),
         };
-        let _ = this;
         let uses = [
             format!(
                 "{{ adjust = {{ channel = \"USES_{n}\", by = \"if(USED_AT_{n} == ENDS, 1, 1 - USES_{n})\" }} }}"
