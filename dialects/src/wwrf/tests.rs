@@ -917,3 +917,55 @@ fn the_tanner_and_the_disguised_fox() {
     p.step(serde_json::json!({"advance_phase": {}}));
     assert_eq!(p.value("eve.DW_ROLE"), "");
 }
+
+/// Visits and actions: an ability visits its target (`On Visited`, filtered by type), unless
+/// its trigger is visitless; every ability run is an action (`On Action` for the acting role,
+/// `On {Player} Action` for whoever matches), with `@Visitor` and the filters' types.
+// long: one game, asserted step by step.
+#[test]
+fn visits_and_actions_trigger_what_listens() {
+    let trapper = role("Trapper** | Townsfolk Power", &["On Visited [Killing]: Kill @Visitor"]);
+    let gossip = role(
+        "Gossip** | Townsfolk Miscellaneous",
+        &["On Visited [!Killing]: Manipulate @Self's public voting power by 1"],
+    );
+    let hunter = role(
+        "Hunter** | Townsfolk Killing",
+        &[
+            "Immediate Night: Attack @Selection",
+            "On Action [Attack Killing]: Manipulate @Self's private voting power by 1",
+        ],
+    );
+    let shade = role("Shade** | Werewolf Killing", &["Immediate Night {Visitless}: Attack @Selection"]);
+    let seer = role("Seer** | Townsfolk Investigative", &["Immediate Night: Role Investigate @Selection"]);
+    let spy = role(
+        "Spy** | Townsfolk Investigative",
+        &["On @(Role:Seer) Action [Investigating]: Manipulate @Self's public voting power by 2"],
+    );
+    let files = [
+        ("trapper.md", trapper.as_str()),
+        ("gossip.md", gossip.as_str()),
+        ("hunter.md", hunter.as_str()),
+        ("shade.md", shade.as_str()),
+        ("seer.md", seer.as_str()),
+        ("spy.md", spy.as_str()),
+    ];
+    let players = serde_json::json!({"tra": "Trapper", "trb": "Trapper", "gos": "Gossip", "hun": "Hunter",
+        "sha": "Shade", "see": "Seer", "spy": "Spy"});
+    let mut p = game_of(&files, players);
+    p.step(serde_json::json!({"start_phase": {"phase": "Night 1"}}));
+    // The hunter attacks a trapper: the visit springs the trap on the hunter; both die; the
+    // hunter's own attack counted as an action of theirs first.
+    execute(&mut p, "hun", 1, Some("tra"));
+    assert_eq!(
+        p.values(&["tra.ALIVE", "hun.ALIVE", "hun.DEATH", "hun.PRIVATE_VOTES"]),
+        ["0", "0", "kill", "2"]
+    );
+    // A visitless attack springs nothing.
+    execute(&mut p, "sha", 1, Some("trb"));
+    assert_eq!(p.values(&["trb.ALIVE", "sha.ALIVE"]), ["0", "1"]);
+    // An investigation is a visit that is no killing (the gossip gains), and an action of a
+    // seer (the spy gains).
+    execute(&mut p, "see", 1, Some("gos"));
+    assert_eq!(p.values(&["see.RESULT", "gos.PUBLIC_VOTES", "spy.PUBLIC_VOTES"]), ["Gossip", "2", "3"]);
+}

@@ -78,6 +78,13 @@ REDIRECT_FOR = { format = "STRING", holds = "PC.PLAYER" }  # the target an abili
 ABILITY_TYPE = "STRING"         # … the ability's type (`killing`) and subtype (`attack killing`)
 ABILITY_SUBTYPE = "STRING"
 FINAL = "STRING"                # … and where it lands, redirected or not
+VISITOR = { format = "STRING", holds = "PC.PLAYER" }   # a visit: who visits whom, with what
+VISITED = { format = "STRING", holds = "PC.PLAYER" }
+VISIT_TYPE = "STRING"           # `killing`
+VISIT_SUBTYPE = "STRING"        # `attack killing`
+ACTED = { format = "STRING", holds = "PC.PLAYER" }     # an action: who acted, with what
+ACTION_TYPE = "STRING"
+ACTION_SUBTYPE = "STRING"
 
 [variables."PC.PLAYER"]
 ROLE = "STRING"
@@ -186,6 +193,10 @@ Applied = { attribute = {} }                # a custom attribute is applied (its
 Died = { player = "DEAD", attacker = "KILLER", type = "DEATH_TYPE" }
 Defended = { defense = { instance = true }, creator = {}, kind = {}, attacker = {}, attacked = {} }
 Vote = { voter = "VOTER", vote = { instance = true } }
+Visit = { visitor = {}, player = {}, type = {}, subtype = {} }    # an ability visits a player …
+Visited = { visitor = "VISITOR", player = "VISITED", type = "VISIT_TYPE", subtype = "VISIT_SUBTYPE" }   # … relayed (On Visited)
+Act = { player = {}, source = {}, target = {}, type = {}, subtype = {} }   # a player's ability ran …
+Acted = { player = "ACTED", source = {}, target = {}, type = "ACTION_TYPE", subtype = "ACTION_SUBTYPE" }  # … relayed (On Action)
 
 [[rule]]
 name = "the game starts"
@@ -273,6 +284,18 @@ do = [
   { remove_object = "$spent" },
 ]
 
+# Visits and actions reach their triggers through a relay, so that an ability a visit or an
+# action triggers may itself visit and act.
+[[rule]]
+name = "a visit"
+on = "Visit"
+do = [{ emit = { event = "Visited", args = { visitor = "$visitor", player = "$player", type = "$type", subtype = "$subtype" } } }]
+
+[[rule]]
+name = "an action"
+on = "Act"
+do = [{ emit = { event = "Acted", args = { player = "$player", source = "$source", target = "$target", type = "$type", subtype = "$subtype" } } }]
+
 [[rule]]
 name = "the phase ends"
 on = "Advance"
@@ -345,6 +368,8 @@ struct Body {
     selection: bool,
     /// Selectors bound so far (`$who1`, `$who2`).
     binds: usize,
+    /// The ability's first target visited (`@ActionTarget`).
+    visited: Option<String>,
 }
 
 impl Body {
@@ -721,6 +746,46 @@ impl Writer {
                 }
                 ("Died", false, true)
             }
+            TriggerKind::Visited { who, filter } => {
+                names = &[("Visitor", "$visitor"), ("This", "$player")];
+                match who {
+                    None if attribute => guard.push("VISITED == ID".to_owned()),
+                    None => filters.push("player = \"$this\"".to_owned()),
+                    Some(v) => match player_test(v, "__ME__") {
+                        Ok(w) => {
+                            guard.push(format!("({})", on_holder(&w, "VISITED").replace("__ME__", "ID")))
+                        }
+                        Err(m) => return self.errors.push((file, unsupported(m, v.span.clone()))),
+                    },
+                }
+                if let Some(f) = filter {
+                    guard.push(filter_guard(f, "VISIT_TYPE", "VISIT_SUBTYPE"));
+                }
+                ("Visited", false, true)
+            }
+            TriggerKind::Action { who, any, filter } => {
+                names = &[("ActionTarget", "$target"), ("This", "$player")];
+                match who {
+                    None if attribute => guard.push("ACTED == ID".to_owned()),
+                    None => filters.push("player = \"$this\"".to_owned()),
+                    Some(v) => match player_test(v, "__ME__") {
+                        Ok(w) => guard.push(format!("({})", on_holder(&w, "ACTED").replace("__ME__", "ID"))),
+                        Err(m) => return self.errors.push((file, unsupported(m, v.span.clone()))),
+                    },
+                }
+                // `On Action` matches the source: done through this very role (or attribute).
+                if !any && who.is_none() {
+                    let source = match &e.kind {
+                        ElementKind::Attribute => format!("attribute:{}", e.name),
+                        _ => format!("role:{}", e.name),
+                    };
+                    filters.push(format!("source = {}", q(&source)));
+                }
+                if let Some(f) = filter {
+                    guard.push(filter_guard(f, "ACTION_TYPE", "ACTION_SUBTYPE"));
+                }
+                ("Acted", false, true)
+            }
             TriggerKind::Defense(kind) if !attribute => {
                 names = &[("Attacker", "$attacker"), ("Attacked", "$attacked")];
                 filters.push("creator = \"$this\"".to_owned());
@@ -731,7 +796,7 @@ impl Writer {
             }
             other => {
                 let m = format!(
-                    "the trigger `{}` here (sheetd runs the phase timings, Starting, On Death, On Killed, On Lynch, On Banishment and, for roles, On Defense)",
+                    "the trigger `{}` here (sheetd runs the phase timings, Starting, On Death, On Killed, On Lynch, On Banishment, On Visited, On Action, On Any Action and, for roles, On Defense)",
                     trigger_name(other)
                 );
                 return self.errors.push((file, unsupported(m, l.trigger.span.clone())));
@@ -742,7 +807,12 @@ impl Writer {
             return self.errors.push((file, unsupported(m, l.trigger.span.clone())));
         }
         let direct = l.params.other.iter().any(|o| matches!(o, Other::Direct | Other::Visitless));
-        let body = match self.ability(names, prompting, direct, &l.ability, e, n) {
+        let visits = !l.params.other.contains(&Other::Visitless);
+        let source = match &e.kind {
+            ElementKind::Attribute => format!("attribute:{}", e.name),
+            _ => format!("role:{}", e.name),
+        };
+        let body = match self.ability(names, prompting, (direct, visits), &source, &l.ability, e, n) {
             Ok(b) => b,
             Err(err) => return self.errors.push((file, err)),
         };
@@ -915,12 +985,37 @@ impl Writer {
         }
     }
 
-    // long: one arm per ability type.
+    /// An ability's actions, then `Acted` (what `On Action` and its kin listen to).
+    #[allow(clippy::too_many_arguments)]
     fn ability(
         &mut self,
         names: Names,
         prompting: bool,
-        direct: bool,
+        flags: (bool, bool),
+        source: &str,
+        a: &Ability,
+        e: &Element,
+        n: usize,
+    ) -> Result<Body, Error> {
+        let mut b = self.ability_body(names, prompting, flags, a, e, n)?;
+        let (ty, sub) = ability_type(&a.kind);
+        let target = b.visited.clone().unwrap_or_default();
+        b.push(format!(
+            "{{ emit = {{ event = \"Act\", args = {{ player = \"$self\", source = {}, target = {}, type = {}, subtype = {} }} }} }}",
+            q(source),
+            q(&target),
+            q(ty),
+            q(&sub)
+        ));
+        Ok(b)
+    }
+
+    // long: one arm per ability type.
+    fn ability_body(
+        &mut self,
+        names: Names,
+        prompting: bool,
+        (direct, visits): (bool, bool),
         a: &Ability,
         e: &Element,
         n: usize,
@@ -928,9 +1023,22 @@ impl Writer {
         let mut b = Body::default();
         let player = |w: &mut Writer, v: &Value, b: &mut Body| w.player(names, prompting, v, b);
         // A target the ability visits: redirected, unless the trigger is direct or visitless.
+        // A target the ability visits: redirected (unless the trigger is direct or visitless),
+        // then visited (`Visited`, unless visitless).
         let visit = |w: &mut Writer, v: &Value, b: &mut Body, ty: &str, sub: &str| -> Result<String, Error> {
             let p = w.player(names, prompting, v, b)?;
-            Ok(if direct { p } else { redirected(b, p, ty, sub) })
+            let p = if direct { p } else { redirected(b, p, ty, sub) };
+            // (Not one's own house: an ability on oneself visits no one.)
+            if visits && p != "$self" {
+                b.push(format!(
+                    "{{ emit = {{ event = \"Visit\", args = {{ visitor = \"$self\", player = {}, type = {}, subtype = {} }} }} }}",
+                    q(&p),
+                    q(ty),
+                    q(sub)
+                ));
+            }
+            b.visited.get_or_insert_with(|| p.clone());
+            Ok(p)
         };
         match &a.kind {
             AbilityKind::Killing { how, target } => {
@@ -1454,6 +1562,40 @@ fn redirected(b: &mut Body, p: String, ty: &str, sub: &str) -> String {
         b.push(a);
     }
     format!("$final{k}")
+}
+
+/// An ability's type and subtype as the guide names them, lowercase: `killing`, `attack
+/// killing` (`true-kill killing`: a subtype's spaces are dashes).
+fn ability_type(k: &AbilityKind) -> (&'static str, String) {
+    match k {
+        AbilityKind::Killing { how, .. } => ("killing", format!("{} killing", how.name().replace(' ', "-"))),
+        AbilityKind::Investigating { what, .. } => {
+            ("investigating", format!("{} investigating", investigation_name(what)))
+        }
+        AbilityKind::Target { .. } => ("targeting", "target targeting".to_owned()),
+        AbilityKind::Untarget => ("targeting", "untarget targeting".to_owned()),
+        AbilityKind::Disguise { strong, .. } => {
+            ("disguising", if *strong { "strongly disguising" } else { "weakly disguising" }.to_owned())
+        }
+        AbilityKind::Protect { through, .. } => ("protecting", format!("{} protecting", through.name())),
+        AbilityKind::Apply { .. } => ("applying", "add applying".to_owned()),
+        AbilityKind::Unapply { .. } => ("applying", "remove applying".to_owned()),
+        AbilityKind::Change { .. } => ("applying", "change applying".to_owned()),
+        AbilityKind::Redirect { .. } => ("redirecting", "redirecting".to_owned()),
+        AbilityKind::Manipulate { absolute, .. } => (
+            "manipulating",
+            if *absolute { "absolute manipulating" } else { "relative manipulating" }.to_owned(),
+        ),
+    }
+}
+
+/// A visit or action filter (`[Killing]`, `[!Attack Killing]`) as a guard on the event's
+/// type and subtype channels.
+fn filter_guard(f: &Filter, ty: &str, sub: &str) -> String {
+    let name = f.ability.to_ascii_lowercase().replace(['"', '\\'], "");
+    let (channel, value) = if name.contains(' ') { (sub, name) } else { (ty, name) };
+    let op = if f.negate { "!=" } else { "==" };
+    format!("{channel} {op} \"{value}\"")
 }
 
 /// An investigation's subtype, as the guide names it.
