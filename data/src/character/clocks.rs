@@ -196,12 +196,25 @@ impl Edit<'_> {
                 format!("clock `{name}` is at {now}: it cannot move back to {new}"),
             ));
         }
-        self.timing_mut().clocks.insert(key.clone(), new);
         self.set_input_of(key.1, on, Input::To(&formula::Value::Number(new)), ops)?;
-        let timing = self.timing_mut();
-        let (due, waiting): (Vec<Waiting>, Vec<Waiting>) =
-            std::mem::take(&mut timing.waiting).into_iter().partition(|w| w.clock == key && w.after < new);
-        timing.waiting = waiting;
+        // The bookkeeping after the move — the clock's value, the effects still waiting — made
+        // from the old one, which the batch's undo shares, without copying what expires.
+        let shared = self.state.timing.take().unwrap_or_default();
+        let mut due: Vec<&Waiting> = Vec::with_capacity(shared.waiting.len());
+        let mut keep = Vec::new();
+        for w in &shared.waiting {
+            if w.clock == key && w.after < new {
+                due.push(w);
+            } else {
+                keep.push(w.clone());
+            }
+        }
+        let mut clocks = shared.clocks.clone();
+        clocks.insert(key.clone(), new);
+        self.state.timing = Some(Arc::new(Timing { clocks, waiting: keep }));
+        // One growth each, not one per doubling (a tick may expire hundreds).
+        ops.reserve(due.len());
+        self.expired.reserve(due.len());
         for w in due {
             let (kind, id) = match &w.effect {
                 Effect::Object(id) => {
