@@ -726,6 +726,22 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
     assert!(why.contains("revision 1, operation 0: remove object armor: 17 → 12"), "{why}");
     let explain = run(&["explain", "sheet-1", "AC"]);
     assert!(explain.contains("AC = 12") && explain.contains("└─ SizeModifier = 0"), "{explain}");
+    // Drawn: what AC depends on, as Graphviz, Mermaid and JSON.
+    let dot = run(&["explain", "sheet-1", "AC", "--format", "dot"]);
+    assert!(dot.starts_with("digraph dependencies {"), "{dot}");
+    assert!(
+        dot.contains("\"AC\" [label=\"AC = 12\", style=bold") && dot.contains("\"SizeModifier\" -> \"AC\";"),
+        "{dot}"
+    );
+    let mermaid = run(&["explain", "sheet-1", "AC", "--format", "mermaid"]);
+    assert!(
+        mermaid.starts_with("flowchart LR\n  n0[\"AC = 12\"]") && mermaid.contains(" --> n0"),
+        "{mermaid}"
+    );
+    let graph: serde_json::Value =
+        serde_json::from_str(&run(&["explain", "sheet-1", "AC", "--format", "json"])).expect("JSON");
+    assert_eq!(graph["nodes"][0]["ref"], "AC", "{graph}");
+    assert!(graph["edges"].as_array().is_some_and(|e| e.iter().any(|e| e["to"] == "AC")), "{graph}");
     // watch: replays from revision 0, then ends when the sheet is deleted.
     let watcher = Command::new(env!("CARGO_BIN_EXE_sheetd"))
         .args(["client", "--server", &server.url, "watch", "sheet-1", "AC", "--from", "0"])

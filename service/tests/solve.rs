@@ -412,3 +412,38 @@ fn the_guild_example_counts_its_workers() {
         [&json!("5"), &json!("1"), &json!("14"), &json!("8")]
     );
 }
+
+/// `--graph REF` draws the dependency graph around a variable after the steps, both ways, as
+/// DOT, Mermaid or JSON; a variable that is not there is an error naming it.
+#[test]
+fn graphs_are_drawn_around_a_variable() {
+    let ruleset = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/rulesets/starter");
+    let sheet = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/examples/starter-character.json");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["solve", "--ruleset", ruleset, "--sheet", sheet];
+        args.extend(extra);
+        sheetd(&args)
+    };
+    let out = run(&["--graph", "DEX", "--graph-depth", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let dot = &text[text.find("digraph dependencies {").expect("a DOT graph")..];
+    // What DEX reads, and what reads it: one step each way.
+    assert!(dot.contains("\"DEX\" [label=\"DEX = 2\", style=bold, peripheries=2];"), "{dot}");
+    assert!(dot.contains("\"DEX.Mod\" -> \"DEX\";") && dot.contains("\"DEX\" -> \"AC\";"), "{dot}");
+    assert!(!dot.contains("armor.ArmorAC"), "depth 1: {dot}");
+    let out = run(&["--graph", "DEX", "--graph-format", "mermaid"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("flowchart LR\n  n0[\"DEX = 2\"]"), "{text}");
+    let out = run(&["--graph", "DEX", "--json"]);
+    let last = json_lines(&out).pop().expect("a line");
+    let nodes = last["graph"]["nodes"].as_array().expect("nodes");
+    assert!(nodes.iter().any(|n| n["ref"] == "AC") && nodes.iter().any(|n| n["ref"] == "DEX.Mod"), "{last}");
+    let out = run(&["--graph", "Nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--graph Nope"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

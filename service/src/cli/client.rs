@@ -89,7 +89,15 @@ pub enum Call {
         revision: Option<u64>,
     },
     /// Explain a value: every modifier from the default to the result, and what it depends on.
-    Explain { sheet: String, variable: String },
+    Explain {
+        sheet: String,
+        variable: String,
+        /// Draw what it depends on instead, as `dot` (Graphviz: pipe into `dot -Tsvg`),
+        /// `mermaid` or `json` (`{"nodes", "edges"}`; an edge from a variable to one that reads
+        /// it).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<super::graph::Format>,
+    },
     /// Why a value changed between two revisions: the operations that affected it.
     WhyChanged {
         sheet: String,
@@ -269,6 +277,18 @@ fn print_trace(t: &pb::Trace) {
     }
 }
 
+/// Explain's nodes as a graph: the first is the variable asked about; each reads its `reads`.
+fn explained_graph(nodes: &[pb::DependencyNode]) -> super::graph::Graph {
+    use super::graph::{Graph, Node};
+    let mut g = Graph::default();
+    for (i, n) in nodes.iter().enumerate() {
+        let value = n.value.as_ref().map(show).unwrap_or_default();
+        g.nodes.push(Node { r#ref: n.r#ref.clone(), value, focus: i == 0 });
+        g.edges.extend(n.reads.iter().map(|r| (r.clone(), n.r#ref.clone())));
+    }
+    g
+}
+
 fn print_tree(nodes: &[pb::DependencyNode]) {
     fn walk(nodes: &[pb::DependencyNode], r: &str, prefix: &str, seen: &mut Vec<String>) {
         let Some(node) = nodes.iter().find(|n| n.r#ref == r) else { return };
@@ -318,9 +338,13 @@ async fn call(args: ClientArgs) -> Result<(), String> {
             print_values(&r.values);
             Ok(())
         }
-        Call::Explain { sheet, variable } => {
+        Call::Explain { sheet, variable, format } => {
             let r =
                 c.explain(pb::ExplainRequest { sheet_id: sheet, variable }).await.map_err(st)?.into_inner();
+            if let Some(f) = format {
+                print!("{}", explained_graph(&r.nodes).render(f));
+                return Ok(());
+            }
             if json {
                 return print_json(&r);
             }

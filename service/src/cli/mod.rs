@@ -7,6 +7,7 @@ pub mod batch;
 pub mod check;
 pub mod client;
 pub mod eval;
+pub mod graph;
 pub mod serve;
 pub mod sheet;
 pub mod solve;

@@ -74,6 +74,7 @@ pub fn run(
     traces: &[String],
     selects: &[String],
     why: &[String],
+    graphs: &super::solve::GraphArgs,
     as_json: bool,
 ) -> ExitCode {
     let name = sheet_path.display().to_string();
@@ -157,6 +158,7 @@ pub fn run(
         }
         ok &= explain_last_change(&ruleset, &history, &step_of_revision, &outcomes, var, as_json);
     }
+    ok &= graphs.print(character.sheet(), as_json);
     if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 

@@ -64,6 +64,46 @@ pub struct SolveArgs {
     /// Repeatable.
     #[arg(long = "select", value_name = "SCOPE: WHERE")]
     pub selects: Vec<String>,
+
+    #[command(flatten)]
+    pub graph: GraphArgs,
+}
+
+/// The dependency graphs `sheetd solve` draws after the steps.
+#[derive(Debug, Clone, Args)]
+pub struct GraphArgs {
+    /// Draw the dependency graph around a variable after the steps: what it reads and what
+    /// reads it, each node `ref = value`, an edge from a variable to one that reads it.
+    /// Repeatable.
+    #[arg(long = "graph", value_name = "REF")]
+    pub graphs: Vec<String>,
+
+    /// How --graph draws: `dot` (Graphviz: pipe into `dot -Tsvg`), `mermaid`, or `json`
+    /// (with --json, always JSON: `{"graph": {"nodes", "edges"}}` lines).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "dot")]
+    pub graph_format: super::graph::Format,
+
+    /// How many steps --graph follows each way.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub graph_depth: usize,
+}
+
+impl GraphArgs {
+    /// Prints each graph asked for; false if a variable is not on the sheet (said on stderr).
+    pub fn print(&self, sheet: &Sheet, as_json: bool) -> bool {
+        let mut ok = true;
+        for r in &self.graphs {
+            match super::graph::Graph::around(sheet, r, self.graph_depth) {
+                Ok(g) if as_json => println!("{}", json!({ "graph": g.json() })),
+                Ok(g) => print!("\n{}", g.render(self.graph_format)),
+                Err(m) => {
+                    eprintln!("error: --graph {r}: {m}");
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -465,9 +505,15 @@ fn print_trace(tr: &Trace) {
 pub fn run(args: SolveArgs) -> ExitCode {
     match (&args.scenario, &args.sheet) {
         (Some(scenario), _) => run_scenario(scenario, &args),
-        (None, Some(sheet)) => {
-            super::sheet::run(&args.ruleset, sheet, &args.traces, &args.selects, &args.why, args.json)
-        }
+        (None, Some(sheet)) => super::sheet::run(
+            &args.ruleset,
+            sheet,
+            &args.traces,
+            &args.selects,
+            &args.why,
+            &args.graph,
+            args.json,
+        ),
         // clap requires one of the two.
         (None, None) => ExitCode::from(2),
     }
@@ -493,9 +539,6 @@ fn run_scenario(path: &std::path::Path, args: &SolveArgs) -> ExitCode {
     let mut sheet = Sheet::new(Arc::new(rules));
     let outcomes: Vec<(String, Result<Stepped, Rejection>)> =
         scenario.steps.iter().map(|s| (steps::describe(s), apply_step(&mut sheet, s))).collect();
-    if print_results(&sheet, &outcomes, &args.traces, &args.selects, args.json) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    let printed = print_results(&sheet, &outcomes, &args.traces, &args.selects, args.json);
+    if printed & args.graph.print(&sheet, args.json) { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
