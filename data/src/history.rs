@@ -97,6 +97,11 @@ pub struct Cause {
     pub after: Option<Typed>,
     /// Variables the cause changed on its way to the variable, in the order they changed.
     pub via: Vec<VarRef>,
+    /// The ways the change went through the dependency graph: each path starts at a variable
+    /// the cause changed that no other it changed feeds, and goes through the changed
+    /// variables that read it to the variable (`armor.ArmorAC → ArmorBonus → AC`). None when
+    /// it changed the variable directly.
+    pub paths: Vec<Vec<VarRef>>,
 }
 
 /// How one modifier's step compares between the two traces.
@@ -264,6 +269,7 @@ fn moved_cause(
         before: old,
         after: new,
         via: Vec::new(),
+        paths: Vec::new(),
     })
 }
 
@@ -298,7 +304,8 @@ fn attribute(
         let reached = report.evaluated.iter().any(is_target) || changed.iter().any(is_target);
         if reached {
             let deps = dependencies(character, var);
-            let via = changed.into_iter().filter(|r| deps.contains(r)).collect();
+            let via: Vec<VarRef> = changed.into_iter().filter(|r| deps.contains(r)).collect();
+            let paths = target_after.as_ref().map_or_else(Vec::new, |t| paths_to(character, &via, t));
             let mut description = ops[i].to_string();
             // A clock's move names what it expired: `tick Turn by 1 (object `Shield` expired
             // when Turn passed 1)`.
@@ -316,6 +323,7 @@ fn attribute(
                 before,
                 after: typed(character, var),
                 via,
+                paths,
             });
         }
         i = upto;
@@ -353,6 +361,56 @@ fn dependencies(c: &Character, var: &str) -> HashSet<VarRef> {
         }
     }
     seen.into_iter().filter_map(|v| sheet.name(v)).collect()
+}
+
+/// The most paths a cause lists (a change fanning out and in again can take many).
+const MAX_PATHS: usize = 16;
+
+/// The paths from the variables in `via` that nothing else in `via` feeds, through `via`, to
+/// `target` (see [`Cause::paths`]); none when `target` is all there is.
+fn paths_to(c: &Character, via: &[VarRef], target: &VarRef) -> Vec<Vec<VarRef>> {
+    let sheet = c.sheet();
+    if via.len() < 2 || !via.contains(target) {
+        return Vec::new();
+    }
+    // What each changed variable reads among the changed ones.
+    let feeds = |r: &VarRef| -> Vec<VarRef> {
+        let Some(v) = sheet.find(&r.to_string()) else { return Vec::new() };
+        let mut f: Vec<VarRef> = sheet
+            .dependencies(v)
+            .into_iter()
+            .filter_map(|d| sheet.name(d))
+            .filter(|n| n != r && via.contains(n))
+            .collect();
+        f.dedup();
+        f
+    };
+    fn walk(
+        at: &VarRef,
+        suffix: &mut Vec<VarRef>,
+        feeds: &dyn Fn(&VarRef) -> Vec<VarRef>,
+        out: &mut Vec<Vec<VarRef>>,
+        limit: usize,
+    ) {
+        if out.len() >= MAX_PATHS || suffix.len() > limit {
+            return;
+        }
+        suffix.push(at.clone());
+        let from = feeds(at);
+        if from.is_empty() {
+            out.push(suffix.iter().rev().cloned().collect());
+        }
+        for f in from {
+            if !suffix.contains(&f) {
+                walk(&f, suffix, feeds, out, limit);
+            }
+        }
+        suffix.pop();
+    }
+    let mut out = Vec::new();
+    walk(target, &mut Vec::new(), &feeds, &mut out, via.len());
+    out.retain(|p| p.len() > 1);
+    out
 }
 
 /// Compares two traces modifier by modifier.
@@ -523,6 +581,10 @@ mod tests {
         );
         let via: Vec<String> = w.causes[0].via.iter().map(|v| v.to_string()).collect();
         assert_eq!(via, ["Bonus", "Total"]);
+        // The way it went: Bonus, which Total reads.
+        let paths: Vec<Vec<String>> =
+            w.causes[0].paths.iter().map(|p| p.iter().map(|v| v.to_string()).collect()).collect();
+        assert_eq!(paths, [["Bonus", "Total"]]);
         assert!(matches!(w.causes[2].because, Because::Operation { index: 1, .. }));
         // Total's one step (the global SET) changed its value.
         assert_eq!(w.diff.iter().map(|d| d.kind).collect::<Vec<_>>(), [DiffKind::Changed]);

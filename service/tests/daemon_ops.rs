@@ -724,6 +724,8 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
     let why = run(&["why-changed", "sheet-1", "AC", "--from", "0"]);
     assert!(why.contains("AC: 17 at revision 0 → 12 at revision 1"), "{why}");
     assert!(why.contains("revision 1, operation 0: remove object armor: 17 → 12"), "{why}");
+    // The ways the change went through the graph.
+    assert!(why.contains("(through ArmorBonus → AC; MaxDexBonus → AC)"), "{why}");
     let explain = run(&["explain", "sheet-1", "AC"]);
     assert!(explain.contains("AC = 12") && explain.contains("└─ SizeModifier = 0"), "{explain}");
     // Drawn: what AC depends on, as Graphviz, Mermaid and JSON.

@@ -515,7 +515,15 @@ fn print_why(variable: &str, r: &pb::WhyChangedResponse) {
     );
     println!("{}", if r.causes.is_empty() { "no operation in between affected it" } else { "because of:" });
     for c in &r.causes {
-        let via = if c.via.is_empty() { String::new() } else { format!("  (via {})", c.via.join(" → ")) };
+        // The ways the change went (else, the variables it changed on the way).
+        let via = if !c.paths.is_empty() {
+            let ways: Vec<String> = c.paths.iter().map(|p| p.vars.join(" → ")).collect();
+            format!("  (through {})", ways.join("; "))
+        } else if c.via.is_empty() {
+            String::new()
+        } else {
+            format!("  (via {})", c.via.join(" → "))
+        };
         println!(
             "  revision {}, operation {}: {}: {} → {}{via}",
             c.revision,

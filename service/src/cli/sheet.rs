@@ -264,6 +264,7 @@ fn print_why(var: &str, step: usize, w: &WhyChanged, as_json: bool) {
                     "before": c.before.as_ref().map_or(Json::Null, |t| json::record(&record::Value::of(&t.format, &t.slot))),
                     "after": c.after.as_ref().map_or(Json::Null, |t| json::record(&record::Value::of(&t.format, &t.slot))),
                     "via": c.via.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+                    "paths": c.paths.iter().map(|p| p.iter().map(|v| v.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -275,8 +276,17 @@ fn print_why(var: &str, step: usize, w: &WhyChanged, as_json: bool) {
     }
     println!("\nwhy {var} changed at step {step}: {} → {}", shown(&w.from_value), shown(&w.to_value));
     for c in &w.causes {
+        // The ways the change went through the graph (else, what it changed on the way).
+        let ways: Vec<String> =
+            c.paths.iter().map(|p| p.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" → ")).collect();
         let via: Vec<String> = c.via.iter().map(|v| v.to_string()).collect();
-        let via = if via.is_empty() { String::new() } else { format!(" (via {})", via.join(", ")) };
+        let via = if !ways.is_empty() {
+            format!(" (through {})", ways.join("; "))
+        } else if via.is_empty() {
+            String::new()
+        } else {
+            format!(" (via {})", via.join(", "))
+        };
         println!("    {}: {} → {}{via}", c.description, shown(&c.before), shown(&c.after));
     }
     for d in w.diff.iter().filter(|d| d.kind != DiffKind::Unchanged) {

@@ -518,6 +518,7 @@ fn cause(c: &Cause) -> pb::Cause {
         before: c.before.as_ref().map(typed),
         after: c.after.as_ref().map(typed),
         via: c.via.iter().map(|v| v.to_string()).collect(),
+        paths: c.paths.iter().map(|p| pb::Path { vars: p.iter().map(|v| v.to_string()).collect() }).collect(),
     }
 }
 
