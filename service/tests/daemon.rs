@@ -495,3 +495,41 @@ async fn next_event(stream: &mut tonic::Streaming<pb::WatchEvent>) -> Option<pb:
         .expect("no event within 10 s")
         .expect("event")
 }
+
+/// Preview: what an Apply would do — its changes, and the traces asked for as they would be —
+/// with nothing committed: the revision, the values and the log stay; a stale expected
+/// revision is ABORTED and an unknown variable to explain NOT_FOUND, as for Apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_shows_what_an_apply_would_do_and_commits_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    c.create_sheet(pb::CreateSheetRequest { operations: example_character(), ..Default::default() })
+        .await
+        .expect("create");
+    let preview = |explain: &[&str], expected: Option<u64>| pb::PreviewRequest {
+        sheet_id: "sheet-1".into(),
+        expected_revision: expected,
+        operations: ops(&[REMOVE_ARMOR]),
+        explain: explain.iter().map(|s| s.to_string()).collect(),
+    };
+    let p = c.preview(preview(&["AC"], Some(0))).await.expect("preview").into_inner();
+    assert_eq!(p.revision, 0);
+    let result = p.result.expect("the Apply it would be");
+    assert_eq!(result.revision, 1);
+    let ac = result.changes.iter().find(|c| c.r#ref == "AC").expect("AC changes");
+    assert_eq!((shown(&ac.old), shown(&ac.new)), ("17".to_owned(), "12".to_owned()));
+    let trace = &p.traces[0];
+    assert_eq!((trace.r#ref.as_str(), shown(&trace.value)), ("AC", "12".to_owned()));
+    // Nothing committed: still revision 0, AC 17, and the same Apply then gives the same.
+    let now = c.values(values("sheet-1", &["AC"], None)).await.expect("values").into_inner();
+    assert_eq!((now.revision, value_of(&now.values, "AC")), (0, "17".to_owned()));
+    let e = c.preview(preview(&["Nope"], None)).await.expect_err("unknown");
+    assert_eq!(e.code(), Code::NotFound, "{e:?}");
+    let r = c.apply(apply("sheet-1", Some(0), ops(&[REMOVE_ARMOR]))).await.expect("apply").into_inner();
+    assert_eq!((r.revision, r.changes.len()), (1, result.changes.len()));
+    let e = c.preview(preview(&[], Some(0))).await.expect_err("stale");
+    assert_eq!(e.code(), Code::Aborted, "{e:?}");
+    drop(c);
+    server.stop();
+}

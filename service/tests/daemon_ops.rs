@@ -744,6 +744,13 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
         serde_json::from_str(&run(&["explain", "sheet-1", "AC", "--format", "json"])).expect("JSON");
     assert_eq!(graph["nodes"][0]["ref"], "AC", "{graph}");
     assert!(graph["edges"].as_array().is_some_and(|e| e.iter().any(|e| e["to"] == "AC")), "{graph}");
+    // What-if: a harness previewed, its AC trace shown, nothing committed.
+    let harness = r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "harness"}}"#;
+    let preview = run(&["preview", "sheet-1", "--step", harness, "--explain", "AC"]);
+    assert!(preview.starts_with("sheet-1 stays at revision 1"), "{preview}");
+    assert!(preview.contains("AC: 12 → ") && preview.contains("AC = "), "{preview}");
+    let still = run(&["values", "sheet-1", "AC"]);
+    assert!(still.contains("sheet-1 at revision 1") && still.contains("AC = 12"), "{still}");
     // watch: replays from revision 0, then ends when the sheet is deleted.
     let watcher = Command::new(env!("CARGO_BIN_EXE_sheetd"))
         .args(["client", "--server", &server.url, "watch", "sheet-1", "AC", "--from", "0"])

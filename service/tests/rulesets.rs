@@ -167,7 +167,11 @@ fn solve_why_explains_the_last_change() {
     assert_eq!(last["why"]["step"], 1);
     assert_eq!(last["why"]["causes"][0]["before"], "-5");
     assert_eq!(last["why"]["causes"][0]["after"], "2");
-    assert_eq!(last["why"]["causes"][0]["paths"], serde_json::json!([["STR.Rolled", "STR.Score", "STR.Mod"]]), "{last}");
+    assert_eq!(
+        last["why"]["causes"][0]["paths"],
+        serde_json::json!([["STR.Rolled", "STR.Score", "STR.Mod"]]),
+        "{last}"
+    );
 
     let out = sheetd(&["solve", "--ruleset", &rules, "--sheet", &sheet, "--why", "Nope"]);
     assert_eq!(out.status.code(), Some(1));

@@ -81,6 +81,19 @@ pub enum Call {
         #[command(flatten)]
         steps: Steps,
     },
+    /// What applying steps would do, committing nothing (a what-if): the changes, and the
+    /// traces of the variables named with --explain as they would be.
+    Preview {
+        sheet: String,
+        /// Preview only if the sheet is at this revision.
+        #[arg(long, value_name = "REVISION")]
+        expect: Option<u64>,
+        /// A variable whose trace to show as it would be after the steps. Repeatable.
+        #[arg(long = "explain", value_name = "REF")]
+        explain: Vec<String>,
+        #[command(flatten)]
+        steps: Steps,
+    },
     /// Print values: all, or the variables named, now or at an earlier revision.
     Values {
         sheet: String,
@@ -328,6 +341,34 @@ async fn call(args: ClientArgs) -> Result<(), String> {
     match args.call {
         Call::Create { ruleset, id, steps } => create(c, ruleset, id, &steps, json).await,
         Call::Apply { sheet, expect, steps } => apply(c, &sheet, expect, &steps, json).await,
+        Call::Preview { sheet, expect, explain, steps } => {
+            let operations = operations(&steps).map_err(|e| format!("error: {e}"))?;
+            let req = pb::PreviewRequest {
+                sheet_id: sheet.clone(),
+                expected_revision: expect,
+                operations,
+                explain,
+            };
+            let r = c.preview(req).await.map_err(st)?.into_inner();
+            if json {
+                return print_json(&r);
+            }
+            println!("{sheet} stays at revision {}; applying the steps would change:", r.revision);
+            if let Some(a) = &r.result {
+                a.changes.iter().for_each(|c| println!("{}", change_line(c)));
+                for e in &a.expired {
+                    println!("expired: {} when {} passed {} (now {})", e.what, e.clock, e.after, e.now);
+                }
+                if let Some(p) = &a.pending {
+                    println!("{}", pending_line(p));
+                }
+            }
+            for t in &r.traces {
+                println!();
+                print_trace(t);
+            }
+            Ok(())
+        }
         Call::Values { sheet, variables, revision } => {
             let req = pb::ValuesRequest { sheet_id: sheet.clone(), variables, revision };
             let r = c.values(req).await.map_err(st)?.into_inner();

@@ -316,6 +316,49 @@ impl Engine {
         self.apply_and_log(&sheet, &mut st, migrated, step)
     }
 
+    /// What [`Engine::apply`] would do, on a copy: the same answer (its revision the one it
+    /// would make), and the traces of `explain` after it; the sheet, its log and its watchers
+    /// see nothing. Returns the revision the sheet stays at too.
+    pub fn preview(
+        &self,
+        id: &str,
+        expected: Option<u64>,
+        step: impl Into<Step>,
+        explain: &[String],
+    ) -> Result<(u64, Applied, Vec<solver::Trace>), EngineError> {
+        let step = step.into();
+        let sheet = self.sheet(id)?;
+        policy::check_step(&step, &self.limits.ops)?;
+        let st = sheet.live_state()?;
+        if let Some(expected) = expected
+            && expected != st.revision
+        {
+            return Err(EngineError::Conflict { sheet: id.to_owned(), expected, actual: st.revision });
+        }
+        let now = st.revision;
+        let (mut game, moved) = match self.migrate(&sheet, &st)? {
+            Some(m) => (m.game, Some(m.moved)),
+            None => (st.game.clone(), None),
+        };
+        // The copy is the preview's own: the sheet's lock is not held while it plays.
+        drop(st);
+        let Played { changes, recomputed, expired, fired, pending, stopped, .. } = play(&mut game, step)?;
+        let s = game.character().sheet();
+        let mut traces = Vec::with_capacity(explain.len());
+        for v in explain {
+            let var = s.lookup(v).map_err(|e| EngineError::NotFound {
+                what: Resource::Variable,
+                name: v.clone(),
+                message: e.message,
+            })?;
+            // Invariant: `var` was just found on this sheet, which nothing else changes.
+            traces.push(s.trace_of(var).expect("a variable just found has a trace"));
+        }
+        let applied =
+            Applied { revision: now + 1, changes, recomputed, moved, expired, fired, pending, stopped };
+        Ok((now, applied, traces))
+    }
+
     /// Moves a sheet to its ruleset's current version: a new revision when any value moved.
     pub fn upgrade(&self, id: &str) -> Result<Applied, EngineError> {
         let sheet = self.sheet(id)?;

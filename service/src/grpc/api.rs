@@ -329,6 +329,26 @@ impl Sheetd for Api {
         .await
     }
 
+    async fn preview(
+        &self,
+        req: Request<pb::PreviewRequest>,
+    ) -> Result<Response<pb::PreviewResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("Preview", &req.sheet_id, req.operations.len()), move |e, span| {
+            let step = convert::step(req.operations).map_err(to_status)?;
+            let (revision, r, traces) =
+                e.preview(&req.sheet_id, req.expected_revision, step, &req.explain).map_err(to_status)?;
+            span.record("revision", revision);
+            span.record("recomputed", r.recomputed);
+            Ok(pb::PreviewResponse {
+                revision,
+                result: Some(convert::applied(r)),
+                traces: traces.iter().map(convert::trace).collect(),
+            })
+        })
+        .await
+    }
+
     async fn upgrade(&self, req: Request<pb::UpgradeRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
         let req = req.into_inner();
         self.call(span("Upgrade", &req.sheet_id, 0), move |e, span| {

@@ -55,8 +55,8 @@ pub fn required_role(path: &str) -> Option<Role> {
     Some(match method {
         "LoadRuleset" | "ReloadRuleset" | "DeleteSheet" => Role::Admin,
         "CreateSheet" | "Apply" | "Upgrade" | "SolveBatch" => Role::Write,
-        // Ping, ListRulesets, GetSheet, ListSheets, Values, Explain, Select, WhyChanged,
-        // Watch, reflection, anything else.
+        // Ping, ListRulesets, GetSheet, ListSheets, Values, Explain, Preview (it commits
+        // nothing), Select, WhyChanged, Watch, reflection, anything else.
         _ => Role::Read,
     })
 }
@@ -264,6 +264,7 @@ mod tests {
             "Ping",
             "Values",
             "Explain",
+            "Preview",
             "Select",
             "WhyChanged",
             "Watch",
