@@ -118,8 +118,10 @@ pub fn parse_file(text: &str) -> Result<Vec<Element>, Error> {
                 return Err(err(codes::HEADER, "an element header with no name", lead..at + line.len()));
             }
             let after = rest[end + 2..].trim();
-            let after_at = at + line.len() - rest[end + 2..].trim_start().len();
-            let kind = header(after, after_at, at + line.len())?;
+            // (Offsets from the trimmed line's start: its end may have been trimmed.)
+            let tail = &rest[end + 2..];
+            let after_at = lead + 2 + end + 2 + (tail.len() - tail.trim_start().len());
+            let kind = header(after, after_at, lead + trimmed.len())?;
             out.push(Element {
                 name: name.to_owned(),
                 name_span: name_at..name_at + name.len(),

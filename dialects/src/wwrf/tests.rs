@@ -437,6 +437,12 @@ fn refusals_name_what_and_where() {
     // The condition's unbalanced parenthesis is found inside the condition alone, too.
     let e = condition("(@Target exists) and ($living > 1", 10).expect_err("unbalanced");
     assert_eq!((e.code, e.span.start), (codes::CONDITION, 10 + 21));
+    // A header's error lies on the line's characters, its trailing space trimmed (a fuzz
+    // finding: a two-byte character after the name).
+    let text = "**Citi**\u{5b9}i* \n";
+    let e = parse_file(text).expect_err("no header");
+    assert!(text.is_char_boundary(e.span.start) && text.is_char_boundary(e.span.end), "{e}");
+    assert_eq!(&text[e.span.clone()], "\u{5b9}i*");
     // Headers: a class or category the guide does not list, text before the header.
     for (file, code) in [
         ("**Seer** | Townsfolk Seeing\n", codes::HEADER),
