@@ -188,6 +188,31 @@ pub mod codes {
     pub const BAD_STEP: SheetCode = SheetCode::BadStep;
 }
 
+/// An object on a sheet, as [`Character::objects`] lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placed {
+    pub id: Arc<str>,
+    pub kind: Arc<str>,
+    pub key: Arc<str>,
+    /// The object it is attached to (attaching kinds).
+    pub parent: Option<Arc<str>>,
+    /// Added by a step (or always present), not only granted by another object.
+    pub listed: bool,
+    /// Where the ruleset defines it.
+    pub at: crate::Origin,
+}
+
+/// What kind of channel a sheet has set (see [`Character::channels`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChannelKind {
+    /// A value the user enters.
+    Input,
+    /// A clock: only moves forward.
+    Clock,
+    /// A stock: changed by `adjust`.
+    Stock,
+}
+
 /// An object on the sheet.
 #[derive(Clone, Debug)]
 struct Active {
@@ -395,6 +420,56 @@ impl Character {
             .collect();
         v.sort_by_key(|e| e.0);
         v.into_iter().map(|(_, id, on)| (id, on)).collect()
+    }
+
+    /// The objects on the sheet as a front end lists them, in the order they were added: each
+    /// one's id, kind, key, the object it is attached to, whether it was listed (not only
+    /// granted), and where the ruleset defines it.
+    pub fn objects(&self) -> Vec<Placed> {
+        let r = &self.ruleset;
+        let mut v: Vec<(u64, Placed)> = self
+            .state
+            .active
+            .iter()
+            .map(|(id, a)| {
+                let o = r.object(a.object);
+                let placed = Placed {
+                    id: id.clone(),
+                    kind: r.kind_def(o.kind).name.clone(),
+                    key: o.key.clone(),
+                    parent: a.attached_to.clone(),
+                    listed: a.listed,
+                    at: o.at.clone(),
+                };
+                (a.seq, placed)
+            })
+            .collect();
+        v.sort_by_key(|e| e.0);
+        v.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// The channels set on the sheet — inputs, clocks and stocks — each with its full
+    /// reference (`STR.Rolled`, `Turn`), sorted by it.
+    pub fn channels(&self) -> Vec<(String, ChannelKind)> {
+        let r = &self.ruleset;
+        let mut v: Vec<(String, ChannelKind)> = self
+            .state
+            .inputs
+            .keys()
+            .map(|(on, def)| {
+                let name = &r.rules().var(*def).name;
+                let kind = if r.is_clock(*def) {
+                    ChannelKind::Clock
+                } else if r.stock(*def).is_some() {
+                    ChannelKind::Stock
+                } else {
+                    ChannelKind::Input
+                };
+                (solver::full_name(on.as_deref(), name), kind)
+            })
+            .collect();
+        v.sort();
+        v
     }
 
     /// The object an object id on the sheet was made from.

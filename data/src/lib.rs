@@ -37,7 +37,9 @@ pub mod record;
 mod ruleset;
 pub mod source;
 
-pub use character::{Character, Expired, SheetCode, SheetError, SheetOp, Until, codes as sheet_codes};
+pub use character::{
+    ChannelKind, Character, Expired, Placed, SheetCode, SheetError, SheetOp, Until, codes as sheet_codes,
+};
 pub use diag::{DiagCode, Diagnostic, Origin, SourceFile, Text};
 pub use draft::{Draft, Presence};
 pub use ruleset::{Kind, KindId, ModTemplate, Object, ObjectId, OtherMod, Ruleset, Select, Stock, Summary};

@@ -132,3 +132,21 @@ fn a_text_formula_follows_the_clock() {
     let trace = c.sheet().trace("Banner").unwrap();
     assert_eq!(&*trace.steps[0].instruction, r#""Turn " + text(Turn) + ", AC " + text(AC)"#);
 }
+
+/// What a front end lists of a sheet: its objects (kind, key, where defined, in the order
+/// added) and the channels set, each with its kind — a clock moved is a clock.
+#[test]
+fn a_sheet_lists_its_objects_and_channels() {
+    let mut c = battle();
+    c.apply(&[add("SPELL", "Shield", None, None), tick("Turn", None)]).unwrap();
+    let objects = c.objects();
+    let shield = objects.iter().find(|o| &*o.id == "Shield").expect("Shield on the sheet");
+    assert_eq!(
+        (&*shield.kind, &*shield.key, shield.parent.as_deref(), shield.listed),
+        ("SPELL", "Shield", None, true)
+    );
+    assert!(shield.at.to_string().contains("battle.toml:"), "{}", shield.at);
+    assert_eq!(objects.last().map(|o| &*o.id), Some("Shield"), "in the order added");
+    let channels = c.channels();
+    assert!(channels.contains(&("Turn".to_owned(), data::ChannelKind::Clock)), "{channels:?}");
+}

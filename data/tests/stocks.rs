@@ -35,6 +35,8 @@ fn a_payout_is_paid_once() {
     assert_eq!(value(&c, "Gold"), "16");
     let trace = c.sheet().trace("Gold").unwrap();
     assert_eq!(&*trace.steps[0].source, "input: adjust by `2 * Workers` = 6");
+    // Listed as what it is: a stock.
+    assert!(c.channels().contains(&("Gold".to_owned(), data::ChannelKind::Stock)), "{:?}", c.channels());
 }
 
 /// Gold rejects going below 0 — the whole batch fails and nothing changes — where HP clamps

@@ -195,8 +195,20 @@ async fn create_apply_values_explain_and_why_changed() {
     let info =
         c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("get").into_inner();
     assert_eq!(info.revision, 2);
+    // What is on it: each object with its kind, key, parent and origin; the inputs set.
+    let keen = info.contents.iter().find(|o| o.id == "keen").expect("the enhancement");
+    assert_eq!(
+        (keen.kind.as_str(), keen.key.as_str(), keen.parent.as_str()),
+        ("ENHANCEMENT", "Keen Edge", "sword")
+    );
+    assert!(keen.origin.contains("30-equipment.toml:"), "{}", keen.origin);
+    let walk = info.contents.iter().find(|o| o.id == "Walk").expect("a granted movement");
+    assert!(!walk.listed, "granted by the race");
+    let rolled = info.channels.iter().find(|ch| ch.r#ref == "STR.Rolled").expect("an input");
+    assert_eq!((rolled.kind, shown(&rolled.value)), (pb::sheet_channel::Kind::Input as i32, "15".to_owned()));
     let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
     assert_eq!(list.sheets.len(), 1);
+    assert!(list.sheets[0].contents.is_empty() && list.sheets[0].channels.is_empty(), "GetSheet's alone");
     c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "sheet-1".into() }).await.expect("delete");
     let e = c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect_err("gone");
     assert_eq!(e.code(), Code::NotFound);

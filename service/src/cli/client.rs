@@ -342,32 +342,7 @@ async fn call(args: ClientArgs) -> Result<(), String> {
         Call::Create { ruleset, id, steps } => create(c, ruleset, id, &steps, json).await,
         Call::Apply { sheet, expect, steps } => apply(c, &sheet, expect, &steps, json).await,
         Call::Preview { sheet, expect, explain, steps } => {
-            let operations = operations(&steps).map_err(|e| format!("error: {e}"))?;
-            let req = pb::PreviewRequest {
-                sheet_id: sheet.clone(),
-                expected_revision: expect,
-                operations,
-                explain,
-            };
-            let r = c.preview(req).await.map_err(st)?.into_inner();
-            if json {
-                return print_json(&r);
-            }
-            println!("{sheet} stays at revision {}; applying the steps would change:", r.revision);
-            if let Some(a) = &r.result {
-                a.changes.iter().for_each(|c| println!("{}", change_line(c)));
-                for e in &a.expired {
-                    println!("expired: {} when {} passed {} (now {})", e.what, e.clock, e.after, e.now);
-                }
-                if let Some(p) = &a.pending {
-                    println!("{}", pending_line(p));
-                }
-            }
-            for t in &r.traces {
-                println!();
-                print_trace(t);
-            }
-            Ok(())
+            preview(c, &sheet, expect, explain, &steps, json).await
         }
         Call::Values { sheet, variables, revision } => {
             let req = pb::ValuesRequest { sheet_id: sheet.clone(), variables, revision };
@@ -379,23 +354,7 @@ async fn call(args: ClientArgs) -> Result<(), String> {
             print_values(&r.values);
             Ok(())
         }
-        Call::Explain { sheet, variable, format } => {
-            let r =
-                c.explain(pb::ExplainRequest { sheet_id: sheet, variable }).await.map_err(st)?.into_inner();
-            if let Some(f) = format {
-                print!("{}", explained_graph(&r.nodes).render(f));
-                return Ok(());
-            }
-            if json {
-                return print_json(&r);
-            }
-            if let Some(t) = &r.trace {
-                print_trace(t);
-            }
-            println!("\ndepends on:");
-            print_tree(&r.nodes);
-            Ok(())
-        }
+        Call::Explain { sheet, variable, format } => explain(c, sheet, variable, format, json).await,
         Call::WhyChanged { sheet, variable, from, to } => {
             let req =
                 pb::WhyChangedRequest { sheet_id: sheet, variable, from_revision: from, to_revision: to };
@@ -466,6 +425,62 @@ async fn create(
     print_values(&r.values);
     Ok(())
 }
+/// `client explain`: the trace and what the variable depends on, as a tree or drawn.
+async fn explain(
+    c: &mut Client,
+    sheet: String,
+    variable: String,
+    format: Option<super::graph::Format>,
+    json: bool,
+) -> Result<(), String> {
+    let r = c.explain(pb::ExplainRequest { sheet_id: sheet, variable }).await.map_err(st)?.into_inner();
+    if let Some(f) = format {
+        print!("{}", explained_graph(&r.nodes).render(f));
+        return Ok(());
+    }
+    if json {
+        return print_json(&r);
+    }
+    if let Some(t) = &r.trace {
+        print_trace(t);
+    }
+    println!("\ndepends on:");
+    print_tree(&r.nodes);
+    Ok(())
+}
+
+/// `client preview`: what applying the steps would do, and the traces asked for.
+async fn preview(
+    c: &mut Client,
+    sheet: &str,
+    expect: Option<u64>,
+    explain: Vec<String>,
+    steps: &Steps,
+    json: bool,
+) -> Result<(), String> {
+    let operations = operations(steps).map_err(|e| format!("error: {e}"))?;
+    let req =
+        pb::PreviewRequest { sheet_id: sheet.to_owned(), expected_revision: expect, operations, explain };
+    let r = c.preview(req).await.map_err(st)?.into_inner();
+    if json {
+        return print_json(&r);
+    }
+    println!("{sheet} stays at revision {}; applying the steps would change:", r.revision);
+    if let Some(a) = &r.result {
+        a.changes.iter().for_each(|c| println!("{}", change_line(c)));
+        for e in &a.expired {
+            println!("expired: {} when {} passed {} (now {})", e.what, e.clock, e.after, e.now);
+        }
+        if let Some(p) = &a.pending {
+            println!("{}", pending_line(p));
+        }
+    }
+    for t in &r.traces {
+        println!();
+        print_trace(t);
+    }
+    Ok(())
+}
 
 async fn apply(
     c: &mut Client,
@@ -520,6 +535,21 @@ async fn show_sheet(c: &mut Client, sheet: String, json: bool) -> Result<(), Str
     );
     if let Some(p) = &s.pending {
         println!("{}", pending_line(p));
+    }
+    // What is on it: each object (kind, key, what it is attached to, where it is defined) …
+    for o in &s.contents {
+        let on = if o.parent.is_empty() { String::new() } else { format!(" on {}", o.parent) };
+        let granted = if o.listed { "" } else { " (granted)" };
+        println!("  {}: {} `{}`{on}{granted}  ({})", o.id, o.kind, o.key, o.origin);
+    }
+    // … and the channels set.
+    for ch in &s.channels {
+        let kind = match pb::sheet_channel::Kind::try_from(ch.kind) {
+            Ok(pb::sheet_channel::Kind::Clock) => "clock",
+            Ok(pb::sheet_channel::Kind::Stock) => "stock",
+            _ => "input",
+        };
+        println!("  {kind} {} = {}", ch.r#ref, ch.value.as_ref().map(show).unwrap_or_default());
     }
     Ok(())
 }

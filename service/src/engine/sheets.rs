@@ -49,6 +49,17 @@ pub struct SheetInfo {
     pub objects: Vec<String>,
     /// The question a rule asked that waits for a `choose` or `roll`.
     pub pending: Option<Pending>,
+    /// What is on it (GetSheet's answer; not ListSheets').
+    pub contents: Option<Contents>,
+}
+
+/// What a sheet holds, as a front end lists it: its objects, and the channels set.
+#[derive(Clone, Debug, Default)]
+pub struct Contents {
+    /// In the order they were added.
+    pub objects: Vec<data::Placed>,
+    /// Inputs, clocks and stocks with their values, by reference.
+    pub channels: Vec<(String, data::ChannelKind, record::Value)>,
 }
 
 /// A move to another version of the sheet's ruleset.
@@ -173,6 +184,7 @@ impl LiveSheet {
             revision: st.revision,
             objects,
             pending: st.game.pending().cloned(),
+            contents: None,
         }
     }
 }
@@ -267,9 +279,22 @@ impl Engine {
         Ok(())
     }
 
-    /// What a sheet is now.
+    /// What a sheet is now, with what is on it.
     pub fn sheet_info(&self, id: &str) -> Result<SheetInfo, EngineError> {
-        Ok(self.sheet(id)?.info())
+        let sheet = self.sheet(id)?;
+        let mut info = sheet.info();
+        let st = sheet.state();
+        let c = st.game.character();
+        let channels = c
+            .channels()
+            .into_iter()
+            .filter_map(|(r, kind)| {
+                let (_, format, slot) = c.sheet().typed_value(&r).ok()?;
+                Some((r, kind, record::Value::of(&format, &slot)))
+            })
+            .collect();
+        info.contents = Some(Contents { objects: c.objects(), channels });
+        Ok(info)
     }
 
     /// Every served sheet, by id.

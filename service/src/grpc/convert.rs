@@ -379,6 +379,32 @@ pub fn sheet_info(s: SheetInfo) -> pb::SheetInfo {
         revision: s.revision,
         objects: s.objects,
         pending: s.pending.as_ref().map(pending),
+        contents: s.contents.as_ref().map_or_else(Vec::new, |c| {
+            c.objects
+                .iter()
+                .map(|o| pb::SheetObject {
+                    id: o.id.to_string(),
+                    kind: o.kind.to_string(),
+                    key: o.key.to_string(),
+                    parent: o.parent.as_deref().unwrap_or("").to_owned(),
+                    listed: o.listed,
+                    origin: o.at.to_string(),
+                })
+                .collect()
+        }),
+        channels: s.contents.as_ref().map_or_else(Vec::new, |c| {
+            c.channels
+                .iter()
+                .map(|(r, kind, v)| {
+                    let kind = match kind {
+                        data::ChannelKind::Input => pb::sheet_channel::Kind::Input,
+                        data::ChannelKind::Clock => pb::sheet_channel::Kind::Clock,
+                        data::ChannelKind::Stock => pb::sheet_channel::Kind::Stock,
+                    };
+                    pb::SheetChannel { r#ref: r.clone(), kind: kind as i32, value: Some(value(v)) }
+                })
+                .collect()
+        }),
     }
 }
 
