@@ -545,3 +545,58 @@ async fn preview_shows_what_an_apply_would_do_and_commits_nothing() {
     drop(c);
     server.stop();
 }
+
+/// The catalog: a ruleset's kinds, and its objects — filtered by kind, key prefix and text,
+/// paged — each with what it modifies, its grants and where it is defined; a token the server
+/// did not give is INVALID_ARGUMENT, an unknown ruleset NOT_FOUND.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_lists_what_a_ruleset_offers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let ask = |kind: &str, prefix: &str, text: &str, size: u32, token: &str| pb::ListCatalogRequest {
+        ruleset_id: String::new(),
+        kind: kind.into(),
+        key_prefix: prefix.into(),
+        text: text.into(),
+        page_size: size,
+        page_token: token.into(),
+    };
+    let all = c.list_catalog(ask("", "", "", 0, "")).await.expect("catalog").into_inner();
+    let equipment = all.kinds.iter().find(|k| k.name == "EQUIPMENT").expect("a kind");
+    assert_eq!((equipment.presence.as_str(), equipment.parts), ("listed", true));
+    assert!(all.kinds.iter().any(|k| k.name == "ENHANCEMENT" && k.attach), "{:?}", all.kinds);
+    assert_eq!(all.total_size as usize, all.objects.len(), "one page holds the starter ruleset");
+    // One object, by kind and key prefix: what it modifies, where it is written.
+    let ring = c.list_catalog(ask("equipment", "ring", "", 0, "")).await.expect("catalog").into_inner();
+    assert_eq!(ring.objects.len(), 1);
+    let o = &ring.objects[0];
+    assert_eq!((o.kind.as_str(), o.key.as_str()), ("EQUIPMENT", "Ring Hauberk"));
+    assert!(o.modifies.iter().any(|m| m.variable == "ArmorBonus" && m.r#type == "ADD"), "{:?}", o.modifies);
+    assert!(o.origin.contains("30-equipment.toml:"), "{}", o.origin);
+    // A race grants its movements.
+    let race = c.list_catalog(ask("RACE", "stoneborn", "", 0, "")).await.expect("catalog").into_inner();
+    assert!(race.objects[0].grants.iter().any(|g| g.starts_with("MOVEMENT")), "{:?}", race.objects);
+    // Pages: two at a time, every object once.
+    let (mut seen, mut token) = (Vec::new(), String::new());
+    loop {
+        let page = c.list_catalog(ask("EQUIPMENT", "", "", 2, &token)).await.expect("page").into_inner();
+        assert!(page.objects.len() <= 2);
+        seen.extend(page.objects.iter().map(|o| o.key.clone()));
+        if page.next_page_token.is_empty() {
+            assert_eq!(seen.len(), page.total_size as usize);
+            break;
+        }
+        token = page.next_page_token;
+    }
+    assert_eq!(seen.len(), equipment.objects as usize);
+    let e = c.list_catalog(ask("", "", "", 0, "not-a-token")).await.expect_err("bad token");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    let e = c
+        .list_catalog(pb::ListCatalogRequest { ruleset_id: "nope".into(), ..Default::default() })
+        .await
+        .expect_err("unknown ruleset");
+    assert_eq!(e.code(), Code::NotFound, "{e:?}");
+    drop(c);
+    server.stop();
+}

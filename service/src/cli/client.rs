@@ -94,6 +94,26 @@ pub enum Call {
         #[command(flatten)]
         steps: Steps,
     },
+    /// What a ruleset offers (default: the server's default ruleset): its kinds, and its
+    /// objects with what each modifies, a page at a time.
+    Catalog {
+        ruleset: Option<String>,
+        /// Only objects of this kind (`EQUIPMENT`).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only objects whose key starts with this.
+        #[arg(long, value_name = "PREFIX")]
+        key_prefix: Option<String>,
+        /// Only objects whose key or name holds this.
+        #[arg(long)]
+        text: Option<String>,
+        /// Objects per page (100 by default, at most 1,000).
+        #[arg(long, value_name = "N")]
+        page_size: Option<u32>,
+        /// The page after the one a previous call printed the token of.
+        #[arg(long, value_name = "TOKEN")]
+        page_token: Option<String>,
+    },
     /// Print values: all, or the variables named, now or at an earlier revision.
     Values {
         sheet: String,
@@ -328,6 +348,7 @@ fn print_tree(nodes: &[pb::DependencyNode]) {
 }
 
 /// One call: connects, sends it, prints the reply (as text, or JSON with `--json`).
+// long: one arm per subcommand, each its request and its printing (the longer ones call out).
 async fn call(args: ClientArgs) -> Result<(), String> {
     let ca = match &args.ca_cert {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("error: cannot read {}: {e}", p.display()))?),
@@ -341,6 +362,22 @@ async fn call(args: ClientArgs) -> Result<(), String> {
     match args.call {
         Call::Create { ruleset, id, steps } => create(c, ruleset, id, &steps, json).await,
         Call::Apply { sheet, expect, steps } => apply(c, &sheet, expect, &steps, json).await,
+        Call::Catalog { ruleset, kind, key_prefix, text, page_size, page_token } => {
+            let req = pb::ListCatalogRequest {
+                ruleset_id: ruleset.unwrap_or_default(),
+                kind: kind.unwrap_or_default(),
+                key_prefix: key_prefix.unwrap_or_default(),
+                text: text.unwrap_or_default(),
+                page_size: page_size.unwrap_or(0),
+                page_token: page_token.unwrap_or_default(),
+            };
+            let r = c.list_catalog(req).await.map_err(st)?.into_inner();
+            if json {
+                return print_json(&r);
+            }
+            print_catalog(&r);
+            Ok(())
+        }
         Call::Preview { sheet, expect, explain, steps } => {
             preview(c, &sheet, expect, explain, &steps, json).await
         }
@@ -447,6 +484,23 @@ async fn explain(
     println!("\ndepends on:");
     print_tree(&r.nodes);
     Ok(())
+}
+
+/// A catalog page for people: each object, what it modifies, where it is defined.
+fn print_catalog(r: &pb::ListCatalogResponse) {
+    let kinds: Vec<String> = r.kinds.iter().map(|k| format!("{} ({})", k.name, k.objects)).collect();
+    println!("ruleset version {}; kinds: {}", r.ruleset_version, kinds.join(", "));
+    for o in &r.objects {
+        let name = if o.display_name == o.key { String::new() } else { format!(" \"{}\"", o.display_name) };
+        let modifies: Vec<String> =
+            o.modifies.iter().map(|m| format!("{} {}", m.r#type, m.variable)).collect();
+        let modifies = if modifies.is_empty() { String::new() } else { format!(": {}", modifies.join(", ")) };
+        println!("  {} `{}`{name}{modifies}  ({})", o.kind, o.key, o.origin);
+    }
+    match r.next_page_token.as_str() {
+        "" => println!("{} in all", r.total_size),
+        t => println!("{} in all; next page: --page-token {t}", r.total_size),
+    }
 }
 
 /// `client preview`: what applying the steps would do, and the traces asked for.

@@ -20,6 +20,7 @@
 //! - Change events go out on a bounded broadcast channel per sheet.
 
 pub mod batch;
+pub mod catalog;
 mod checkpoints;
 pub mod error;
 pub mod history;

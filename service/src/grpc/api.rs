@@ -257,6 +257,24 @@ impl Sheetd for Api {
         .await
     }
 
+    async fn list_catalog(
+        &self,
+        req: Request<pb::ListCatalogRequest>,
+    ) -> Result<Response<pb::ListCatalogResponse>, Status> {
+        let req = req.into_inner();
+        self.call(span("ListCatalog", "", 0), move |e, _| {
+            let q = crate::engine::catalog::CatalogQuery {
+                kind: req.kind,
+                key_prefix: req.key_prefix,
+                text: req.text,
+                page_size: req.page_size as usize,
+                page_token: req.page_token,
+            };
+            e.catalog(&req.ruleset_id, &q).map(convert::catalog).map_err(to_status)
+        })
+        .await
+    }
+
     async fn reload_ruleset(
         &self,
         req: Request<pb::ReloadRulesetRequest>,

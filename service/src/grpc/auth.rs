@@ -55,7 +55,7 @@ pub fn required_role(path: &str) -> Option<Role> {
     Some(match method {
         "LoadRuleset" | "ReloadRuleset" | "DeleteSheet" => Role::Admin,
         "CreateSheet" | "Apply" | "Upgrade" | "SolveBatch" => Role::Write,
-        // Ping, ListRulesets, GetSheet, ListSheets, Values, Explain, Preview (it commits
+        // Ping, ListRulesets, ListCatalog, GetSheet, ListSheets, Values, Explain, Preview (it commits
         // nothing), Select, WhyChanged, Watch, reflection, anything else.
         _ => Role::Read,
     })
@@ -271,6 +271,7 @@ mod tests {
             "GetSheet",
             "ListSheets",
             "ListRulesets",
+            "ListCatalog",
         ] {
             assert_eq!(call(&path(m), "r").expect("read may"), Some(Role::Read), "{m}");
         }

@@ -371,6 +371,44 @@ fn trace_step(format: &formula::Format, s: &TraceStep) -> pb::TraceStep {
     }
 }
 
+/// A catalog page as a message.
+pub fn catalog(c: crate::engine::catalog::Catalog) -> pb::ListCatalogResponse {
+    pb::ListCatalogResponse {
+        ruleset_version: c.ruleset_version,
+        kinds: c
+            .kinds
+            .into_iter()
+            .map(|k| pb::CatalogKind {
+                name: k.name,
+                presence: k.presence.to_owned(),
+                attach: k.attach,
+                parts: k.parts,
+                objects: u32::try_from(k.objects).unwrap_or(u32::MAX),
+            })
+            .collect(),
+        objects: c
+            .objects
+            .into_iter()
+            .map(|o| pb::CatalogObject {
+                kind: o.kind,
+                key: o.key,
+                display_name: o.name,
+                category: o.category.unwrap_or_default(),
+                modifies: o
+                    .modifies
+                    .into_iter()
+                    .map(|(variable, r#type)| pb::CatalogModifier { variable, r#type })
+                    .collect(),
+                parts: o.parts,
+                grants: o.grants,
+                origin: o.origin,
+            })
+            .collect(),
+        next_page_token: c.next_page_token,
+        total_size: u32::try_from(c.total).unwrap_or(u32::MAX),
+    }
+}
+
 pub fn sheet_info(s: SheetInfo) -> pb::SheetInfo {
     pb::SheetInfo {
         id: s.id,
