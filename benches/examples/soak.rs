@@ -143,7 +143,7 @@ async fn client_loop(
                 .await;
                 ("Watch", r)
             }
-            _ => ("ListRulesets", c.list_rulesets(pb::ListRulesetsRequest {}).await.map(|_| ())),
+            _ => ("ListRulesets", c.list_rulesets(pb::ListRulesetsRequest::default()).await.map(|_| ())),
         };
         let mut t = tally.lock().expect("tally");
         *t.calls.entry(kind).or_default() += 1;

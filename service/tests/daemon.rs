@@ -206,7 +206,7 @@ async fn create_apply_values_explain_and_why_changed() {
     assert!(!walk.listed, "granted by the race");
     let rolled = info.channels.iter().find(|ch| ch.r#ref == "STR.Rolled").expect("an input");
     assert_eq!((rolled.kind, shown(&rolled.value)), (pb::sheet_channel::Kind::Input as i32, "15".to_owned()));
-    let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
+    let list = c.list_sheets(pb::ListSheetsRequest::default()).await.expect("list").into_inner();
     assert_eq!(list.sheets.len(), 1);
     assert!(list.sheets[0].contents.is_empty() && list.sheets[0].channels.is_empty(), "GetSheet's alone");
     c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "sheet-1".into() }).await.expect("delete");
@@ -597,6 +597,56 @@ async fn the_catalog_lists_what_a_ruleset_offers() {
         .await
         .expect_err("unknown ruleset");
     assert_eq!(e.code(), Code::NotFound, "{e:?}");
+    drop(c);
+    server.stop();
+}
+
+/// ListSheets and ListRulesets page: by id, `page_size` at a time, each sheet once even while
+/// sheets come and go; filters by ruleset and id prefix; a token the server did not give is
+/// INVALID_ARGUMENT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_come_a_page_at_a_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    for i in 0..7 {
+        let id = format!("hero-{i}");
+        c.create_sheet(pb::CreateSheetRequest { id, ..Default::default() }).await.expect("create");
+    }
+    c.create_sheet(pb::CreateSheetRequest { id: "villain".into(), ..Default::default() })
+        .await
+        .expect("create");
+    let page = |token: &str| pb::ListSheetsRequest {
+        ruleset_id: "starter".into(),
+        id_prefix: "hero-".into(),
+        page_size: 3,
+        page_token: token.into(),
+    };
+    let (mut seen, mut token) = (Vec::new(), String::new());
+    loop {
+        let r = c.list_sheets(page(&token)).await.expect("a page").into_inner();
+        assert!(r.sheets.len() <= 3 && r.total_size >= 6, "{r:?}");
+        seen.extend(r.sheets.iter().map(|s| s.id.clone()));
+        if seen.len() == 3 {
+            // A sheet deleted between pages does not shift the next page.
+            c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "hero-0".into() }).await.expect("delete");
+        }
+        if r.next_page_token.is_empty() {
+            break;
+        }
+        token = r.next_page_token;
+    }
+    assert_eq!(seen, ["hero-0", "hero-1", "hero-2", "hero-3", "hero-4", "hero-5", "hero-6"]);
+    let all = c.list_sheets(pb::ListSheetsRequest::default()).await.expect("all").into_inner();
+    assert_eq!((all.sheets.len(), all.total_size, all.next_page_token.as_str()), (7, 7, ""));
+    let e = c.list_sheets(page("7")).await.expect_err("not a token");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    let rulesets = c
+        .list_rulesets(pb::ListRulesetsRequest { page_size: 1, page_token: String::new() })
+        .await
+        .expect("rulesets")
+        .into_inner();
+    assert_eq!((rulesets.rulesets.len(), rulesets.total_size), (1, 1));
     drop(c);
     server.stop();
 }

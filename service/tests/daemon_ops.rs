@@ -180,7 +180,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
         .into_inner();
     assert!(loaded.ok);
     assert_eq!(loaded.ruleset.as_ref().map(|r| r.version), Some(1));
-    let list = c.list_rulesets(pb::ListRulesetsRequest {}).await.expect("list").into_inner();
+    let list = c.list_rulesets(pb::ListRulesetsRequest::default()).await.expect("list").into_inner();
     assert_eq!(list.rulesets.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["starter", "tiny"]);
 
     let created = c
@@ -299,7 +299,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     assert!(log.contains("reload failed"), "{log}");
     let server = Server::start(&dir.path().join("data"), &["--ruleset-root", &root]);
     let mut c = server.client().await;
-    let list = c.list_rulesets(pb::ListRulesetsRequest {}).await.expect("list").into_inner();
+    let list = c.list_rulesets(pb::ListRulesetsRequest::default()).await.expect("list").into_inner();
     let versions: Vec<(&str, u64)> = list.rulesets.iter().map(|r| (r.id.as_str(), r.version)).collect();
     assert_eq!(versions, [("inline", 2), ("starter", 1)]);
     let log = server.log();

@@ -317,7 +317,7 @@ async fn the_sheet_limit_holds_under_concurrent_creates() {
     }
     assert_eq!(created, 100);
     let mut c = server.client().await;
-    let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
+    let list = c.list_sheets(pb::ListSheetsRequest::default()).await.expect("list").into_inner();
     assert_eq!(list.sheets.len(), 100);
 }
 
@@ -543,7 +543,7 @@ async fn page_damage_is_an_error_not_a_crash() {
         line.trim().strip_prefix("sheetd serving on ").and_then(|r| r.split_whitespace().next())
     {
         let mut c = sheetd::cli::client::connect(url, None, None).await.expect("connect");
-        let list = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner();
+        let list = c.list_sheets(pb::ListSheetsRequest::default()).await.expect("list").into_inner();
         for s in list.sheets {
             let _ = c.values(server::values(&s.id, &[], Some(1))).await;
             let _ = c.apply(server::apply(&s.id, None, vec![])).await;
@@ -592,7 +592,7 @@ async fn history_is_not_rewritten_by_a_ruleset_changed_between_restarts() {
     std::fs::write(root.join("tiny.toml"), TINY.replace("\"10\"", "\"50\"")).expect("write");
     let server = Server::start(&data, &args);
     let mut c = server.client().await;
-    let list = c.list_rulesets(pb::ListRulesetsRequest {}).await.expect("list").into_inner();
+    let list = c.list_rulesets(pb::ListRulesetsRequest::default()).await.expect("list").into_inner();
     let tiny = list.rulesets.iter().find(|r| r.id == "tiny").expect("tiny");
     assert_eq!(tiny.version, 2, "changed content is a new version");
     let info = c.get_sheet(pb::GetSheetRequest { sheet_id: id.clone() }).await.expect("get").into_inner();

@@ -33,7 +33,7 @@ async fn a_store_written_by_release_0_1_0_serves_as_it_did() {
     let server = Server::start(&data, &[]);
     let mut c = server.client().await;
 
-    let sheets = c.list_sheets(pb::ListSheetsRequest {}).await.expect("list").into_inner().sheets;
+    let sheets = c.list_sheets(pb::ListSheetsRequest::default()).await.expect("list").into_inner().sheets;
     let ids: Vec<(&str, u64)> = sheets.iter().map(|s| (s.id.as_str(), s.revision)).collect();
     assert_eq!(ids, [("hero", 47), ("sheet-1", 0), ("villain", 0)], "{}", server.log());
 

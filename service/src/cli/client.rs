@@ -150,8 +150,21 @@ pub enum Call {
     },
     /// What a sheet is: its revision, ruleset, objects, and the question it waits on, if any.
     Sheet { sheet: String },
-    /// List sheets.
-    Sheets,
+    /// List sheets, by id, a page at a time.
+    Sheets {
+        /// Only sheets on this ruleset.
+        #[arg(long)]
+        ruleset: Option<String>,
+        /// Only sheets whose id starts with this.
+        #[arg(long, value_name = "PREFIX")]
+        id_prefix: Option<String>,
+        /// Sheets per page (100 by default, at most 1,000).
+        #[arg(long, value_name = "N")]
+        page_size: Option<u32>,
+        /// The page after the one a previous call printed the token of.
+        #[arg(long, value_name = "TOKEN")]
+        page_token: Option<String>,
+    },
     /// Delete a sheet.
     Delete { sheet: String },
     /// List rulesets.
@@ -405,8 +418,14 @@ async fn call(args: ClientArgs) -> Result<(), String> {
         }
         Call::Watch { sheet, variables, from } => watch(c, sheet, variables, from, json).await,
         Call::Sheet { sheet } => show_sheet(c, sheet, json).await,
-        Call::Sheets => {
-            let r = c.list_sheets(pb::ListSheetsRequest {}).await.map_err(st)?.into_inner();
+        Call::Sheets { ruleset, id_prefix, page_size, page_token } => {
+            let req = pb::ListSheetsRequest {
+                ruleset_id: ruleset.unwrap_or_default(),
+                id_prefix: id_prefix.unwrap_or_default(),
+                page_size: page_size.unwrap_or(0),
+                page_token: page_token.unwrap_or_default(),
+            };
+            let r = c.list_sheets(req).await.map_err(st)?.into_inner();
             if json {
                 return print_json(&r);
             }
@@ -416,6 +435,9 @@ async fn call(args: ClientArgs) -> Result<(), String> {
                     "{}  revision {}  ruleset {} v{}  objects: {objects}",
                     s.id, s.revision, s.ruleset_id, s.ruleset_version
                 );
+            }
+            if !r.next_page_token.is_empty() {
+                println!("{} in all; next page: --page-token {}", r.total_size, r.next_page_token);
             }
             Ok(())
         }
@@ -712,7 +734,7 @@ async fn watch(
 }
 
 async fn rulesets(c: &mut Client, json: bool) -> Result<(), String> {
-    let r = c.list_rulesets(pb::ListRulesetsRequest {}).await.map_err(st)?.into_inner();
+    let r = c.list_rulesets(pb::ListRulesetsRequest::default()).await.map_err(st)?.into_inner();
     if json {
         return print_json(&r);
     }

@@ -247,11 +247,18 @@ impl Sheetd for Api {
 
     async fn list_rulesets(
         &self,
-        _: Request<pb::ListRulesetsRequest>,
+        req: Request<pb::ListRulesetsRequest>,
     ) -> Result<Response<pb::ListRulesetsResponse>, Status> {
-        self.call(span("ListRulesets", "", 0), |e, _| {
+        let req = req.into_inner();
+        self.call(span("ListRulesets", "", 0), move |e, _| {
+            let mut all = e.rulesets();
+            all.sort_by(|a, b| a.id.cmp(&b.id));
+            let (page, next, total) =
+                paged(all, |r| r.id.clone(), req.page_size, &req.page_token).map_err(to_status)?;
             Ok(pb::ListRulesetsResponse {
-                rulesets: e.rulesets().into_iter().map(convert::ruleset_info).collect(),
+                rulesets: page.into_iter().map(convert::ruleset_info).collect(),
+                next_page_token: next,
+                total_size: total,
             })
         })
         .await
@@ -316,10 +323,24 @@ impl Sheetd for Api {
 
     async fn list_sheets(
         &self,
-        _: Request<pb::ListSheetsRequest>,
+        req: Request<pb::ListSheetsRequest>,
     ) -> Result<Response<pb::ListSheetsResponse>, Status> {
-        self.call(span("ListSheets", "", 0), |e, _| {
-            Ok(pb::ListSheetsResponse { sheets: e.sheets().into_iter().map(convert::sheet_info).collect() })
+        let req = req.into_inner();
+        self.call(span("ListSheets", "", 0), move |e, _| {
+            let mut all: Vec<_> = e
+                .sheets()
+                .into_iter()
+                .filter(|s| req.ruleset_id.is_empty() || s.ruleset_id == req.ruleset_id)
+                .filter(|s| s.id.starts_with(&req.id_prefix))
+                .collect();
+            all.sort_by(|a, b| a.id.cmp(&b.id));
+            let (page, next, total) =
+                paged(all, |s| s.id.clone(), req.page_size, &req.page_token).map_err(to_status)?;
+            Ok(pb::ListSheetsResponse {
+                sheets: page.into_iter().map(convert::sheet_info).collect(),
+                next_page_token: next,
+                total_size: total,
+            })
         })
         .await
     }
@@ -630,6 +651,36 @@ fn solve_one(e: &Engine, item: pb::BatchItem) -> pb::BatchResult {
             }
         }),
     }
+}
+
+/// One page of `all` (sorted by `id`): the items after the one a `page_token` names (`after:ID`,
+/// what the previous page ended with; stable while items come and go), `page_size` of them (100
+/// when 0, at most 1,000), the next page's token (empty on the last) and how many there are.
+pub(crate) fn paged<T>(
+    all: Vec<T>,
+    id: impl Fn(&T) -> String,
+    page_size: u32,
+    page_token: &str,
+) -> Result<(Vec<T>, String, u32), crate::engine::EngineError> {
+    let size = match page_size {
+        0 => crate::engine::catalog::DEFAULT_PAGE,
+        n => (n as usize).min(crate::engine::catalog::MAX_PAGE),
+    };
+    let total = u32::try_from(all.len()).unwrap_or(u32::MAX);
+    let after = match page_token {
+        "" => None,
+        t => Some(t.strip_prefix("after:").ok_or_else(|| {
+            crate::engine::EngineError::invalid(format!("page_token `{t}` is not one this server gave"))
+        })?),
+    };
+    let mut page: Vec<T> = all.into_iter().filter(|x| after.is_none_or(|a| id(x).as_str() > a)).collect();
+    let more = page.len() > size;
+    page.truncate(size);
+    let next = match (more, page.last()) {
+        (true, Some(last)) => format!("after:{}", id(last)),
+        _ => String::new(),
+    };
+    Ok((page, next, total))
 }
 
 #[cfg(test)]
