@@ -103,6 +103,7 @@ fn main() {
                                 sheet_id: id.clone(),
                                 expected_revision: None,
                                 operations: ops,
+                                variables: Vec::new(),
                             })
                             .await
                             .expect("apply");
@@ -278,7 +279,12 @@ async fn apply_round_trip(
         let ops = if i % 2 == 0 { armor_off.clone() } else { armor_on.clone() };
         let t = Instant::now();
         let reply = client
-            .apply(pb::ApplyRequest { sheet_id: id.clone(), expected_revision: None, operations: ops })
+            .apply(pb::ApplyRequest {
+                sheet_id: id.clone(),
+                expected_revision: None,
+                operations: ops,
+                variables: Vec::new(),
+            })
             .await
             .expect("apply")
             .into_inner();

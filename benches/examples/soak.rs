@@ -86,6 +86,7 @@ async fn client_loop(
                     sheet_id: sheet.id.clone(),
                     expected_revision: Some(sheet.revision),
                     operations: ops,
+                    variables: Vec::new(),
                 };
                 let r = c.apply(req).await.map(|r| {
                     sheet.revision = r.into_inner().revision;

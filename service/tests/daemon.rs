@@ -650,3 +650,32 @@ async fn lists_come_a_page_at_a_time() {
     drop(c);
     server.stop();
 }
+
+/// Field selection: CreateSheet's values and Apply's changes only for the variables asked for
+/// (case-insensitive); the sheet itself is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_carry_only_the_variables_asked_for() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &[]);
+    let mut c = server.client().await;
+    let created = c
+        .create_sheet(pb::CreateSheetRequest {
+            operations: example_character(),
+            variables: vec!["ac".into(), "Walk.Speed".into()],
+            ..Default::default()
+        })
+        .await
+        .expect("create")
+        .into_inner();
+    let refs: Vec<&str> = created.values.iter().map(|v| v.r#ref.as_str()).collect();
+    assert_eq!(refs, ["AC", "Walk.Speed"]);
+    let mut req = apply("sheet-1", Some(0), ops(&[REMOVE_ARMOR]));
+    req.variables = vec!["AC".into()];
+    let r = c.apply(req).await.expect("apply").into_inner();
+    assert_eq!(r.changes.iter().map(|c| c.r#ref.as_str()).collect::<Vec<_>>(), ["AC"]);
+    // The revision is whole: every other change is there.
+    let now = c.values(values("sheet-1", &["ArmorBonus"], None)).await.expect("values").into_inner();
+    assert_eq!((now.revision, value_of(&now.values, "ArmorBonus")), (1, "0".to_owned()));
+    drop(c);
+    server.stop();
+}

@@ -335,8 +335,12 @@ async fn the_guild_over_grpc_reads_through_its_foreman() {
     let first: Vec<String> =
         steps[0]["batch"].as_array().expect("a batch").iter().map(|s| s.to_string()).collect();
     let first: Vec<&str> = first.iter().map(String::as_str).collect();
-    let create =
-        pb::CreateSheetRequest { ruleset_id: "guild".into(), id: "g".into(), operations: ops(&first) };
+    let create = pb::CreateSheetRequest {
+        ruleset_id: "guild".into(),
+        id: "g".into(),
+        operations: ops(&first),
+        variables: Vec::new(),
+    };
     c.create_sheet(create).await.expect("creates");
     let shown = |v: &pb::ValuesResponse, r: &str| value_of(&v.values, r);
     let names = ["ForemanSTR", "SmithSTR", "Payroll", "Strongest", "Gold"];
@@ -405,8 +409,12 @@ async fn the_deva_game_over_grpc() {
         dialect: Some("creature".into()),
     };
     assert_eq!(sheetd::cli::client::operations(&client_steps).expect("a verb"), std::slice::from_ref(&setup));
-    let create =
-        pb::CreateSheetRequest { ruleset_id: "deva".into(), id: "g".into(), operations: vec![setup] };
+    let create = pb::CreateSheetRequest {
+        ruleset_id: "deva".into(),
+        id: "g".into(),
+        operations: vec![setup],
+        variables: Vec::new(),
+    };
     c.create_sheet(create).await.expect("creates");
     let mut rejected = Vec::new();
     for (i, s) in file["steps"].as_array().expect("steps").iter().enumerate() {
@@ -483,8 +491,12 @@ async fn dialect_game(
         cause: String::new(),
     };
     let setup = verb(&serde_json::json!({"setup": file["setup"]}));
-    let create =
-        pb::CreateSheetRequest { ruleset_id: "cards".into(), id: "g".into(), operations: vec![setup] };
+    let create = pb::CreateSheetRequest {
+        ruleset_id: "cards".into(),
+        id: "g".into(),
+        operations: vec![setup],
+        variables: Vec::new(),
+    };
     c.create_sheet(create).await.expect("creates");
     let mut rejected = Vec::new();
     for (i, s) in file["steps"].as_array().expect("steps").iter().enumerate() {
@@ -854,8 +866,12 @@ async fn a_game_over_grpc_fires_rules_asks_and_replays_after_a_restart() {
     let data = dir.path().join("data");
     let server = Server::start(&data, &["--ruleset", &tavern]);
     let mut c = server.client().await;
-    let create =
-        pb::CreateSheetRequest { ruleset_id: "tavern".into(), id: "t".into(), operations: ops(&[&steps[0]]) };
+    let create = pb::CreateSheetRequest {
+        ruleset_id: "tavern".into(),
+        id: "t".into(),
+        operations: ops(&[&steps[0]]),
+        variables: Vec::new(),
+    };
     c.create_sheet(create).await.expect("creates");
     let fired = |r: &pb::ApplyResponse| -> Vec<String> {
         r.fired

@@ -438,8 +438,12 @@ async fn a_sheet_is_created_with_clocks_and_guards() {
     let tick = op(Op::Tick(pb::Tick { clock: "Turn".into(), on: None, by: "1".into() }));
     let guard =
         |f: &str| op(Op::Require(pb::Require { formula: f.into(), message: "checked".into(), on: None }));
-    let create =
-        |ops| pb::CreateSheetRequest { ruleset_id: "battle".into(), id: String::new(), operations: ops };
+    let create = |ops| pb::CreateSheetRequest {
+        ruleset_id: "battle".into(),
+        id: String::new(),
+        operations: ops,
+        variables: Vec::new(),
+    };
     let made = c
         .create_sheet(create(vec![
             op(Op::AddObject(shield.clone())),

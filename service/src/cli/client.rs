@@ -471,6 +471,7 @@ async fn create(
         ruleset_id: ruleset.unwrap_or_default(),
         id: id.unwrap_or_default(),
         operations,
+        variables: Vec::new(),
     };
     let r = c.create_sheet(req).await.map_err(st)?.into_inner();
     if json {
@@ -566,7 +567,12 @@ async fn apply(
     json: bool,
 ) -> Result<(), String> {
     let operations = operations(steps).map_err(|e| format!("error: {e}"))?;
-    let req = pb::ApplyRequest { sheet_id: sheet.to_owned(), expected_revision: expect, operations };
+    let req = pb::ApplyRequest {
+        sheet_id: sheet.to_owned(),
+        expected_revision: expect,
+        operations,
+        variables: Vec::new(),
+    };
     let r = c.apply(req).await.map_err(st)?.into_inner();
     if json {
         return print_json(&r);

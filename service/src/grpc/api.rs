@@ -305,6 +305,7 @@ impl Sheetd for Api {
             let (sheet, values) = e.create_sheet(&req.ruleset_id, id, step).map_err(to_status)?;
             span.record("sheet", sheet.id.as_str());
             span.record("revision", sheet.revision);
+            let values = selected(values, &req.variables, |v| &v.var);
             Ok(pb::CreateSheetResponse {
                 sheet: Some(convert::sheet_info(sheet)),
                 values: convert::variables(values),
@@ -360,9 +361,10 @@ impl Sheetd for Api {
         let req = req.into_inner();
         self.call(span("Apply", &req.sheet_id, req.operations.len()), move |e, span| {
             let step = convert::step(req.operations).map_err(to_status)?;
-            let r = e.apply(&req.sheet_id, req.expected_revision, step).map_err(to_status)?;
+            let mut r = e.apply(&req.sheet_id, req.expected_revision, step).map_err(to_status)?;
             span.record("revision", r.revision);
             span.record("recomputed", r.recomputed);
+            r.changes = selected(r.changes, &req.variables, |c| &c.var);
             Ok(convert::applied(r))
         })
         .await
@@ -651,6 +653,15 @@ fn solve_one(e: &Engine, item: pb::BatchItem) -> pb::BatchResult {
             }
         }),
     }
+}
+
+/// `all`, or those whose reference is one of `wanted` (case-insensitive) when it names any:
+/// a reply's field selection.
+fn selected<T>(all: Vec<T>, wanted: &[String], var: impl Fn(&T) -> &String) -> Vec<T> {
+    if wanted.is_empty() {
+        return all;
+    }
+    all.into_iter().filter(|x| wanted.iter().any(|w| w.eq_ignore_ascii_case(var(x)))).collect()
 }
 
 /// One page of `all` (sorted by `id`): the items after the one a `page_token` names (`after:ID`,

@@ -208,7 +208,12 @@ pub fn value_of(values: &[pb::VariableValue], r: &str) -> String {
 /// An Apply request.
 #[allow(dead_code, reason = "not every test file uses it")]
 pub fn apply(sheet: &str, expected: Option<u64>, operations: Vec<pb::Operation>) -> pb::ApplyRequest {
-    pb::ApplyRequest { sheet_id: sheet.to_owned(), expected_revision: expected, operations }
+    pb::ApplyRequest {
+        sheet_id: sheet.to_owned(),
+        expected_revision: expected,
+        operations,
+        variables: Vec::new(),
+    }
 }
 
 /// A Values request.
