@@ -975,3 +975,24 @@ fn visits_and_actions_trigger_what_listens() {
     execute(&mut p, "see", 1, Some("gos"));
     assert_eq!(p.values(&["see.RESULT", "gos.PUBLIC_VOTES", "spy.PUBLIC_VOTES"]), ["Gossip", "2", "3"]);
 }
+
+/// `Passive` runs whenever something significant changes — the game starting, a phase
+/// beginning, a death — with its condition read then (once a phase unless scaled).
+#[test]
+fn passive_lines_run_when_something_changes() {
+    let avenger = role(
+        "Mourner** | Townsfolk Miscellaneous",
+        &["Passive: Manipulate @Self's private voting power by 1 [Condition: $living < 3]"],
+    );
+    let wolf = role("Wolf** | Werewolf Killing", &["Immediate Night: Kill @Selection"]);
+    let files = [("mourner.md", avenger.as_str()), ("wolf.md", wolf.as_str())];
+    let mut p = game_of(&files, serde_json::json!({"mo": "Mourner", "wa": "Wolf", "wb": "Wolf"}));
+    p.step(serde_json::json!({"start_phase": {"phase": "Night 1"}}));
+    assert_eq!(p.value("mo.PRIVATE_VOTES"), "1", "three living: the condition fails");
+    // A death is a change: two living now, the condition holds.
+    execute(&mut p, "wa", 1, Some("wb"));
+    assert_eq!(p.values(&["LIVING", "mo.PRIVATE_VOTES"]), ["2", "2"]);
+    // A phase beginning is one too.
+    p.step(serde_json::json!({"advance_phase": {}}));
+    assert_eq!(p.value("mo.PRIVATE_VOTES"), "3");
+}

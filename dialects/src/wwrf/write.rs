@@ -190,6 +190,7 @@ Execute = { player = { instance = true }, line = "LINE" }   # a player answers a
 Kill = { victim = "VICTIM", attacker = "ATTACKER", type = "KILL_TYPE" }   # a killing, queued
 Hit = { victim = "VICTIM", attacker = "ATTACKER", type = "KILL_TYPE", at = "HIT_AT" }  # it hits a player
 Applied = { attribute = {} }                # a custom attribute is applied (its Starting)
+Changed = {}                                # something significant changed (Passive)
 Died = { player = "DEAD", attacker = "KILLER", type = "DEATH_TYPE" }
 Defended = { defense = { instance = true }, creator = {}, kind = {}, attacker = {}, attacked = {} }
 Vote = { voter = "VOTER", vote = { instance = true } }
@@ -283,6 +284,23 @@ do = [
   { each = { as = "spent", select = "PC.DEFENSE", where = "LIMIT > 0 && USES >= LIMIT" } },
   { remove_object = "$spent" },
 ]
+
+# `Passive` lines run whenever something significant changes: the game starts, a phase begins,
+# someone dies.
+[[rule]]
+name = "the game starting is a change"
+on = "Starting"
+do = [{ emit = { event = "Changed" } }]
+
+[[rule]]
+name = "a phase beginning is a change"
+on = "Start"
+do = [{ emit = { event = "Changed" } }]
+
+[[rule]]
+name = "a death is a change"
+on = "Died"
+do = [{ emit = { event = "Changed" } }]
 
 # Visits and actions reach their triggers through a relay, so that an ability a visit or an
 # action triggers may itself visit and act.
@@ -722,6 +740,8 @@ impl Writer {
                 ("Applied", false, true)
             }
             TriggerKind::Starting => ("Starting", false, true),
+            // Whenever something significant changes: the game starts, a phase, a death.
+            TriggerKind::Passive => ("Changed", false, true),
             TriggerKind::Death { how, who } => {
                 names = &[("Attacker", "$attacker"), ("This", "$player")];
                 match who {
@@ -796,7 +816,7 @@ impl Writer {
             }
             other => {
                 let m = format!(
-                    "the trigger `{}` here (sheetd runs the phase timings, Starting, On Death, On Killed, On Lynch, On Banishment, On Visited, On Action, On Any Action and, for roles, On Defense)",
+                    "the trigger `{}` here (sheetd runs the phase timings, Starting, Passive, On Death, On Killed, On Lynch, On Banishment, On Visited, On Action, On Any Action and, for roles, On Defense)",
                     trigger_name(other)
                 );
                 return self.errors.push((file, unsupported(m, l.trigger.span.clone())));
