@@ -164,41 +164,10 @@ fn effect_steps() -> (Json, Vec<Json>, Vec<Json>) {
 }
 
 fn bench_dialects(c: &mut Criterion) {
-    let files = files();
-    let compiled = creature::compile_texts(&files).expect("the generated features compile");
-    let native: Vec<(String, String)> = compiled.files.clone();
     let mut g = c.benchmark_group("dialects");
     g.sample_size(20);
-    g.bench_function("load_1000_features/dialect", |b| {
-        b.iter(|| {
-            let c = creature::compile_texts(black_box(&files)).expect("compiles");
-            let r = c.load().expect("loads");
-            events::RuleBook::compile(Arc::new(r)).expect("rules check")
-        })
-    });
-    g.bench_function("load_1000_features/native", |b| {
-        b.iter(|| {
-            let r = data::load_texts(black_box(&native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
-                .expect("loads");
-            events::RuleBook::compile(Arc::new(r)).expect("rules check")
-        })
-    });
-    let cards = cards();
-    let card_rules = dialects::rulescript::compile_texts(&cards).expect("the generated cards compile");
-    let card_native = card_rules.files.clone();
-    g.bench_function("load_1000_cards/dialect", |b| {
-        b.iter(|| {
-            let c = dialects::rulescript::compile_texts(black_box(&cards)).expect("compiles");
-            events::RuleBook::compile(Arc::new(c.load().expect("loads"))).expect("rules check")
-        })
-    });
-    g.bench_function("load_1000_cards/native", |b| {
-        b.iter(|| {
-            let r = data::load_texts(black_box(&card_native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
-                .expect("loads");
-            events::RuleBook::compile(Arc::new(r)).expect("rules check")
-        })
-    });
+    let compiled = load_rows(&mut g, "load_1000_features", &files(), creature::compile_texts);
+    load_rows(&mut g, "load_1000_cards", &cards(), dialects::rulescript::compile_texts);
     let book = Arc::new(events::RuleBook::compile(Arc::new(compiled.load().expect("loads"))).expect("rules"));
     let (setup, verbs, generic) = game_steps();
     let setup = game::setup(&setup).expect("a setup");
@@ -222,47 +191,13 @@ fn bench_dialects(c: &mut Criterion) {
 }
 
 /// The effect strings' rows (see the module docs).
-fn bench_effects(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+fn bench_effects(g: &mut Group<'_>) {
     use dialects::effects;
-    let cards = effect_cards();
-    let compiled = effects::compile_texts(&cards).expect("the generated citizens compile");
-    let native = compiled.files.clone();
-    g.bench_function("load_1000_effect_cards/dialect", |b| {
-        b.iter(|| {
-            let c = effects::compile_texts(black_box(&cards)).expect("compiles");
-            events::RuleBook::compile(Arc::new(c.load().expect("loads"))).expect("rules check")
-        })
-    });
-    g.bench_function("load_1000_effect_cards/native", |b| {
-        b.iter(|| {
-            let r = data::load_texts(black_box(&native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
-                .expect("loads");
-            events::RuleBook::compile(Arc::new(r)).expect("rules check")
-        })
-    });
+    let compiled = load_rows(g, "load_1000_effect_cards", &effect_cards(), effects::compile_texts);
     let book = Arc::new(events::RuleBook::compile(Arc::new(compiled.load().expect("loads"))).expect("rules"));
     let (setup, verbs, generic) = effect_steps();
     let setup = effects::game::setup(&setup).expect("a setup");
-    let play = |steps: &mut dyn Iterator<Item = events::Step>| replay(&book, &setup, steps);
-    let from_verbs = |verbs: &[Json]| {
-        play(&mut verbs.iter().map(|v| {
-            match effects::game::step(v).expect("a verb") {
-                game::Step::Play(s) => s,
-                other => sheetd::cli::steps::game_step(&match other {
-                    game::Step::Generic(j) => j,
-                    other => panic!("not a play: {other:?}"),
-                })
-                .expect("a step"),
-            }
-        }))
-    };
-    let from_generic =
-        |steps: &[Json]| play(&mut steps.iter().map(|s| sheetd::cli::steps::game_step(s).expect("a step")));
-    let (a, b) = (from_verbs(&verbs), from_generic(&generic));
-    assert!(a.pending().is_none(), "every question answered");
-    assert_eq!(a.character().sheet().values(), b.character().sheet().values());
-    g.bench_function("replay_200_effect_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
-    g.bench_function("replay_200_effect_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
+    replay_rows(g, "replay_200_effect_steps", &book, &setup, (&verbs, &generic), effects::game::step);
 }
 
 /// 1,000 role files, four kinds of ability line in turn.
@@ -364,30 +299,60 @@ fn wwrf_steps(book: &Arc<events::RuleBook>) -> (Json, Vec<Json>, Vec<Json>) {
 }
 
 /// WWRF's rows (see the module docs).
-fn bench_wwrf(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+fn bench_wwrf(g: &mut Group<'_>) {
     use dialects::wwrf;
-    let roles = role_files();
-    let compiled = wwrf::compile_texts(&roles).expect("the generated roles compile");
+    let compiled = load_rows(g, "load_1000_roles", &role_files(), wwrf::compile_texts);
+    let book = Arc::new(events::RuleBook::compile(Arc::new(compiled.load().expect("loads"))).expect("rules"));
+    let (setup, verbs, generic) = wwrf_steps(&book);
+    let setup = wwrf::game::setup(&setup).expect("a setup");
+    replay_rows(g, "replay_200_wwrf_steps", &book, &setup, (&verbs, &generic), wwrf::game::step);
+}
+
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+/// A dialect's compiler of (file name, text) pairs.
+type Compile = fn(&[(String, String)]) -> Result<creature::Compiled, Vec<data::Diagnostic>>;
+
+/// Rows `NAME/dialect` (the dialect's files read, compiled, loaded and their rules checked)
+/// and `NAME/native` (their translation loaded and its rules checked); the compiled files.
+fn load_rows(
+    g: &mut Group<'_>,
+    name: &str,
+    files: &[(String, String)],
+    compile: Compile,
+) -> creature::Compiled {
+    let compiled = compile(files).expect("the generated files compile");
     let native = compiled.files.clone();
-    g.bench_function("load_1000_roles/dialect", |b| {
+    g.bench_function(format!("{name}/dialect"), |b| {
         b.iter(|| {
-            let c = wwrf::compile_texts(black_box(&roles)).expect("compiles");
+            let c = compile(black_box(files)).expect("compiles");
             events::RuleBook::compile(Arc::new(c.load().expect("loads"))).expect("rules check")
         })
     });
-    g.bench_function("load_1000_roles/native", |b| {
+    g.bench_function(format!("{name}/native"), |b| {
         b.iter(|| {
             let r = data::load_texts(black_box(&native).iter().map(|(n, t)| (n.as_str(), t.as_str())))
                 .expect("loads");
             events::RuleBook::compile(Arc::new(r)).expect("rules check")
         })
     });
-    let book = Arc::new(events::RuleBook::compile(Arc::new(compiled.load().expect("loads"))).expect("rules"));
-    let (setup, verbs, generic) = wwrf_steps(&book);
-    let setup = wwrf::game::setup(&setup).expect("a setup");
-    let play = |steps: &mut dyn Iterator<Item = events::Step>| replay(&book, &setup, steps);
+    compiled
+}
+
+/// Rows `NAME/dialect` (a game replayed from its verbs, each made into a step by `step`; a
+/// generic step, a `choose`, as it is) and `NAME/native` (from the generic steps they stand
+/// for), each from a new game and its setup; both games end alike, every question answered.
+fn replay_rows(
+    g: &mut Group<'_>,
+    name: &str,
+    book: &Arc<events::RuleBook>,
+    setup: &events::Step,
+    (verbs, generic): (&[Json], &[Json]),
+    step: fn(&Json) -> Result<game::Step, String>,
+) {
+    let play = |steps: &mut dyn Iterator<Item = events::Step>| replay(book, setup, steps);
     let from_verbs = |verbs: &[Json]| {
-        play(&mut verbs.iter().map(|v| match wwrf::game::step(v).expect("a verb") {
+        play(&mut verbs.iter().map(|v| match step(v).expect("a verb") {
             game::Step::Play(s) => s,
             game::Step::Generic(j) => sheetd::cli::steps::game_step(&j).expect("a step"),
             other => panic!("not a play: {other:?}"),
@@ -395,11 +360,11 @@ fn bench_wwrf(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wall
     };
     let from_generic =
         |steps: &[Json]| play(&mut steps.iter().map(|s| sheetd::cli::steps::game_step(s).expect("a step")));
-    let (a, b) = (from_verbs(&verbs), from_generic(&generic));
+    let (a, b) = (from_verbs(verbs), from_generic(generic));
     assert!(a.pending().is_none(), "every question answered");
     assert_eq!(a.character().sheet().values(), b.character().sheet().values());
-    g.bench_function("replay_200_wwrf_steps/dialect", |b| b.iter(|| from_verbs(black_box(&verbs))));
-    g.bench_function("replay_200_wwrf_steps/native", |b| b.iter(|| from_generic(black_box(&generic))));
+    g.bench_function(format!("{name}/dialect"), |b| b.iter(|| from_verbs(black_box(verbs))));
+    g.bench_function(format!("{name}/native"), |b| b.iter(|| from_generic(black_box(generic))));
 }
 
 /// A new game of `book`, set up, then `steps` played (a step refused is left as it is).

@@ -321,55 +321,32 @@ do = [{ emit = { event = "PreEnd4" } }]
 "#;
 
 /// The rules that chain a phase's end, written after every ability (so that what an ability
-/// queues at one timing runs before the next timing).
-const CHAIN: &str = r#"
-# The end of a phase, timing after timing, then the next phase.
-[[rule]]
-name = "fourth pre-end done"
-on = "PreEnd4"
-do = [{ emit = { event = "PreEnd3" } }]
-
-[[rule]]
-name = "third pre-end done"
-on = "PreEnd3"
-do = [{ emit = { event = "PreEnd2" } }]
-
-[[rule]]
-name = "second pre-end done"
-on = "PreEnd2"
-do = [{ emit = { event = "PreEnd1" } }]
-
-[[rule]]
-name = "pre-end done"
-on = "PreEnd1"
-do = [{ emit = { event = "End" } }]
-
-[[rule]]
-name = "end done"
-on = "End"
-do = [{ emit = { event = "Settle1" } }]
-
-# Two events more, so that the killings the end queued resolve (Kill → Hit → Died) while the
-# phase's defenses last.
-[[rule]]
-name = "killings hit"
-on = "Settle1"
-do = [{ emit = { event = "Settle2" } }]
-
-[[rule]]
-name = "hits land"
-on = "Settle2"
-do = [{ emit = { event = "Next" } }]
-
-[[rule]]
-name = "the next phase"
-on = "Next"
-do = [
-  { tick = { clock = "ENDS" } },
-  { adjust = { channel = "PHASE", on = "global", by = "1" } },
-  { emit = { event = "Start" } },
-]
-"#;
+/// queues at one timing runs before the next timing): each timing's event, when its rules are
+/// done, emits the next; the two settling events let the killings the end queued resolve (Kill →
+/// Hit → Died) while the phase's defenses last; then the clock moves and the next phase begins.
+fn chain() -> String {
+    const LINKS: &[(&str, &str, &str)] = &[
+        ("fourth pre-end done", "PreEnd4", "PreEnd3"),
+        ("third pre-end done", "PreEnd3", "PreEnd2"),
+        ("second pre-end done", "PreEnd2", "PreEnd1"),
+        ("pre-end done", "PreEnd1", "End"),
+        ("end done", "End", "Settle1"),
+        ("killings hit", "Settle1", "Settle2"),
+        ("hits land", "Settle2", "Next"),
+    ];
+    let mut out = String::from("\n# The end of a phase, timing after timing, then the next phase.\n");
+    for (name, on, next) in LINKS {
+        let emit = [format!("{{ emit = {{ event = \"{next}\" }} }}")];
+        write_rule(&mut out, name, on, "", &[], None, None, &emit);
+    }
+    let next = [
+        "{ tick = { clock = \"ENDS\" } }".to_owned(),
+        "{ adjust = { channel = \"PHASE\", on = \"global\", by = \"1\" } }".to_owned(),
+        "{ emit = { event = \"Start\" } }".to_owned(),
+    ];
+    write_rule(&mut out, "the next phase", "Next", "", &[], None, None, &next);
+    out
+}
 
 /// One action, or one by day and another by night (what lasts `~NextDay` ends a different
 /// number of phase ends away).
@@ -583,7 +560,7 @@ impl Writer {
         self.role_objects(elements, &mut out);
         out.push_str(&self.objects);
         out.push_str(&self.rules);
-        out.push_str(CHAIN);
+        out.push_str(&chain());
         out
     }
 

@@ -1,5 +1,6 @@
 //! A ruleset's catalog: what a character builder offers — its kinds, and its objects with what
-//! each modifies, its parts and grants and where it is defined — filtered and paged.
+//! each modifies, its parts and grants and where it is defined — filtered and paged; and the
+//! paging every List call shares ([`page_len`], [`paged`]).
 
 use super::{Engine, EngineError};
 use data::Ruleset;
@@ -74,14 +75,47 @@ impl Engine {
                 .parse::<usize>()
                 .map_err(|_| EngineError::invalid(format!("page_token `{t}` is not one this server gave")))?,
         };
-        let size = match q.page_size {
-            0 => DEFAULT_PAGE,
-            n => n.min(MAX_PAGE),
-        };
-        let mut c = list(current.ruleset(), q, start, size);
+        let mut c = list(current.ruleset(), q, start, page_len(q.page_size));
         c.ruleset_version = current.version;
         Ok(c)
     }
+}
+
+/// How many items a page holds when `page_size` are asked for: [`DEFAULT_PAGE`] for 0, at most
+/// [`MAX_PAGE`].
+pub fn page_len(page_size: usize) -> usize {
+    match page_size {
+        0 => DEFAULT_PAGE,
+        n => n.min(MAX_PAGE),
+    }
+}
+
+/// One page of `all` (sorted by `id`): the items after the one a `page_token` names (`after:ID`,
+/// what the previous page ended with; stable while items come and go), [`page_len`] of them,
+/// the next page's token (empty on the last) and how many there are.
+pub fn paged<T>(
+    all: Vec<T>,
+    id: impl Fn(&T) -> &str,
+    page_size: usize,
+    page_token: &str,
+) -> Result<(Vec<T>, String, usize), EngineError> {
+    let size = page_len(page_size);
+    let total = all.len();
+    let after =
+        match page_token {
+            "" => None,
+            t => Some(t.strip_prefix("after:").ok_or_else(|| {
+                EngineError::invalid(format!("page_token `{t}` is not one this server gave"))
+            })?),
+        };
+    let mut page: Vec<T> = all.into_iter().filter(|x| after.is_none_or(|a| id(x) > a)).collect();
+    let more = page.len() > size;
+    page.truncate(size);
+    let next = match (more, page.last()) {
+        (true, Some(last)) => format!("after:{}", id(last)),
+        _ => String::new(),
+    };
+    Ok((page, next, total))
 }
 
 /// The page of `r`'s objects passing `q`'s filters from `start`, `size` long, with every kind.

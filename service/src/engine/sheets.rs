@@ -297,10 +297,25 @@ impl Engine {
         Ok(info)
     }
 
-    /// Every served sheet, by id.
-    pub fn sheets(&self) -> Vec<SheetInfo> {
-        let all: Vec<Arc<LiveSheet>> = self.read_sheets().values().cloned().collect();
-        all.iter().map(|s| s.info()).collect()
+    /// A page of the served sheets by id: those on ruleset `ruleset` (any when empty) whose id
+    /// starts with `prefix`, after the one `page_token` names (see [`super::catalog::paged`]);
+    /// the next page's token and how many pass. Only the page's sheets are read.
+    pub fn sheets_page(
+        &self,
+        ruleset: &str,
+        prefix: &str,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<(Vec<SheetInfo>, String, usize), EngineError> {
+        let mut all: Vec<Arc<LiveSheet>> = self
+            .read_sheets()
+            .values()
+            .filter(|s| (ruleset.is_empty() || s.ruleset.id == ruleset) && s.id.starts_with(prefix))
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        let (page, next, total) = super::catalog::paged(all, |s| &s.id, page_size, page_token)?;
+        Ok((page.iter().map(|s| s.info()).collect(), next, total))
     }
 
     /// Deletes a sheet with its history; watchers get a final `deleted` event.

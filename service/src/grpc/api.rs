@@ -254,11 +254,12 @@ impl Sheetd for Api {
             let mut all = e.rulesets();
             all.sort_by(|a, b| a.id.cmp(&b.id));
             let (page, next, total) =
-                paged(all, |r| r.id.clone(), req.page_size, &req.page_token).map_err(to_status)?;
+                crate::engine::catalog::paged(all, |r| &r.id, req.page_size as usize, &req.page_token)
+                    .map_err(to_status)?;
             Ok(pb::ListRulesetsResponse {
                 rulesets: page.into_iter().map(convert::ruleset_info).collect(),
                 next_page_token: next,
-                total_size: total,
+                total_size: u32::try_from(total).unwrap_or(u32::MAX),
             })
         })
         .await
@@ -328,19 +329,13 @@ impl Sheetd for Api {
     ) -> Result<Response<pb::ListSheetsResponse>, Status> {
         let req = req.into_inner();
         self.call(span("ListSheets", "", 0), move |e, _| {
-            let mut all: Vec<_> = e
-                .sheets()
-                .into_iter()
-                .filter(|s| req.ruleset_id.is_empty() || s.ruleset_id == req.ruleset_id)
-                .filter(|s| s.id.starts_with(&req.id_prefix))
-                .collect();
-            all.sort_by(|a, b| a.id.cmp(&b.id));
-            let (page, next, total) =
-                paged(all, |s| s.id.clone(), req.page_size, &req.page_token).map_err(to_status)?;
+            let (page, next, total) = e
+                .sheets_page(&req.ruleset_id, &req.id_prefix, req.page_size as usize, &req.page_token)
+                .map_err(to_status)?;
             Ok(pb::ListSheetsResponse {
                 sheets: page.into_iter().map(convert::sheet_info).collect(),
                 next_page_token: next,
-                total_size: total,
+                total_size: u32::try_from(total).unwrap_or(u32::MAX),
             })
         })
         .await
@@ -662,36 +657,6 @@ fn selected<T>(all: Vec<T>, wanted: &[String], var: impl Fn(&T) -> &String) -> V
         return all;
     }
     all.into_iter().filter(|x| wanted.iter().any(|w| w.eq_ignore_ascii_case(var(x)))).collect()
-}
-
-/// One page of `all` (sorted by `id`): the items after the one a `page_token` names (`after:ID`,
-/// what the previous page ended with; stable while items come and go), `page_size` of them (100
-/// when 0, at most 1,000), the next page's token (empty on the last) and how many there are.
-pub(crate) fn paged<T>(
-    all: Vec<T>,
-    id: impl Fn(&T) -> String,
-    page_size: u32,
-    page_token: &str,
-) -> Result<(Vec<T>, String, u32), crate::engine::EngineError> {
-    let size = match page_size {
-        0 => crate::engine::catalog::DEFAULT_PAGE,
-        n => (n as usize).min(crate::engine::catalog::MAX_PAGE),
-    };
-    let total = u32::try_from(all.len()).unwrap_or(u32::MAX);
-    let after = match page_token {
-        "" => None,
-        t => Some(t.strip_prefix("after:").ok_or_else(|| {
-            crate::engine::EngineError::invalid(format!("page_token `{t}` is not one this server gave"))
-        })?),
-    };
-    let mut page: Vec<T> = all.into_iter().filter(|x| after.is_none_or(|a| id(x).as_str() > a)).collect();
-    let more = page.len() > size;
-    page.truncate(size);
-    let next = match (more, page.last()) {
-        (true, Some(last)) => format!("after:{}", id(last)),
-        _ => String::new(),
-    };
-    Ok((page, next, total))
 }
 
 #[cfg(test)]
