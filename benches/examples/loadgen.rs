@@ -103,7 +103,7 @@ fn main() {
                                 sheet_id: id.clone(),
                                 expected_revision: None,
                                 operations: ops,
-                                variables: Vec::new(),
+                                ..Default::default()
                             })
                             .await
                             .expect("apply");
@@ -121,8 +121,8 @@ fn main() {
             println!("  {clients:>2} clients   {rate:>8.0} Applies/s   ({total} in all)");
         }
 
-        let items: Vec<pb::BatchItem> = (0..batch)
-            .map(|i| pb::BatchItem {
+        let items: Vec<pb::SolveBatchRequest> = (0..batch)
+            .map(|i| pb::SolveBatchRequest {
                 id: i.to_string(),
                 ruleset_id: String::new(),
                 operations: example(),
@@ -180,7 +180,7 @@ fn main() {
 /// The real server in its own process: the Apply round trip (`calls` calls), then SolveBatch
 /// as sheets per second of its CPU time, against `local_cpu` (the CPU seconds the in-process
 /// baseline took for the same items).
-fn external(items: &[pb::BatchItem], local_cpu: Option<f64>, calls: usize) {
+fn external(items: &[pb::SolveBatchRequest], local_cpu: Option<f64>, calls: usize) {
     let server = sheetd_benches::load::server_binary();
     if !std::path::Path::new(&server).is_file() {
         println!("(no {server}: `cargo build --release -p sheetd` to measure against the real server)");
@@ -225,12 +225,12 @@ fn external(items: &[pb::BatchItem], local_cpu: Option<f64>, calls: usize) {
 }
 
 /// Streams `items` through one SolveBatch call and checks that every one was solved.
-async fn solve_batch(client: &mut sheetd::cli::client::Client, items: Vec<pb::BatchItem>) {
+async fn solve_batch(client: &mut sheetd::cli::client::Client, items: Vec<pb::SolveBatchRequest>) {
     let count = items.len();
     let mut stream = client.solve_batch(tokio_stream::iter(items)).await.expect("batch").into_inner();
     let mut n = 0;
     while let Some(r) = stream.message().await.expect("result") {
-        assert!(matches!(r.result, Some(pb::batch_result::Result::Values(_))), "{r:?}");
+        assert!(matches!(r.result, Some(pb::solve_batch_response::Result::Values(_))), "{r:?}");
         n += 1;
     }
     assert_eq!(n, count);
@@ -283,7 +283,7 @@ async fn apply_round_trip(
                 sheet_id: id.clone(),
                 expected_revision: None,
                 operations: ops,
-                variables: Vec::new(),
+                ..Default::default()
             })
             .await
             .expect("apply")

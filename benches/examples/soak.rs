@@ -86,7 +86,7 @@ async fn client_loop(
                     sheet_id: sheet.id.clone(),
                     expected_revision: Some(sheet.revision),
                     operations: ops,
-                    variables: Vec::new(),
+                    ..Default::default()
                 };
                 let r = c.apply(req).await.map(|r| {
                     sheet.revision = r.into_inner().revision;

@@ -42,6 +42,12 @@ pub enum Code {
     RulesetAlreadyExists,
     /// The sheet is not at the expected revision.
     RevisionConflict,
+    /// The ruleset is not at the expected version.
+    VersionConflict,
+    /// An Apply's `request_id` seen before with other operations.
+    RequestIdReused,
+    /// A reply that would pass the server's `max_reply_bytes`.
+    ReplyTooLarge,
     /// The sheet's state refuses the request.
     FailedPrecondition,
     /// A server limit is reached.
@@ -72,6 +78,9 @@ impl Code {
             Code::SheetAlreadyExists => "sheet.already_exists",
             Code::RulesetAlreadyExists => "ruleset.already_exists",
             Code::RevisionConflict => "sheet.revision_conflict",
+            Code::VersionConflict => "ruleset.version_conflict",
+            Code::RequestIdReused => "request.request_id_reused",
+            Code::ReplyTooLarge => "request.reply_too_large",
             Code::FailedPrecondition => "sheet.failed_precondition",
             Code::LimitReached => "server.limit_reached",
             Code::Unavailable => "server.unavailable",

@@ -194,6 +194,7 @@ async fn create_apply_values_explain_and_why_changed() {
     // Get, list, delete.
     let info =
         c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("get").into_inner();
+    let info = info.sheet.expect("the sheet");
     assert_eq!(info.revision, 2);
     // What is on it: each object with its kind, key, parent and origin; the inputs set.
     let keen = info.contents.iter().find(|o| o.id == "keen").expect("the enhancement");
@@ -209,7 +210,9 @@ async fn create_apply_values_explain_and_why_changed() {
     let list = c.list_sheets(pb::ListSheetsRequest::default()).await.expect("list").into_inner();
     assert_eq!(list.sheets.len(), 1);
     assert!(list.sheets[0].contents.is_empty() && list.sheets[0].channels.is_empty(), "GetSheet's alone");
-    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "sheet-1".into() }).await.expect("delete");
+    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "sheet-1".into(), ..Default::default() })
+        .await
+        .expect("delete");
     let e = c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect_err("gone");
     assert_eq!(e.code(), Code::NotFound);
 
@@ -241,7 +244,7 @@ async fn watch_streams_changes_and_resumes_after_a_disconnect() {
     let mut stream = c.watch(watch(None)).await.expect("watch").into_inner();
     c.apply(apply("hero", None, ops(&[REMOVE_ARMOR]))).await.expect("apply");
     let ev = next_event(&mut stream).await.expect("open");
-    let Some(pb::watch_event::Event::Changes(ch)) = ev.event else { panic!("{ev:?}") };
+    let Some(pb::watch_response::Event::Changes(ch)) = ev.event else { panic!("{ev:?}") };
     assert_eq!(ev.revision, 1);
     assert_eq!(ch.changes.iter().map(|c| c.r#ref.as_str()).collect::<Vec<_>>(), ["AC"], "filtered to AC");
     drop(stream);
@@ -256,7 +259,7 @@ async fn watch_streams_changes_and_resumes_after_a_disconnect() {
     let mut seen = Vec::new();
     for _ in 0..2 {
         let ev = next_event(&mut stream).await.expect("open");
-        let Some(pb::watch_event::Event::Changes(ch)) = ev.event else { panic!("{ev:?}") };
+        let Some(pb::watch_response::Event::Changes(ch)) = ev.event else { panic!("{ev:?}") };
         seen.push((ev.revision, shown(&ch.changes[0].old), shown(&ch.changes[0].new)));
     }
     assert_eq!(seen, vec![(2, "12".into(), "19".into()), (3, "19".into(), "12".into())]);
@@ -267,9 +270,11 @@ async fn watch_streams_changes_and_resumes_after_a_disconnect() {
     assert_eq!(c.watch(watch(Some(9))).await.expect_err("future").code(), Code::OutOfRange);
 
     // Deleting the sheet ends the stream with a `deleted` event.
-    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "hero".into() }).await.expect("delete");
+    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "hero".into(), ..Default::default() })
+        .await
+        .expect("delete");
     let ev = next_event(&mut stream).await.expect("deleted event");
-    assert!(matches!(ev.event, Some(pb::watch_event::Event::Deleted(_))), "{ev:?}");
+    assert!(matches!(ev.event, Some(pb::watch_response::Event::Deleted(_))), "{ev:?}");
     assert!(stream.message().await.expect("end").is_none());
 
     // Shutdown ends open streams.
@@ -301,7 +306,7 @@ async fn solve_batch_streams_results_matched_by_id() {
         if i % 10 == 7 {
             operations.extend(ops(&[r#"{"remove_object": "no-such-id"}"#]));
         }
-        items.push(pb::BatchItem {
+        items.push(pb::SolveBatchRequest {
             id: format!("item-{i}"),
             ruleset_id: String::new(),
             operations,
@@ -317,12 +322,12 @@ async fn solve_batch_streams_results_matched_by_id() {
     for i in 0..60 {
         let r = &got[&format!("item-{i}")];
         match r {
-            pb::batch_result::Result::Values(v) if i % 10 != 7 => {
+            pb::solve_batch_response::Result::Values(v) if i % 10 != 7 => {
                 let want = if i % 3 == 1 { "12" } else { "17" };
                 assert_eq!(value_of(&v.values, "AC"), want, "item-{i}");
                 assert_eq!(v.values.len(), 1);
             }
-            pb::batch_result::Result::Error(e) if i % 10 == 7 => {
+            pb::solve_batch_response::Result::Error(e) if i % 10 == 7 => {
                 let d = &e.diagnostics[0];
                 assert_eq!(d.operation, Some(items[i].operations.len() as u32 - 1), "item-{i}: {d:?}");
             }
@@ -501,7 +506,7 @@ fn a_character_encodes_as_its_records() {
 
 /// The stream's next message, failing (not waiting forever) when none comes within 10 s: an
 /// event the server never sends fails the test.
-async fn next_event(stream: &mut tonic::Streaming<pb::WatchEvent>) -> Option<pb::WatchEvent> {
+async fn next_event(stream: &mut tonic::Streaming<pb::WatchResponse>) -> Option<pb::WatchResponse> {
     tokio::time::timeout(std::time::Duration::from_secs(10), stream.message())
         .await
         .expect("no event within 10 s")
@@ -629,7 +634,9 @@ async fn lists_come_a_page_at_a_time() {
         seen.extend(r.sheets.iter().map(|s| s.id.clone()));
         if seen.len() == 3 {
             // A sheet deleted between pages does not shift the next page.
-            c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "hero-0".into() }).await.expect("delete");
+            c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "hero-0".into(), ..Default::default() })
+                .await
+                .expect("delete");
         }
         if r.next_page_token.is_empty() {
             break;

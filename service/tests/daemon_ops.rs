@@ -44,7 +44,7 @@ async fn health(url: &str) -> ServingStatus {
         .await
         .expect("connect");
     let r = HealthClient::new(channel)
-        .check(HealthCheckRequest { service: "sheetd.v1.Sheetd".into() })
+        .check(HealthCheckRequest { service: "sheetd.v1.SheetdService".into() })
         .await
         .expect("health")
         .into_inner();
@@ -57,7 +57,9 @@ async fn bearer_tokens_guard_every_call_but_health() {
     // Off: no token needed.
     let open = Server::start(&dir.path().join("open"), &[]);
     open.client().await.ping(pb::PingRequest {}).await.expect("no auth needed");
-    assert!(services(&open.url, None).await.expect("reflection").contains(&"sheetd.v1.Sheetd".to_owned()));
+    assert!(
+        services(&open.url, None).await.expect("reflection").contains(&"sheetd.v1.SheetdService".to_owned())
+    );
     drop(open);
 
     let server = Server::start(&dir.path().join("closed"), &["--token", "s3cret", "--token", "second"]);
@@ -77,7 +79,8 @@ async fn bearer_tokens_guard_every_call_but_health() {
     assert_eq!(services(&server.url, None).await.expect_err("needs a token").code(), Code::Unauthenticated);
     let names = services(&server.url, Some("s3cret")).await.expect("reflection");
     assert!(
-        names.contains(&"sheetd.v1.Sheetd".to_owned()) && names.contains(&"grpc.health.v1.Health".to_owned())
+        names.contains(&"sheetd.v1.SheetdService".to_owned())
+            && names.contains(&"grpc.health.v1.Health".to_owned())
     );
 }
 
@@ -149,9 +152,22 @@ modify = [
 "#;
 
 /// Reloads ruleset `tiny` from its file.
-async fn reload_tiny(c: &mut Client) -> pb::RulesetReply {
-    let req = pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new() };
+async fn reload_tiny(c: &mut Client) -> pb::ReloadRulesetResponse {
+    let req =
+        pb::ReloadRulesetRequest { id: "tiny".into(), inline_text: String::new(), expected_version: None };
     c.reload_ruleset(req).await.expect("reload answers").into_inner()
+}
+
+/// A sheet as GetSheet describes it.
+async fn sheet(c: &mut Client, id: &str) -> pb::SheetInfo {
+    let r = c.get_sheet(pb::GetSheetRequest { sheet_id: id.into() }).await.expect("get sheet").into_inner();
+    r.sheet.expect("the sheet")
+}
+
+/// What Upgrade did.
+async fn upgrade(c: &mut Client, id: &str) -> pb::ApplyResponse {
+    let r = c.upgrade(pb::UpgradeRequest { sheet_id: id.into() }).await.expect("upgrade").into_inner();
+    r.result.expect("the result")
 }
 
 /// `Total` of a sheet, now or at a revision.
@@ -195,8 +211,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     let r = reload_tiny(&mut c).await;
     assert!(r.ok && r.diagnostics.is_empty(), "{r:?}");
     assert_eq!(r.ruleset.as_ref().map(|r| r.version), Some(2));
-    let info =
-        c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("get").into_inner();
+    let info = sheet(&mut c, "sheet-1").await;
     assert_eq!(info.ruleset_version, 1, "not moved until it changes");
     assert_eq!(total(&mut c, "sheet-1", None).await, "11");
     let add = r#"{"add_modifier": {"id": "bonus", "var": "Total", "type": "ADD", "value": "1"}}"#;
@@ -226,16 +241,18 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
         .expect("write");
     let r = reload_tiny(&mut c).await;
     assert_eq!(r.ruleset.map(|r| r.version), Some(3));
-    let up = c.upgrade(pb::UpgradeRequest { sheet_id: "v2".into() }).await.expect("upgrade").into_inner();
+    let up = upgrade(&mut c, "v2").await;
     let moved = up.moved.expect("moved");
     assert_eq!((up.revision, moved.from_version, moved.to_version), (1, 2, 3));
     assert_eq!(
         moved.changes.iter().map(|c| (c.r#ref.as_str(), shown(&c.new))).collect::<Vec<_>>(),
         [("Total", "22".into())]
     );
-    let again = c.upgrade(pb::UpgradeRequest { sheet_id: "v2".into() }).await.expect("upgrade").into_inner();
+    let again = upgrade(&mut c, "v2").await;
     assert_eq!((again.revision, again.moved), (1, None), "nothing left to move");
-    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "v2".into() }).await.expect("delete");
+    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: "v2".into(), ..Default::default() })
+        .await
+        .expect("delete");
     std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
     let r = reload_tiny(&mut c).await;
     assert_eq!(r.ruleset.map(|r| r.version), Some(4));
@@ -279,17 +296,27 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     };
     assert!(c.load_ruleset(inline.clone()).await.expect("inline").into_inner().ok);
     assert_eq!(c.load_ruleset(inline).await.expect_err("twice").code(), Code::AlreadyExists);
-    let r = c
-        .reload_ruleset(pb::ReloadRulesetRequest {
-            id: "inline".into(),
-            inline_text: RULES_V1.replace("10", "30"),
-        })
-        .await
-        .expect("reload inline")
-        .into_inner();
+    let reload = |expected_version| pb::ReloadRulesetRequest {
+        id: "inline".into(),
+        inline_text: RULES_V1.replace("10", "30"),
+        expected_version,
+    };
+    let r = c.reload_ruleset(reload(Some(1))).await.expect("reload inline").into_inner();
     assert!(r.ok);
-    let e =
-        c.reload_ruleset(pb::ReloadRulesetRequest { id: "nope".into(), inline_text: String::new() }).await;
+    // A second reload expecting version 1 finds 2 serving: ABORTED, with the standard detail.
+    let e = c.reload_ruleset(reload(Some(1))).await.expect_err("stale");
+    assert_eq!(e.code(), Code::Aborted, "{e:?}");
+    let details = tonic_types::StatusExt::get_error_details(&e);
+    assert_eq!(details.error_info().expect("info").reason, "ruleset.version_conflict");
+    let v = &details.precondition_failure().expect("precondition").violations[0];
+    assert_eq!((v.r#type.as_str(), v.subject.as_str()), ("VERSION", "rulesets/inline"));
+    let e = c
+        .reload_ruleset(pb::ReloadRulesetRequest {
+            id: "nope".into(),
+            inline_text: String::new(),
+            expected_version: None,
+        })
+        .await;
     assert_eq!(e.expect_err("unknown").code(), Code::NotFound);
 
     // Loaded rulesets come back after a restart, at their version. tiny.toml is still broken
@@ -310,8 +337,7 @@ async fn reloads_swap_rulesets_and_a_broken_reload_keeps_the_old_one_serving() {
     std::fs::write(&rules, RULES_V1.replace("set = \"10\"", "set = \"20\"")).expect("write");
     let server = Server::start(&dir.path().join("data"), &["--ruleset-root", &root]);
     let mut c = server.client().await;
-    let info =
-        c.get_sheet(pb::GetSheetRequest { sheet_id: "sheet-1".into() }).await.expect("restored").into_inner();
+    let info = sheet(&mut c, "sheet-1").await;
     // Revision 1 was made with version 2: the sheet comes back on it (it moves on its next change).
     assert_eq!((info.ruleset_id.as_str(), info.ruleset_version, info.revision), ("tiny", 2, 1));
     assert_eq!(total(&mut c, "sheet-1", None).await, "22");
@@ -641,7 +667,7 @@ async fn grpc_web_with_cors_and_malformed_requests() {
     // CORS preflight from the allowed origin, and from another one.
     let preflight = |origin: &str| {
         let req = format!(
-            "OPTIONS /sheetd.v1.Sheetd/Ping HTTP/1.1\r\nHost: {}\r\nOrigin: {origin}\r\n\
+            "OPTIONS /sheetd.v1.SheetdService/Ping HTTP/1.1\r\nHost: {}\r\nOrigin: {origin}\r\n\
              Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type,x-grpc-web\r\n\
              Connection: close\r\n\r\n",
             server.addr
@@ -667,7 +693,7 @@ async fn grpc_web_with_cors_and_malformed_requests() {
         req.extend_from_slice(body);
         String::from_utf8_lossy(&http1(&server.addr, &req)).into_owned()
     };
-    let reply = grpc_web("/sheetd.v1.Sheetd/Ping", &[0, 0, 0, 0, 0]);
+    let reply = grpc_web("/sheetd.v1.SheetdService/Ping", &[0, 0, 0, 0, 0]);
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(reply.contains("grpc-status:0"), "{reply}");
     assert!(reply.to_ascii_lowercase().contains("access-control-allow-origin: https://builder.example"));
@@ -675,10 +701,10 @@ async fn grpc_web_with_cors_and_malformed_requests() {
     // Malformed: bytes that are not a CreateSheetRequest. INVALID_ARGUMENT (the client's fault),
     // and the server lives on.
     let garbage = [0u8, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff];
-    let reply = grpc_web("/sheetd.v1.Sheetd/CreateSheet", &garbage);
+    let reply = grpc_web("/sheetd.v1.SheetdService/CreateSheet", &garbage);
     assert!(reply.contains("grpc-status:3\r") || reply.contains("grpc-status: 3\r"), "{reply}");
     assert!(reply.to_ascii_lowercase().contains("decode"), "{reply}");
-    let reply = grpc_web("/sheetd.v1.Sheetd/NoSuchMethod", &[0, 0, 0, 0, 0]);
+    let reply = grpc_web("/sheetd.v1.SheetdService/NoSuchMethod", &[0, 0, 0, 0, 0]);
     assert!(reply.contains("grpc-status: 12") || reply.contains("grpc-status:12"), "{reply}");
     server.client().await.ping(pb::PingRequest {}).await.expect("still serving");
 }
@@ -902,7 +928,7 @@ async fn a_game_over_grpc_fires_rules_asks_and_replays_after_a_restart() {
         (1, "Drink something?", 1, true)
     );
     assert_eq!(pending.options, ["Healing Draught", "Strong Ale"]);
-    let info = c.get_sheet(pb::GetSheetRequest { sheet_id: "t".into() }).await.expect("info").into_inner();
+    let info = sheet(&mut c, "t").await;
     assert_eq!(info.pending.as_ref(), Some(&pending));
     // Until it is answered, nothing else goes: FAILED_PRECONDITION, and the sheet is unchanged.
     let e = c.apply(apply("t", None, ops(&[&steps[3]]))).await.expect_err("pending");
@@ -928,7 +954,7 @@ async fn a_game_over_grpc_fires_rules_asks_and_replays_after_a_restart() {
     for s in &steps[5..7] {
         c.apply(apply("t", None, ops(&[s]))).await.expect("plays");
     }
-    let info = c.get_sheet(pb::GetSheetRequest { sheet_id: "t".into() }).await.expect("info").into_inner();
+    let info = sheet(&mut c, "t").await;
     let roll = info.pending.expect("payday asks for a roll");
     assert_eq!((roll.choice, roll.die.as_deref()), (2, Some("d6")));
     drop(c);
@@ -937,8 +963,7 @@ async fn a_game_over_grpc_fires_rules_asks_and_replays_after_a_restart() {
     // Restarted: the log replays through the rules, to the same question.
     let server = Server::start(&data, &["--ruleset", &tavern]);
     let mut c = server.client().await;
-    let info =
-        c.get_sheet(pb::GetSheetRequest { sheet_id: "t".into() }).await.expect("restored").into_inner();
+    let info = sheet(&mut c, "t").await;
     assert_eq!((info.revision, info.pending.as_ref()), (5, Some(&roll)));
     let e =
         c.apply(apply("t", None, ops(&[r#"{"roll": {"die": "d6", "value": 7}}"#]))).await.expect_err("a d6");

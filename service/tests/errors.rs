@@ -143,7 +143,7 @@ async fn the_raw_header_is_a_google_rpc_status() {
     body.extend_from_slice(&u32::try_from(message.len()).expect("small").to_be_bytes());
     body.extend_from_slice(&message);
     let mut request = format!(
-        "POST /sheetd.v1.Sheetd/Apply HTTP/1.1\r\nHost: {}\r\nContent-Type: application/grpc-web+proto\r\n\
+        "POST /sheetd.v1.SheetdService/Apply HTTP/1.1\r\nHost: {}\r\nContent-Type: application/grpc-web+proto\r\n\
          X-Grpc-Web: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         server.addr,
         body.len()
@@ -188,7 +188,7 @@ async fn malformed_messages_are_invalid_argument() {
     grpc.ready().await.expect("ready");
     // Field 1 (sheet_id) as a varint where a string is expected, then a truncated length.
     let garbage = bytes::Bytes::from_static(&[0x08, 0x96, 0x01, 0x12, 0x7f]);
-    let path = http::uri::PathAndQuery::from_static("/sheetd.v1.Sheetd/GetSheet");
+    let path = http::uri::PathAndQuery::from_static("/sheetd.v1.SheetdService/GetSheet");
     let e = grpc
         .unary::<_, pb::SheetInfo, _>(tonic::Request::new(garbage), path, RawCodec)
         .await

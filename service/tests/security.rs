@@ -7,7 +7,7 @@
 mod server;
 
 use server::Server;
-use sheetd::grpc::proto::{self as pb, sheetd_client::SheetdClient};
+use sheetd::grpc::proto::{self as pb, sheetd_service_client::SheetdServiceClient};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tonic::Code;
@@ -19,9 +19,9 @@ use tonic::transport::Channel;
 async fn with_authorization(
     url: &str,
     value: &'static str,
-) -> SheetdClient<tonic::service::interceptor::InterceptedService<Channel, impl Interceptor>> {
+) -> SheetdServiceClient<tonic::service::interceptor::InterceptedService<Channel, impl Interceptor>> {
     let channel = Channel::from_shared(url.to_owned()).expect("url").connect().await.expect("connect");
-    SheetdClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
+    SheetdServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
         req.metadata_mut().insert("authorization", MetadataValue::from_static(value));
         Ok(req)
     })
@@ -233,7 +233,11 @@ async fn roles_read_write_admin() {
     r.get_sheet(pb::GetSheetRequest { sheet_id: id.clone() }).await.expect("read gets");
     denied(r.apply(server::apply(&id, None, vec![])).await.map(|_| ()));
     w.apply(server::apply(&id, None, vec![])).await.expect("write applies");
-    denied(w.delete_sheet(pb::DeleteSheetRequest { sheet_id: id.clone() }).await.map(|_| ()));
+    denied(
+        w.delete_sheet(pb::DeleteSheetRequest { sheet_id: id.clone(), ..Default::default() })
+            .await
+            .map(|_| ()),
+    );
     let inline = pb::LoadRulesetRequest {
         id: "x".into(),
         paths: vec![],
@@ -242,16 +246,22 @@ async fn roles_read_write_admin() {
     };
     denied(w.load_ruleset(inline.clone()).await.map(|_| ()));
     denied(
-        w.reload_ruleset(pb::ReloadRulesetRequest { id: "starter".into(), inline_text: String::new() })
-            .await
-            .map(|_| ()),
+        w.reload_ruleset(pb::ReloadRulesetRequest {
+            id: "starter".into(),
+            inline_text: String::new(),
+            expected_version: None,
+        })
+        .await
+        .map(|_| ()),
     );
     assert_eq!(
         a.load_ruleset(inline).await.expect_err("bad text").code(),
         Code::InvalidArgument,
         "admin gets through"
     );
-    a.delete_sheet(pb::DeleteSheetRequest { sheet_id: id }).await.expect("admin deletes");
+    a.delete_sheet(pb::DeleteSheetRequest { sheet_id: id, ..Default::default() })
+        .await
+        .expect("admin deletes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -494,7 +504,9 @@ async fn a_damaged_record_answers_data_loss_and_the_rest_keep_serving() {
     assert_eq!(v.revision, 1);
     c.apply(server::apply(&b, Some(3), vec![])).await.expect("b takes changes");
     // Deleting the damaged sheet clears it.
-    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: a.clone() }).await.expect("delete");
+    c.delete_sheet(pb::DeleteSheetRequest { sheet_id: a.clone(), ..Default::default() })
+        .await
+        .expect("delete");
     drop(c);
     server.stop();
     let out = verify(&data);
@@ -595,7 +607,13 @@ async fn history_is_not_rewritten_by_a_ruleset_changed_between_restarts() {
     let list = c.list_rulesets(pb::ListRulesetsRequest::default()).await.expect("list").into_inner();
     let tiny = list.rulesets.iter().find(|r| r.id == "tiny").expect("tiny");
     assert_eq!(tiny.version, 2, "changed content is a new version");
-    let info = c.get_sheet(pb::GetSheetRequest { sheet_id: id.clone() }).await.expect("get").into_inner();
+    let info = c
+        .get_sheet(pb::GetSheetRequest { sheet_id: id.clone() })
+        .await
+        .expect("get")
+        .into_inner()
+        .sheet
+        .expect("the sheet");
     assert_eq!((info.revision, info.ruleset_version), (1, 1));
     assert_eq!(total_at(&mut c, &id, None).await, "12", "revision 1 keeps its value");
     assert_eq!(total_at(&mut c, &id, Some(0)).await, "11");

@@ -15,7 +15,7 @@ use prost::Message;
 use sheetd::engine::policy::{MAX_STATUS_DETAILS, MAX_STATUS_MESSAGE};
 use sheetd::engine::{Engine, EngineConfig, Limits};
 use sheetd::grpc::api::Api;
-use sheetd::grpc::proto::{self as pb, sheetd_server::Sheetd};
+use sheetd::grpc::proto::{self as pb, sheetd_service_server::SheetdService};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use tonic::Request;
@@ -223,6 +223,7 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                 ruleset_id: pick(u, &["", "starter", "tiny", "nope"])?,
                 id: pick(u, SHEETS)?,
                 operations: operations(u)?,
+                variables: Vec::new(),
             })
         ),
         3 | 4 => rpc!(
@@ -231,6 +232,8 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                 sheet_id: pick(u, SHEETS)?,
                 expected_revision: revision(u)?,
                 operations: operations(u)?,
+                variables: Vec::new(),
+                request_id: pick(u, &["", "r1", "r2"])?,
             })
         ),
         5 => {
@@ -251,6 +254,7 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
             wire(&pb::ReloadRulesetRequest {
                 id: pick(u, &["tiny", "t2", "starter", "nope"])?,
                 inline_text: if bool::arbitrary(u)? { String::arbitrary(u)? } else { String::new() },
+                expected_version: revision(u)?,
             })
         ),
         7 => {
@@ -291,14 +295,17 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
             }));
             // One SolveBatch item, as the stream handles each.
             if let Ok(ops) = sheetd::grpc::convert::operations(
-                wire(&pb::BatchItem { operations: operations(u)?, ..Default::default() }).operations,
+                wire(&pb::SolveBatchRequest { operations: operations(u)?, ..Default::default() }).operations,
             ) {
                 let _ = engine.solve(&pick(u, &["", "tiny", "nope"])?, &ops, &[]);
             }
         }
         _ => {
             if u.ratio(1, 4)? {
-                rpc!(delete_sheet, pb::DeleteSheetRequest { sheet_id: pick(u, SHEETS)? });
+                rpc!(
+                    delete_sheet,
+                    pb::DeleteSheetRequest { sheet_id: pick(u, SHEETS)?, expected_revision: revision(u)? }
+                );
             } else {
                 rpc!(upgrade, pb::UpgradeRequest { sheet_id: pick(u, SHEETS)? });
             }

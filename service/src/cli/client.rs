@@ -4,7 +4,7 @@
 //! operations; results print for people, or as the canonical protobuf JSON with `--json`.
 
 use crate::grpc::convert::{self, show};
-use crate::grpc::proto::{self as pb, sheetd_client::SheetdClient};
+use crate::grpc::proto::{self as pb, sheetd_service_client::SheetdServiceClient};
 use crate::grpc::status;
 use clap::{Args, Subcommand};
 use serde_json::Value as Json;
@@ -78,6 +78,10 @@ pub enum Call {
         /// Apply only if the sheet is at this revision.
         #[arg(long, value_name = "REVISION")]
         expect: Option<u64>,
+        /// An id that makes the call safe to repeat: the sheet applies it once, and a repeat
+        /// with the same id and steps gets the first reply.
+        #[arg(long, value_name = "ID")]
+        request_id: Option<String>,
         #[command(flatten)]
         steps: Steps,
     },
@@ -166,7 +170,12 @@ pub enum Call {
         page_token: Option<String>,
     },
     /// Delete a sheet.
-    Delete { sheet: String },
+    Delete {
+        sheet: String,
+        /// Delete only if the sheet is at this revision.
+        #[arg(long, value_name = "REVISION")]
+        expect: Option<u64>,
+    },
     /// List rulesets.
     Rulesets,
     /// Reload a ruleset from its files (or new inline text) and swap it in.
@@ -175,6 +184,9 @@ pub enum Call {
         /// For a ruleset loaded from inline text: a file with the new text.
         #[arg(long, value_name = "FILE")]
         inline: Option<PathBuf>,
+        /// Reload only if this version is the one serving.
+        #[arg(long, value_name = "VERSION")]
+        expect: Option<u64>,
     },
 }
 
@@ -202,7 +214,7 @@ impl Interceptor for Token {
     }
 }
 
-pub type Client = SheetdClient<InterceptedService<Channel, Token>>;
+pub type Client = SheetdServiceClient<InterceptedService<Channel, Token>>;
 
 /// Connects to a server (TLS for https:// URLs, trusting `ca_cert` when given).
 pub async fn connect(server: &str, token: Option<&str>, ca_cert: Option<&[u8]>) -> Result<Client, String> {
@@ -216,7 +228,8 @@ pub async fn connect(server: &str, token: Option<&str>, ca_cert: Option<&[u8]>) 
         endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS: {e}"))?;
     }
     let channel = endpoint.connect().await.map_err(|e| format!("cannot connect to {server}: {e}"))?;
-    Ok(SheetdClient::with_interceptor(channel, Token::new(token)?).max_decoding_message_size(usize::MAX))
+    Ok(SheetdServiceClient::with_interceptor(channel, Token::new(token)?)
+        .max_decoding_message_size(usize::MAX))
 }
 
 /// Parses JSON steps (sheet-file syntax) into API operations.
@@ -374,7 +387,9 @@ async fn call(args: ClientArgs) -> Result<(), String> {
     let json = args.json;
     match args.call {
         Call::Create { ruleset, id, steps } => create(c, ruleset, id, &steps, json).await,
-        Call::Apply { sheet, expect, steps } => apply(c, &sheet, expect, &steps, json).await,
+        Call::Apply { sheet, expect, request_id, steps } => {
+            apply(c, &sheet, (expect, request_id.unwrap_or_default()), &steps, json).await
+        }
         Call::Catalog { ruleset, kind, key_prefix, text, page_size, page_token } => {
             let req = pb::ListCatalogRequest {
                 ruleset_id: ruleset.unwrap_or_default(),
@@ -441,8 +456,9 @@ async fn call(args: ClientArgs) -> Result<(), String> {
             }
             Ok(())
         }
-        Call::Delete { sheet } => {
-            let r = c.delete_sheet(pb::DeleteSheetRequest { sheet_id: sheet.clone() }).await.map_err(st)?;
+        Call::Delete { sheet, expect } => {
+            let req = pb::DeleteSheetRequest { sheet_id: sheet.clone(), expected_revision: expect };
+            let r = c.delete_sheet(req).await.map_err(st)?;
             if json {
                 return print_json(&r.into_inner());
             }
@@ -450,7 +466,7 @@ async fn call(args: ClientArgs) -> Result<(), String> {
             Ok(())
         }
         Call::Rulesets => rulesets(c, json).await,
-        Call::Reload { ruleset, inline } => reload(c, &ruleset, inline, json).await,
+        Call::Reload { ruleset, inline, expect } => reload(c, &ruleset, inline, expect, json).await,
     }
 }
 
@@ -559,10 +575,11 @@ async fn preview(
     Ok(())
 }
 
+/// `client apply`: with the revision expected, if any, and the request id ("" for none).
 async fn apply(
     c: &mut Client,
     sheet: &str,
-    expect: Option<u64>,
+    (expect, request_id): (Option<u64>, String),
     steps: &Steps,
     json: bool,
 ) -> Result<(), String> {
@@ -572,6 +589,7 @@ async fn apply(
         expected_revision: expect,
         operations,
         variables: Vec::new(),
+        request_id,
     };
     let r = c.apply(req).await.map_err(st)?.into_inner();
     if json {
@@ -603,10 +621,11 @@ async fn apply(
 
 /// `client sheet`: what a sheet is, and the question it waits on.
 async fn show_sheet(c: &mut Client, sheet: String, json: bool) -> Result<(), String> {
-    let s = c.get_sheet(pb::GetSheetRequest { sheet_id: sheet }).await.map_err(st)?.into_inner();
+    let r = c.get_sheet(pb::GetSheetRequest { sheet_id: sheet }).await.map_err(st)?.into_inner();
     if json {
-        return print_json(&s);
+        return print_json(&r);
     }
+    let s = r.sheet.unwrap_or_default();
     println!(
         "{}  revision {}  ruleset {} v{}  objects: {}",
         s.id,
@@ -722,7 +741,7 @@ async fn watch(
             print_json(&ev)?;
             continue;
         }
-        use pb::watch_event::Event;
+        use pb::watch_response::Event;
         match &ev.event {
             Some(Event::Changes(c)) => {
                 println!("revision {}:", ev.revision);
@@ -759,14 +778,20 @@ async fn rulesets(c: &mut Client, json: bool) -> Result<(), String> {
     Ok(())
 }
 
-async fn reload(c: &mut Client, ruleset: &str, inline: Option<PathBuf>, json: bool) -> Result<(), String> {
+async fn reload(
+    c: &mut Client,
+    ruleset: &str,
+    inline: Option<PathBuf>,
+    expect: Option<u64>,
+    json: bool,
+) -> Result<(), String> {
     let inline_text = match inline {
         Some(p) => {
             std::fs::read_to_string(&p).map_err(|e| format!("error: cannot read {}: {e}", p.display()))?
         }
         None => String::new(),
     };
-    let req = pb::ReloadRulesetRequest { id: ruleset.to_owned(), inline_text };
+    let req = pb::ReloadRulesetRequest { id: ruleset.to_owned(), inline_text, expected_version: expect };
     let r = c.reload_ruleset(req).await.map_err(st)?.into_inner();
     if json {
         return print_json(&r);

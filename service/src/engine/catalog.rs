@@ -60,6 +60,8 @@ pub struct Catalog {
     pub objects: Vec<CatalogObject>,
     /// How many objects pass the filters, on every page.
     pub total: usize,
+    /// Where the page starts among them.
+    pub start: usize,
     /// The next page's token; empty on the last.
     pub next_page_token: String,
 }
@@ -90,6 +92,16 @@ pub fn page_len(page_size: usize) -> usize {
     }
 }
 
+/// The token of the page after the item `id` (see [`paged`]).
+pub fn token_after(id: &str) -> String {
+    format!("after:{id}")
+}
+
+/// A catalog page's token: the page starting at the `start`th object passing the filters.
+pub fn catalog_token(start: usize) -> String {
+    start.to_string()
+}
+
 /// One page of `all` (sorted by `id`): the items after the one a `page_token` names (`after:ID`,
 /// what the previous page ended with; stable while items come and go), [`page_len`] of them,
 /// the next page's token (empty on the last) and how many there are.
@@ -112,7 +124,7 @@ pub fn paged<T>(
     let more = page.len() > size;
     page.truncate(size);
     let next = match (more, page.last()) {
-        (true, Some(last)) => format!("after:{}", id(last)),
+        (true, Some(last)) => token_after(id(last)),
         _ => String::new(),
     };
     Ok((page, next, total))
@@ -156,7 +168,8 @@ fn list(r: &Ruleset, q: &CatalogQuery, start: usize, size: usize) -> Catalog {
         kinds,
         objects,
         total,
-        next_page_token: if end < total { end.to_string() } else { String::new() },
+        start,
+        next_page_token: if end < total { catalog_token(end) } else { String::new() },
     }
 }
 

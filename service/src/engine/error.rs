@@ -34,8 +34,9 @@ pub enum EngineError {
     NotFound { what: Resource, name: String, message: String },
     /// The id is taken.
     AlreadyExists { what: Resource, name: String, message: String },
-    /// The sheet is not at the revision the request expected.
-    Conflict { sheet: String, expected: u64, actual: u64 },
+    /// The sheet is not at the revision the request expected (`what` a sheet), or the ruleset
+    /// not at the version (`what` a ruleset).
+    Conflict { what: Resource, name: String, expected: u64, actual: u64 },
     /// A revision outside the sheet's history.
     OutOfRange(String),
     /// The request is wrong: each problem names what and where.
@@ -108,6 +109,11 @@ impl EngineError {
         }
     }
 
+    /// ABORTED: sheet `name` is at revision `actual`, not `expected`.
+    pub fn revision_conflict(name: &str, expected: u64, actual: u64) -> EngineError {
+        EngineError::Conflict { what: Resource::Sheet, name: name.to_owned(), expected, actual }
+    }
+
     pub fn precondition(message: impl Into<String>) -> EngineError {
         EngineError::Precondition { message: message.into(), problems: Vec::new() }
     }
@@ -122,6 +128,7 @@ impl EngineError {
             EngineError::NotFound { what: Resource::Variable, .. } => Code::VariableNotFound,
             EngineError::AlreadyExists { what: Resource::Ruleset, .. } => Code::RulesetAlreadyExists,
             EngineError::AlreadyExists { .. } => Code::SheetAlreadyExists,
+            EngineError::Conflict { what: Resource::Ruleset, .. } => Code::VersionConflict,
             EngineError::Conflict { .. } => Code::RevisionConflict,
             EngineError::OutOfRange(_) => Code::RevisionOutOfRange,
             EngineError::Invalid { problems, .. } => return first(problems, Code::Invalid),
@@ -148,8 +155,9 @@ impl fmt::Display for EngineError {
             EngineError::NotFound { message, .. } | EngineError::AlreadyExists { message, .. } => {
                 f.write_str(message)
             }
-            EngineError::Conflict { sheet, expected, actual } => {
-                write!(f, "sheet `{sheet}` is at revision {actual}, not the expected {expected}")
+            EngineError::Conflict { what, name, expected, actual } => {
+                let at = if *what == Resource::Ruleset { "version" } else { "revision" };
+                write!(f, "{} `{name}` is at {at} {actual}, not the expected {expected}", what.name())
             }
             EngineError::Invalid { message, .. } | EngineError::Precondition { message, .. } => {
                 f.write_str(message)

@@ -33,7 +33,7 @@ pub use error::{EngineError, Problem, Resource};
 pub use history::{Explanation, Node};
 pub use policy::{Limits, OpLimits};
 pub use rulesets::{NewRuleset, RulesetInfo, RulesetOutcome, STARTER};
-pub use sheets::{Applied, LiveSheet, Moved, SheetInfo};
+pub use sheets::{Applied, LiveSheet, Moved, RECENT_REQUESTS, RequestKey, SheetInfo};
 pub use watch::{Event, EventKind, Filter, Subscription};
 
 use crate::store::{RedbStore, RulesetRecord, SheetRecord, Store, StoreError, log_all};
@@ -220,7 +220,7 @@ impl Engine {
         let ruleset = self.ruleset_at(&entry, version)?;
         let game =
             self.replay_checkpointed(&rec.id, ruleset, version, &log).map_err(EngineError::precondition)?;
-        let state = SheetState { game, version, revision, deleted: false };
+        let state = SheetState { game, version, revision, deleted: false, recent: Default::default() };
         let sheet = LiveSheet::new(&rec.id, entry, state, self.limits.watch_buffer);
         self.write_sheets().insert(rec.id.clone(), sheet);
         Ok(())
@@ -231,8 +231,7 @@ impl Engine {
         if let Some(s) = self.read_sheets().get(id) {
             return Ok(s.clone());
         }
-        let unservable = self.unservable.read().unwrap_or_else(PoisonError::into_inner);
-        Err(match unservable.get(id) {
+        Err(match self.read_unservable().get(id) {
             Some(e) => e.clone(),
             None => EngineError::not_found(Resource::Sheet, id),
         })
@@ -242,12 +241,12 @@ impl Engine {
         &self.limits
     }
 
-    /// Where the store is.
     /// Whether a call may run on an async runtime's thread ([`Store::runs_in_place`]).
     pub fn runs_in_place(&self) -> bool {
         self.store.runs_in_place()
     }
 
+    /// Where the store is.
     pub fn store_location(&self) -> String {
         self.store.location()
     }
@@ -262,6 +261,10 @@ impl Engine {
 
     fn write_sheets(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<LiveSheet>>> {
         self.sheets.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn read_unservable(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, EngineError>> {
+        self.unservable.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn write_unservable(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, EngineError>> {

@@ -17,6 +17,11 @@ use std::time::Duration;
 /// Every limit the daemon enforces.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// Largest request message the server decodes.
+    pub max_request_bytes: usize,
+    /// Largest reply message it sends: lists page by it, streams split by it, and a unary
+    /// reply over it is refused (`request.reply_too_large`) naming what to narrow.
+    pub max_reply_bytes: usize,
     /// Operations per batch, formula length and nesting.
     pub ops: OpLimits,
     /// Most sheets the server holds.
@@ -55,6 +60,9 @@ pub struct OpLimits {
     pub formula: formula::Limits,
 }
 
+/// The smallest `max_reply_bytes` a server takes: room for any one listed item and status.
+pub const MIN_REPLY_BYTES: usize = 64 << 10;
+
 /// Longest sheet or ruleset id, in bytes.
 pub const MAX_ID_BYTES: usize = 128;
 
@@ -67,6 +75,8 @@ pub const MAX_STATUS_DETAILS: usize = 4096;
 impl Default for Limits {
     fn default() -> Self {
         Limits {
+            max_request_bytes: 4 << 20,
+            max_reply_bytes: 4 << 20,
             ops: OpLimits { max_operations: 1000, formula: formula::Limits::default() },
             max_sheets: 100_000,
             watch_buffer: 256,

@@ -295,13 +295,27 @@ impl Engine {
 
     /// Reloads a ruleset (from its files, or from new inline text) and swaps it in; on failure
     /// the old version keeps serving and the outcome (ok = false) carries the diagnostics.
+    /// With `expected_version`, only if that version is the one serving (else ABORTED).
     pub fn reload_ruleset(
         &self,
         id: &str,
         inline_text: Option<String>,
+        expected_version: Option<u64>,
     ) -> Result<RulesetOutcome, EngineError> {
         let entry = self.ruleset_entry(id)?;
+        // Reloads take the source's lock: the version checked is the one replaced.
         let mut source = lock(&entry.source);
+        let serving = entry.current.load().version;
+        if let Some(expected) = expected_version
+            && expected != serving
+        {
+            return Err(EngineError::Conflict {
+                what: Resource::Ruleset,
+                name: entry.id.clone(),
+                expected,
+                actual: serving,
+            });
+        }
         let new_source = match (&*source, inline_text) {
             (Source::Inline(_), Some(text)) if !text.is_empty() => {
                 self.check_inline(&text)?;
@@ -318,7 +332,7 @@ impl Engine {
             Ok(compiled) => {
                 let warnings = warnings(&compiled);
                 let Compiled { book, mut content, .. } = compiled;
-                let version = entry.current.load().version + 1;
+                let version = serving + 1;
                 content.version = version;
                 let record = record_of(&entry.id, &new_source, version, &content);
                 self.store.put_ruleset(&record, Some(&content))?;

@@ -5,7 +5,7 @@
 //! `Engine::migrate` (move to the ruleset's current version, if it moved on) then
 //! `Engine::apply_and_log` (apply the operations, write the revision, publish the event).
 
-use super::error::{EngineError, Resource};
+use super::error::{Code, EngineError, Problem, Resource};
 use super::rulesets::RulesetEntry;
 use super::watch::{Event, EventKind};
 use super::{CHECKPOINT_EVERY, Engine, lock, policy};
@@ -14,6 +14,7 @@ use data::history::Revision;
 use data::record::{self, Change, Variable};
 use data::{Expired, SheetOp};
 use events::{Fired, Game, GameError, Pending, Step};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -35,6 +36,26 @@ pub(super) struct SheetState {
     pub version: u64,
     pub revision: u64,
     pub deleted: bool,
+    /// The last [`RECENT_REQUESTS`] Applies that carried a request id, oldest first, with
+    /// their answers: a retry gets the first answer back instead of applying again.
+    pub recent: VecDeque<Answered>,
+}
+
+/// How many request-id'd Applies a sheet remembers (docs/api.md, `request_id`).
+pub const RECENT_REQUESTS: usize = 32;
+
+/// An Apply's identity for safe retries: the client's request id, and a fingerprint of its
+/// operations (the same id with other operations is refused, not answered).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestKey {
+    pub id: String,
+    pub fingerprint: u64,
+}
+
+/// An Apply a sheet remembers by its request id.
+pub struct Answered {
+    key: RequestKey,
+    applied: Applied,
 }
 
 /// What a sheet is, for listings.
@@ -231,7 +252,13 @@ impl Engine {
             StoreError::Conflict(m) => EngineError::already_exists(Resource::Sheet, &id, m),
             e => e.into(),
         })?;
-        let state = SheetState { game, version: loaded.version, revision: 0, deleted: false };
+        let state = SheetState {
+            game,
+            version: loaded.version,
+            revision: 0,
+            deleted: false,
+            recent: VecDeque::new(),
+        };
         let sheet = LiveSheet::new(&id, ruleset, state, self.limits.watch_buffer);
         let info = sheet.info();
         self.write_sheets().insert(id, sheet);
@@ -318,16 +345,31 @@ impl Engine {
         Ok((page.iter().map(|s| s.info()).collect(), next, total))
     }
 
-    /// Deletes a sheet with its history; watchers get a final `deleted` event.
-    pub fn delete_sheet(&self, id: &str) -> Result<(), EngineError> {
-        self.checkpoints.forget(id);
-        // A sheet that cannot be served (damaged, or its ruleset missing) can still be deleted.
-        if self.write_unservable().remove(id).is_some() {
+    /// Deletes a sheet with its history, if it is at revision `expected` (when given);
+    /// watchers get a final `deleted` event.
+    pub fn delete_sheet(&self, id: &str, expected: Option<u64>) -> Result<(), EngineError> {
+        // A sheet that cannot be served (damaged, or its ruleset missing) can still be deleted,
+        // but not on a condition about a revision nobody can read.
+        if self.read_unservable().contains_key(id) {
+            if expected.is_some() {
+                return Err(EngineError::precondition(format!(
+                    "sheet `{id}` cannot be served, so its revision cannot be checked: delete it without `expected_revision`"
+                )));
+            }
+            self.checkpoints.forget(id);
+            self.write_unservable().remove(id);
             return Ok(self.store.delete_sheet(id)?);
         }
-        let sheet =
-            self.write_sheets().remove(id).ok_or_else(|| EngineError::not_found(Resource::Sheet, id))?;
-        let mut st = sheet.state();
+        let sheet = self.sheet(id)?;
+        let mut st = sheet.live_state()?;
+        if let Some(expected) = expected
+            && expected != st.revision
+        {
+            return Err(EngineError::revision_conflict(id, expected, st.revision));
+        }
+        // Under the sheet's lock: no Apply runs between the check and the removal.
+        self.write_sheets().remove(id);
+        self.checkpoints.forget(id);
         st.deleted = true;
         self.store.delete_sheet(id)?;
         let _ = sheet.events.send(Arc::new(Event { revision: st.revision, kind: EventKind::Deleted }));
@@ -343,17 +385,51 @@ impl Engine {
         expected: Option<u64>,
         step: impl Into<Step>,
     ) -> Result<Applied, EngineError> {
+        self.apply_once(id, expected, step, None)
+    }
+
+    /// [`Engine::apply`], at most once per request id: when the sheet remembers `key`'s id
+    /// (its last [`RECENT_REQUESTS`] such Applies), the first answer comes back and nothing
+    /// is applied — before the revision is checked, as a retry's expected revision is the one
+    /// the first attempt moved past. The same id with other operations is INVALID_ARGUMENT.
+    pub fn apply_once(
+        &self,
+        id: &str,
+        expected: Option<u64>,
+        step: impl Into<Step>,
+        key: Option<RequestKey>,
+    ) -> Result<Applied, EngineError> {
         let step = step.into();
         let sheet = self.sheet(id)?;
         policy::check_step(&step, &self.limits.ops)?;
         let mut st = sheet.live_state()?;
+        if let Some(key) = &key
+            && let Some(seen) = st.recent.iter().find(|a| a.key.id == key.id)
+        {
+            if seen.key.fingerprint != key.fingerprint {
+                let message = format!(
+                    "request id `{}` was used on sheet `{id}` for other operations; a retry sends the same ones",
+                    key.id
+                );
+                let problem = Problem::of(Code::RequestIdReused, message.clone());
+                return Err(EngineError::Invalid { message, problems: vec![problem] });
+            }
+            return Ok(seen.applied.clone());
+        }
         if let Some(expected) = expected
             && expected != st.revision
         {
-            return Err(EngineError::Conflict { sheet: id.to_owned(), expected, actual: st.revision });
+            return Err(EngineError::revision_conflict(id, expected, st.revision));
         }
         let migrated = self.migrate(&sheet, &st)?;
-        self.apply_and_log(&sheet, &mut st, migrated, step)
+        let applied = self.apply_and_log(&sheet, &mut st, migrated, step)?;
+        if let Some(key) = key {
+            if st.recent.len() == RECENT_REQUESTS {
+                st.recent.pop_front();
+            }
+            st.recent.push_back(Answered { key, applied: applied.clone() });
+        }
+        Ok(applied)
     }
 
     /// What [`Engine::apply`] would do, on a copy: the same answer (its revision the one it
@@ -373,7 +449,7 @@ impl Engine {
         if let Some(expected) = expected
             && expected != st.revision
         {
-            return Err(EngineError::Conflict { sheet: id.to_owned(), expected, actual: st.revision });
+            return Err(EngineError::revision_conflict(id, expected, st.revision));
         }
         let now = st.revision;
         let (mut game, moved) = match self.migrate(&sheet, &st)? {

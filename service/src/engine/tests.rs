@@ -37,14 +37,65 @@ fn requests_in_flight_finish_on_the_version_they_started_with() {
     let engine = open(dir.path());
     assert!(engine.load_ruleset("t", NewRuleset::Inline(RULES.into())).expect("load").ok);
     let in_flight = engine.ruleset_entry("t").expect("entry").current.load_full();
-    assert!(engine.reload_ruleset("t", Some(RULES.replace("10", "20"))).expect("reload").ok);
+    assert!(engine.reload_ruleset("t", Some(RULES.replace("10", "20")), Some(1)).expect("reload").ok);
     let old = data::Character::new(in_flight.ruleset().clone()).expect("sheet");
     assert_eq!((in_flight.version, base(&data::record::values(&old))), (1, "10".to_owned()));
     assert_eq!(base(&engine.solve("t", &[], &[]).expect("values")), "20");
     // A failed reload swaps nothing.
-    let r = engine.reload_ruleset("t", Some(RULES.replace("\"10\"", "\"Nope\""))).expect("answers");
+    let r = engine.reload_ruleset("t", Some(RULES.replace("\"10\"", "\"Nope\"")), None).expect("answers");
     assert!(!r.ok && !r.diagnostics.is_empty());
     assert_eq!(engine.ruleset_entry("t").expect("entry").current.load().version, 2);
+}
+
+/// A reload that expects a version no longer serving swaps nothing; a delete that expects a
+/// revision the sheet moved past deletes nothing. Both name what they found.
+#[test]
+fn preconditions_on_reload_and_delete_hold() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = open(dir.path());
+    assert!(engine.load_ruleset("t", NewRuleset::Inline(RULES.into())).expect("load").ok);
+    assert!(engine.reload_ruleset("t", Some(RULES.replace("10", "20")), Some(1)).expect("reload").ok);
+    let e = engine.reload_ruleset("t", Some(RULES.replace("10", "30")), Some(1)).expect_err("stale");
+    assert_eq!(e.to_string(), "ruleset `t` is at version 2, not the expected 1");
+    assert_eq!(e.reason(), "ruleset.version_conflict");
+    assert_eq!(base(&engine.solve("t", &[], &[]).expect("values")), "20", "the stale reload swapped nothing");
+
+    let (sheet, _) = engine.create_sheet("", None, vec![]).expect("create");
+    engine.apply(&sheet.id, None, vec![armor(true)]).expect("apply");
+    let e = engine.delete_sheet(&sheet.id, Some(0)).expect_err("stale");
+    assert_eq!(e, EngineError::revision_conflict(&sheet.id, 0, 1));
+    assert_eq!(engine.sheet_info(&sheet.id).expect("still there").revision, 1);
+    engine.delete_sheet(&sheet.id, Some(1)).expect("delete at the revision seen");
+    assert!(matches!(engine.sheet_info(&sheet.id), Err(EngineError::NotFound { .. })));
+}
+
+/// A retried Apply with the same request id is answered, not applied again — even when it
+/// expected the revision the first attempt moved past; the same id with other operations is
+/// refused; a sheet forgets ids past the last RECENT_REQUESTS.
+#[test]
+fn an_apply_with_a_request_id_applies_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = open(dir.path());
+    let (sheet, _) = engine.create_sheet("", None, vec![]).expect("create");
+    let key = |id: &str, fingerprint| Some(RequestKey { id: id.to_owned(), fingerprint });
+    let first = engine.apply_once(&sheet.id, Some(0), vec![armor(true)], key("r1", 1)).expect("apply");
+    let again = engine.apply_once(&sheet.id, Some(0), vec![armor(true)], key("r1", 1)).expect("retry");
+    assert_eq!((first.revision, again.revision), (1, 1));
+    assert_eq!(again.changes, first.changes);
+    assert_eq!(engine.sheet_info(&sheet.id).expect("info").revision, 1, "applied once");
+    let e = engine.apply_once(&sheet.id, None, vec![armor(false)], key("r1", 2)).expect_err("reused");
+    assert_eq!(e.reason(), "request.request_id_reused");
+    // Without an id, or with a new one, it applies.
+    engine.apply_once(&sheet.id, None, vec![armor(false)], None).expect("no id");
+    for i in 0..RECENT_REQUESTS {
+        let op = armor(i % 2 == 0);
+        engine.apply_once(&sheet.id, None, vec![op], key(&format!("n{i}"), 3)).expect("apply");
+    }
+    let revision = engine.sheet_info(&sheet.id).expect("info").revision;
+    assert_eq!(revision, 2 + RECENT_REQUESTS as u64);
+    // `r1` is forgotten: it applies as new (and fails as an Apply expecting revision 0 would).
+    let e = engine.apply_once(&sheet.id, Some(0), vec![armor(true)], key("r1", 1)).expect_err("forgotten");
+    assert_eq!(e, EngineError::revision_conflict(&sheet.id, 0, revision));
 }
 
 #[test]
@@ -69,7 +120,7 @@ fn rejections_say_what_and_where() {
     let (sheet, _) = engine.create_sheet("", None, vec![]).expect("create");
     engine.apply(&sheet.id, Some(0), vec![armor(true)]).expect("apply");
     let e = engine.apply(&sheet.id, Some(0), vec![armor(false)]).expect_err("stale");
-    assert_eq!(e, EngineError::Conflict { sheet: sheet.id.clone(), expected: 0, actual: 1 });
+    assert_eq!(e, EngineError::revision_conflict(&sheet.id, 0, 1));
     let cycle = SheetOp::Solver(Operation::AddModifier(ModifierSpec::new(
         "loop",
         "ArmorBonus",

@@ -4,8 +4,10 @@
 //! SolveBatch are streams that end when the server shuts down.
 
 use super::batch_values::BatchValues;
-use super::proto::{self as pb, sheetd_server::Sheetd};
+use super::proto::{self as pb, sheetd_service_server::SheetdService};
+use super::reply::{self, Reply};
 use super::{convert, status};
+use crate::engine::catalog;
 use crate::engine::policy::{self, LogSafe};
 use crate::engine::{Engine, EngineError, Event, EventKind, Filter, LiveSheet, NewRuleset};
 use futures_util::{Stream, StreamExt};
@@ -36,6 +38,9 @@ pub struct Api {
     running: Arc<AtomicUsize>,
     /// The store allows calls on the runtime's threads ([`crate::store::Store::runs_in_place`]).
     in_place: bool,
+    /// What Ping advertises, and the largest reply sent ([`Limits::max_reply_bytes`]).
+    limits: pb::Limits,
+    max_reply: usize,
 }
 
 /// How much a call may cost: expensive calls also take an expensive turn.
@@ -77,11 +82,17 @@ impl Api {
             timeout: limits.call_timeout,
             running: Arc::new(AtomicUsize::new(0)),
             in_place,
+            limits: pb::Limits {
+                max_request_bytes: limits.max_request_bytes as u64,
+                max_reply_bytes: limits.max_reply_bytes as u64,
+                max_page_size: crate::engine::catalog::MAX_PAGE as u32,
+            },
+            max_reply: limits.max_reply_bytes,
         }
     }
 
     /// Runs `f` on a blocking thread within `span`, then records the outcome and logs the call.
-    async fn call<T: Send + 'static>(
+    async fn call<T: Reply + Send + 'static>(
         &self,
         span: Span,
         f: impl FnOnce(&Engine, &Span) -> Result<T, Status> + Send + 'static,
@@ -91,8 +102,20 @@ impl Api {
 
     /// [`Api::call`] for a call of the given cost. The call waits for its turns and runs within
     /// the call timeout; past it the client gets DEADLINE_EXCEEDED, and work already running
-    /// keeps its turn until it ends, so the number of busy threads stays bounded.
-    async fn call_costing<T: Send + 'static>(
+    /// keeps its turn until it ends, so the number of busy threads stays bounded. A reply over
+    /// `max_reply_bytes` is refused, saying what to narrow (`grpc/reply.rs`).
+    async fn call_costing<T: Reply + Send + 'static>(
+        &self,
+        cost: Cost,
+        span: Span,
+        f: impl FnOnce(&Engine, &Span) -> Result<T, Status> + Send + 'static,
+    ) -> Result<Response<T>, Status> {
+        let max = self.max_reply;
+        self.run_call(cost, span, move |e, s| f(e, s).and_then(|r| reply::check(r, max))).await
+    }
+
+    /// [`Api::call_costing`] for a result that is not a reply (a stream's start).
+    async fn run_call<T: Send + 'static>(
         &self,
         cost: Cost,
         span: Span,
@@ -219,15 +242,15 @@ fn finish(span: &Span, start: Instant, error: Option<&Status>) {
 }
 
 #[tonic::async_trait]
-impl Sheetd for Api {
+impl SheetdService for Api {
     async fn ping(&self, _: Request<pb::PingRequest>) -> Result<Response<pb::PingResponse>, Status> {
-        Ok(Response::new(pb::PingResponse {}))
+        Ok(Response::new(pb::PingResponse { limits: Some(self.limits) }))
     }
 
     async fn load_ruleset(
         &self,
         req: Request<pb::LoadRulesetRequest>,
-    ) -> Result<Response<pb::RulesetReply>, Status> {
+    ) -> Result<Response<pb::LoadRulesetResponse>, Status> {
         let req = req.into_inner();
         self.call(span("LoadRuleset", "", 0), move |e, _| {
             let new = match (req.paths.is_empty(), req.inline_text.is_empty()) {
@@ -250,17 +273,22 @@ impl Sheetd for Api {
         req: Request<pb::ListRulesetsRequest>,
     ) -> Result<Response<pb::ListRulesetsResponse>, Status> {
         let req = req.into_inner();
+        let max = self.max_reply;
         self.call(span("ListRulesets", "", 0), move |e, _| {
             let mut all = e.rulesets();
             all.sort_by(|a, b| a.id.cmp(&b.id));
             let (page, next, total) =
                 crate::engine::catalog::paged(all, |r| &r.id, req.page_size as usize, &req.page_token)
                     .map_err(to_status)?;
-            Ok(pb::ListRulesetsResponse {
+            let mut r = pb::ListRulesetsResponse {
                 rulesets: page.into_iter().map(convert::ruleset_info).collect(),
                 next_page_token: next,
                 total_size: u32::try_from(total).unwrap_or(u32::MAX),
-            })
+            };
+            if let Some(n) = reply::trim_page(&mut r.rulesets, 1, 0, max) {
+                r.next_page_token = catalog::token_after(&r.rulesets[n - 1].id);
+            }
+            Ok(r)
         })
         .await
     }
@@ -270,6 +298,7 @@ impl Sheetd for Api {
         req: Request<pb::ListCatalogRequest>,
     ) -> Result<Response<pb::ListCatalogResponse>, Status> {
         let req = req.into_inner();
+        let max = self.max_reply;
         self.call(span("ListCatalog", "", 0), move |e, _| {
             let q = crate::engine::catalog::CatalogQuery {
                 kind: req.kind,
@@ -278,7 +307,16 @@ impl Sheetd for Api {
                 page_size: req.page_size as usize,
                 page_token: req.page_token,
             };
-            e.catalog(&req.ruleset_id, &q).map(convert::catalog).map_err(to_status)
+            let c = e.catalog(&req.ruleset_id, &q).map_err(to_status)?;
+            let start = c.start;
+            let mut r = convert::catalog(c);
+            let objects = std::mem::take(&mut r.objects);
+            let rest = prost::Message::encoded_len(&r);
+            r.objects = objects;
+            if let Some(n) = reply::trim_page(&mut r.objects, 3, rest, max) {
+                r.next_page_token = catalog::catalog_token(start + n);
+            }
+            Ok(r)
         })
         .await
     }
@@ -286,11 +324,13 @@ impl Sheetd for Api {
     async fn reload_ruleset(
         &self,
         req: Request<pb::ReloadRulesetRequest>,
-    ) -> Result<Response<pb::RulesetReply>, Status> {
+    ) -> Result<Response<pb::ReloadRulesetResponse>, Status> {
         let req = req.into_inner();
         self.call(span("ReloadRuleset", "", 0), move |e, _| {
             let inline = (!req.inline_text.is_empty()).then_some(req.inline_text);
-            e.reload_ruleset(&req.id, inline).map(convert::ruleset_reply).map_err(to_status)
+            e.reload_ruleset(&req.id, inline, req.expected_version)
+                .map(|o| convert::reload_reply(convert::ruleset_reply(o)))
+                .map_err(to_status)
         })
         .await
     }
@@ -300,6 +340,7 @@ impl Sheetd for Api {
         req: Request<pb::CreateSheetRequest>,
     ) -> Result<Response<pb::CreateSheetResponse>, Status> {
         let req = req.into_inner();
+        let max = self.max_reply;
         self.call(span("CreateSheet", &req.id, req.operations.len()), move |e, span| {
             let step = convert::step(req.operations).map_err(to_status)?;
             let id = (!req.id.is_empty()).then_some(req.id.as_str());
@@ -307,18 +348,24 @@ impl Sheetd for Api {
             span.record("sheet", sheet.id.as_str());
             span.record("revision", sheet.revision);
             let values = selected(values, &req.variables, |v| &v.var);
-            Ok(pb::CreateSheetResponse {
+            let r = pb::CreateSheetResponse {
                 sheet: Some(convert::sheet_info(sheet)),
                 values: convert::variables(values),
-            })
+                values_omitted: false,
+            };
+            Ok(reply::fit_created(r, max))
         })
         .await
     }
 
-    async fn get_sheet(&self, req: Request<pb::GetSheetRequest>) -> Result<Response<pb::SheetInfo>, Status> {
+    async fn get_sheet(
+        &self,
+        req: Request<pb::GetSheetRequest>,
+    ) -> Result<Response<pb::GetSheetResponse>, Status> {
         let req = req.into_inner();
         self.call(span("GetSheet", &req.sheet_id, 0), move |e, _| {
-            e.sheet_info(&req.sheet_id).map(convert::sheet_info).map_err(to_status)
+            let sheet = e.sheet_info(&req.sheet_id).map(convert::sheet_info).map_err(to_status)?;
+            Ok(pb::GetSheetResponse { sheet: Some(sheet) })
         })
         .await
     }
@@ -328,15 +375,20 @@ impl Sheetd for Api {
         req: Request<pb::ListSheetsRequest>,
     ) -> Result<Response<pb::ListSheetsResponse>, Status> {
         let req = req.into_inner();
+        let max = self.max_reply;
         self.call(span("ListSheets", "", 0), move |e, _| {
             let (page, next, total) = e
                 .sheets_page(&req.ruleset_id, &req.id_prefix, req.page_size as usize, &req.page_token)
                 .map_err(to_status)?;
-            Ok(pb::ListSheetsResponse {
+            let mut r = pb::ListSheetsResponse {
                 sheets: page.into_iter().map(convert::sheet_info).collect(),
                 next_page_token: next,
                 total_size: u32::try_from(total).unwrap_or(u32::MAX),
-            })
+            };
+            if let Some(n) = reply::trim_page(&mut r.sheets, 1, 0, max) {
+                r.next_page_token = catalog::token_after(&r.sheets[n - 1].id);
+            }
+            Ok(r)
         })
         .await
     }
@@ -347,20 +399,24 @@ impl Sheetd for Api {
     ) -> Result<Response<pb::DeleteSheetResponse>, Status> {
         let req = req.into_inner();
         self.call(span("DeleteSheet", &req.sheet_id, 0), move |e, _| {
-            e.delete_sheet(&req.sheet_id).map(|()| pb::DeleteSheetResponse {}).map_err(to_status)
+            e.delete_sheet(&req.sheet_id, req.expected_revision)
+                .map(|()| pb::DeleteSheetResponse {})
+                .map_err(to_status)
         })
         .await
     }
 
     async fn apply(&self, req: Request<pb::ApplyRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
         let req = req.into_inner();
+        let max = self.max_reply;
         self.call(span("Apply", &req.sheet_id, req.operations.len()), move |e, span| {
+            let key = convert::request_key(&req.request_id, &req.operations).map_err(to_status)?;
             let step = convert::step(req.operations).map_err(to_status)?;
-            let mut r = e.apply(&req.sheet_id, req.expected_revision, step).map_err(to_status)?;
+            let mut r = e.apply_once(&req.sheet_id, req.expected_revision, step, key).map_err(to_status)?;
             span.record("revision", r.revision);
             span.record("recomputed", r.recomputed);
             r.changes = selected(r.changes, &req.variables, |c| &c.var);
-            Ok(convert::applied(r))
+            Ok(reply::fit_applied(convert::applied(r), max))
         })
         .await
     }
@@ -385,13 +441,17 @@ impl Sheetd for Api {
         .await
     }
 
-    async fn upgrade(&self, req: Request<pb::UpgradeRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
+    async fn upgrade(
+        &self,
+        req: Request<pb::UpgradeRequest>,
+    ) -> Result<Response<pb::UpgradeResponse>, Status> {
         let req = req.into_inner();
+        let max = self.max_reply;
         self.call(span("Upgrade", &req.sheet_id, 0), move |e, span| {
             let r = e.upgrade(&req.sheet_id).map_err(to_status)?;
             span.record("revision", r.revision);
             span.record("recomputed", r.recomputed);
-            Ok(convert::applied(r))
+            Ok(pb::UpgradeResponse { result: Some(reply::fit_applied(convert::applied(r), max)) })
         })
         .await
     }
@@ -445,13 +505,13 @@ impl Sheetd for Api {
         .await
     }
 
-    type WatchStream = BoxStream<pb::WatchEvent>;
+    type WatchStream = BoxStream<pb::WatchResponse>;
 
     async fn watch(&self, req: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
         let req = req.into_inner();
         let (id, from) = (req.sheet_id.clone(), req.from_revision);
         let sub = self
-            .call(span("Watch", &req.sheet_id, 0), move |e, span| {
+            .run_call(Cost::Normal, span("Watch", &req.sheet_id, 0), move |e, span| {
                 let sub = e.watch(&id, from).map_err(to_status)?;
                 span.record("revision", sub.current);
                 Ok(sub)
@@ -472,7 +532,16 @@ impl Sheetd for Api {
         // At shutdown the stream ends with UNAVAILABLE, so clients know to reconnect and resume;
         // a stream that ends by itself (its sheet deleted) just ends.
         let shutdown = self.shutdown.clone();
+        // A message over the reply limit goes as several (`continued`).
+        let max = self.max_reply;
         let stream = futures_util::stream::unfold(state, next_event)
+            .flat_map(move |m| {
+                let parts: Vec<Result<pb::WatchResponse, Status>> = match m {
+                    Ok(m) => reply::split_watch(m, max).into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(e)],
+                };
+                futures_util::stream::iter(parts)
+            })
             .map(Some)
             .take_until(self.shutdown())
             .chain(futures_util::stream::once(async { None }))
@@ -489,13 +558,14 @@ impl Sheetd for Api {
         Ok(Response::new(Box::pin(stream)))
     }
 
-    type SolveBatchStream = BoxStream<pb::BatchResult>;
+    type SolveBatchStream = BoxStream<pb::SolveBatchResponse>;
 
     async fn solve_batch(
         &self,
-        req: Request<Streaming<pb::BatchItem>>,
+        req: Request<Streaming<pb::SolveBatchRequest>>,
     ) -> Result<Response<Self::SolveBatchStream>, Status> {
         let api = self.clone();
+        let max = self.max_reply;
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
         let span = span("SolveBatch", "", 0);
         // Items that have arrived are solved together, up to SOLVE_CHUNK per blocking job: one
@@ -522,11 +592,11 @@ impl Sheetd for Api {
                     let solved = api
                         .run_blocking(Cost::Share, move |e| {
                             Ok(span.in_scope(|| {
-                                good.into_iter().map(|item| solve_one(e, item)).collect::<Vec<_>>()
+                                good.into_iter().map(|item| solve_one(e, item, max)).collect::<Vec<_>>()
                             }))
                         })
                         .await;
-                    let mut out: Vec<Result<pb::BatchResult, Status>> = match solved {
+                    let mut out: Vec<Result<pb::SolveBatchResponse, Status>> = match solved {
                         Ok(results) => results.into_iter().map(Ok).collect(),
                         Err(e) => vec![Err(e)],
                     };
@@ -563,7 +633,7 @@ struct WatchState {
 /// `watch_buffer` revisions at a time as the client reads (so a watcher that does not read holds
 /// one chunk at most), then live events. A watcher that fell behind the bounded live buffer gets a
 /// resync (its filtered values now) instead of what it missed.
-async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchEvent, Status>, WatchState)> {
+async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchResponse, Status>, WatchState)> {
     if st.done {
         return None;
     }
@@ -628,8 +698,22 @@ fn to_status(e: EngineError) -> Status {
 }
 
 /// One SolveBatch item: its values, or its problems as diagnostics.
-fn solve_one(e: &Engine, item: pb::BatchItem) -> pb::BatchResult {
-    use pb::batch_result::Result as R;
+/// One SolveBatch item's result; one over `max` bytes is an error naming the limit instead.
+fn solve_one(e: &Engine, item: pb::SolveBatchRequest, max: usize) -> pb::SolveBatchResponse {
+    use pb::solve_batch_response::Result as R;
+    let id = item.id.clone();
+    let r = solved(e, item);
+    reply::check(r, max).unwrap_or_else(|s| {
+        let problem = crate::problem::Problem::of(crate::problem::Code::ReplyTooLarge, s.message());
+        pb::SolveBatchResponse {
+            id,
+            result: Some(R::Error(pb::ErrorInfo { diagnostics: vec![convert::diagnostic(&problem)] })),
+        }
+    })
+}
+
+fn solved(e: &Engine, item: pb::SolveBatchRequest) -> pb::SolveBatchResponse {
+    use pb::solve_batch_response::Result as R;
     let ops = convert::operations(item.operations).map_err(|e| e.diagnosed().to_vec());
     // All values are written straight from the sheet; the variables named, from their records.
     let result = ops.and_then(|ops| {
@@ -639,7 +723,7 @@ fn solve_one(e: &Engine, item: pb::BatchItem) -> pb::BatchResult {
             e.solve(&item.ruleset_id, &ops, &item.variables).map(|v| BatchValues::from_records(&v))
         }
     });
-    pb::BatchResult {
+    pb::SolveBatchResponse {
         id: item.id,
         result: Some(match result {
             Ok(values) => R::Values(values),
@@ -776,7 +860,7 @@ mod tests {
         let first =
             tokio::time::timeout(ten, stream.next()).await.expect("no event within 10 s").expect("an event");
         let first = first.expect("ok");
-        let Some(pb::watch_event::Event::Resync(r)) = first.event else {
+        let Some(pb::watch_response::Event::Resync(r)) = first.event else {
             panic!("expected a resync, got {first:?}")
         };
         assert_eq!(first.revision, 10);
@@ -789,6 +873,6 @@ mod tests {
             tokio::time::timeout(ten, stream.next()).await.expect("no event within 10 s").expect("an event");
         let next = next.expect("ok");
         assert_eq!(next.revision, 11);
-        assert!(matches!(next.event, Some(pb::watch_event::Event::Changes(_))), "{next:?}");
+        assert!(matches!(next.event, Some(pb::watch_response::Event::Changes(_))), "{next:?}");
     }
 }

@@ -27,7 +27,7 @@ use crate::grpc::proto::{Change, Expired, Fired, Pending, RulesetMove, StepError
 use crate::wire::put_change;
 use data::record;
 use prost::bytes::{Buf, BufMut};
-use prost::encoding::{DecodeContext, WireType, message, skip_field, uint64};
+use prost::encoding::{DecodeContext, WireType, bool, message, skip_field, uint64};
 use prost::{DecodeError, Message};
 
 /// An Apply's (or an Upgrade's) answer: the sheet's new revision, its changed variables (old →
@@ -48,6 +48,8 @@ pub struct ApplyResponse {
     pub pending: Option<Pending>,
     /// Why the step's cascade stopped before its end.
     pub stopped: Option<StepError>,
+    /// The changes were left out: too many for one reply (see [`ApplyResponse::omit_changes`]).
+    pub changes_omitted: bool,
     /// Field-2 entries already encoded (see [`ApplyResponse::encoded`]), written after
     /// [`changes`](Self::changes).
     encoded: Vec<u8>,
@@ -67,6 +69,17 @@ impl ApplyResponse {
             put_change(2, c, &mut encoded);
         }
         ApplyResponse { revision, recomputed, moved, encoded, ..ApplyResponse::default() }
+    }
+
+    /// Leaves the changes out (the move's too) and says so: for a reply that would pass the
+    /// server's `max_reply_bytes`. The revision was made; the client reads its changes elsewhere.
+    pub fn omit_changes(&mut self) {
+        self.changes.clear();
+        self.encoded.clear();
+        if let Some(m) = &mut self.moved {
+            m.changes.clear();
+        }
+        self.changes_omitted = true;
     }
 
     /// Every change as a message: [`changes`](Self::changes), then the encoded ones decoded.
@@ -97,6 +110,9 @@ impl Message for ApplyResponse {
         }
         if let Some(e) = &self.stopped {
             message::encode(8, e, buf);
+        }
+        if self.changes_omitted {
+            bool::encode(9, &self.changes_omitted, buf);
         }
     }
 
@@ -134,6 +150,8 @@ impl Message for ApplyResponse {
                 .map_err(located("pending")),
             8 => message::merge(wire_type, self.stopped.get_or_insert_with(StepError::default), buf, ctx)
                 .map_err(located("stopped")),
+            9 => bool::merge(wire_type, &mut self.changes_omitted, buf, ctx)
+                .map_err(located("changes_omitted")),
             _ => skip_field(wire_type, tag, buf, ctx),
         }
     }
@@ -148,6 +166,7 @@ impl Message for ApplyResponse {
             + message::encoded_len_repeated(6, &self.fired)
             + self.pending.as_ref().map_or(0, |p| message::encoded_len(7, p))
             + self.stopped.as_ref().map_or(0, |e| message::encoded_len(8, e))
+            + (if self.changes_omitted { bool::encoded_len(9, &self.changes_omitted) } else { 0 })
     }
 
     fn clear(&mut self) {
@@ -259,6 +278,7 @@ impl PartialEq for ApplyResponse {
             && self.fired == other.fired
             && self.pending == other.pending
             && self.stopped == other.stopped
+            && self.changes_omitted == other.changes_omitted
     }
 }
 
@@ -273,6 +293,7 @@ impl std::fmt::Debug for ApplyResponse {
             .field("fired", &self.fired)
             .field("pending", &self.pending)
             .field("stopped", &self.stopped)
+            .field("changes_omitted", &self.changes_omitted)
             .finish()
     }
 }
@@ -290,7 +311,8 @@ impl serde::Serialize for ApplyResponse {
             + usize::from(!self.expired.is_empty())
             + usize::from(!self.fired.is_empty())
             + usize::from(self.pending.is_some())
-            + usize::from(self.stopped.is_some());
+            + usize::from(self.stopped.is_some())
+            + usize::from(self.changes_omitted);
         let mut st = s.serialize_struct("sheetd.v1.ApplyResponse", len)?;
         if self.revision != 0 {
             st.serialize_field("revision", self.revision.to_string().as_str())?;
@@ -315,6 +337,9 @@ impl serde::Serialize for ApplyResponse {
         }
         if let Some(e) = &self.stopped {
             st.serialize_field("stopped", e)?;
+        }
+        if self.changes_omitted {
+            st.serialize_field("changesOmitted", &true)?;
         }
         st.end()
     }
@@ -344,6 +369,8 @@ impl<'de> serde::Deserialize<'de> for ApplyResponse {
             pending: Option<Pending>,
             #[serde(default)]
             stopped: Option<StepError>,
+            #[serde(default, rename = "changesOmitted", alias = "changes_omitted")]
+            changes_omitted: Option<bool>,
         }
         let json = Json::deserialize(d)?;
         Ok(ApplyResponse {
@@ -355,6 +382,7 @@ impl<'de> serde::Deserialize<'de> for ApplyResponse {
             fired: json.fired.unwrap_or_default(),
             pending: json.pending,
             stopped: json.stopped,
+            changes_omitted: json.changes_omitted.unwrap_or(false),
             encoded: Vec::new(),
         })
     }
@@ -405,6 +433,7 @@ mod tests {
             fired in prop::collection::vec(("[a-z]{1,8}", prop::option::of("[a-z0-9]{1,6}")), 0..3),
             pending in prop::option::of((1..5u64, prop::collection::vec("[A-Za-z ]{1,9}", 0..4), 0..3u32)),
             stopped in any::<bool>(),
+            omitted in any::<bool>(),
         ) {
             let fired: Vec<Fired> = fired
                 .into_iter()
@@ -437,6 +466,7 @@ mod tests {
             direct.fired = fired.clone();
             direct.pending = pending.clone();
             direct.stopped = stopped.clone();
+            direct.changes_omitted = omitted;
             let as_messages = ApplyResponse {
                 revision,
                 changes: messages(&changes),
@@ -446,6 +476,7 @@ mod tests {
                 fired,
                 pending,
                 stopped,
+                changes_omitted: omitted,
                 encoded: Vec::new(),
             };
             prop_assert_eq!(direct.encoded_len(), as_messages.encoded_len());
@@ -479,6 +510,8 @@ mod tests {
         pending: Option<Pending>,
         #[prost(message, optional, tag = "8")]
         stopped: Option<StepError>,
+        #[prost(bool, tag = "9")]
+        changes_omitted: bool,
     }
 
     type Decoded = (
@@ -490,18 +523,33 @@ mod tests {
         Vec<Fired>,
         Option<Pending>,
         Option<StepError>,
+        bool,
     );
 
+    /// A decoded reply's fields, in order.
+    macro_rules! fields {
+        ($r:expr) => {{
+            let r = $r;
+            (
+                r.revision,
+                r.changes,
+                r.recomputed,
+                r.moved,
+                r.expired,
+                r.fired,
+                r.pending,
+                r.stopped,
+                r.changes_omitted,
+            )
+        }};
+    }
+
     fn ours(bytes: &[u8]) -> Option<Decoded> {
-        ApplyResponse::decode(bytes)
-            .ok()
-            .map(|r| (r.revision, r.changes, r.recomputed, r.moved, r.expired, r.fired, r.pending, r.stopped))
+        ApplyResponse::decode(bytes).ok().map(|r| fields!(r))
     }
 
     fn prost_s(bytes: &[u8]) -> Option<Decoded> {
-        Reference::decode(bytes)
-            .ok()
-            .map(|r| (r.revision, r.changes, r.recomputed, r.moved, r.expired, r.fired, r.pending, r.stopped))
+        Reference::decode(bytes).ok().map(|r| fields!(r))
     }
 
     /// A valid reply's bytes, with one byte replaced and maybe cut short.

@@ -51,7 +51,7 @@ pub fn required_role(path: &str) -> Option<Role> {
     if path.starts_with("/grpc.health.v1.Health/") {
         return None;
     }
-    let method = path.strip_prefix("/sheetd.v1.Sheetd/").unwrap_or("");
+    let method = path.strip_prefix("/sheetd.v1.SheetdService/").unwrap_or("");
     Some(match method {
         "LoadRuleset" | "ReloadRuleset" | "DeleteSheet" => Role::Admin,
         "CreateSheet" | "Apply" | "Upgrade" | "SolveBatch" => Role::Write,
@@ -259,7 +259,7 @@ mod tests {
     fn roles_gate_calls_by_the_policy_table() {
         let auth = Auth::new(&specs(&["read=r", "write=w", "admin=a"]));
         let call = |path: &str, token: &str| auth.check(path, Some(format!("Bearer {token}").as_bytes()));
-        let path = |m: &str| format!("/sheetd.v1.Sheetd/{m}");
+        let path = |m: &str| format!("/sheetd.v1.SheetdService/{m}");
         for m in [
             "Ping",
             "Values",

@@ -3,7 +3,7 @@
 //!
 //! Generated code encodes a nested message by computing its length, then writing it, and every
 //! enclosing message computes the lengths of everything inside it again. A SolveBatch value sits
-//! five messages deep (`BatchResult` → `BatchValues` → `VariableValue` → `Value` → its fields),
+//! five messages deep (`SolveBatchResponse` → `BatchValues` → `VariableValue` → `Value` → its fields),
 //! so prost measured each value four times before writing it once: that was about a fifth of the
 //! server's CPU per sheet. [`BatchValues::from_records`] measures each value once and writes its
 //! bytes (with `crate::wire`), and [`BatchValues::from_character`] writes them straight from a
@@ -202,13 +202,13 @@ pub(crate) mod tests {
             let direct = BatchValues::from_records(&records);
             prop_assert_eq!(direct.encoded_len(), messages.encoded_len());
             prop_assert_eq!(direct.encode_to_vec(), messages.encode_to_vec());
-            let reply = |v: BatchValues| crate::grpc::proto::BatchResult {
+            let reply = |v: BatchValues| crate::grpc::proto::SolveBatchResponse {
                 id: "x".into(),
-                result: Some(crate::grpc::proto::batch_result::Result::Values(v)),
+                result: Some(crate::grpc::proto::solve_batch_response::Result::Values(v)),
             };
             let bytes = reply(direct.clone()).encode_to_vec();
             prop_assert_eq!(&bytes, &reply(messages.clone()).encode_to_vec());
-            let decoded = crate::grpc::proto::BatchResult::decode(bytes.as_slice()).expect("decodes");
+            let decoded = crate::grpc::proto::SolveBatchResponse::decode(bytes.as_slice()).expect("decodes");
             prop_assert_eq!(&decoded, &reply(messages.clone()));
             prop_assert_eq!(direct.all().expect("decodes"), messages.values);
         }
@@ -290,14 +290,14 @@ pub(crate) mod tests {
         let back: BatchValues = serde_json::from_str(&json).expect("reads");
         assert_eq!(back, direct);
         assert_eq!(back.values.len(), 2);
-        // Inside a whole reply too (pbjson's `BatchResult` calls these).
-        let result = crate::grpc::proto::BatchResult {
+        // Inside a whole reply too (pbjson's `SolveBatchResponse` calls these).
+        let result = crate::grpc::proto::SolveBatchResponse {
             id: "a".into(),
-            result: Some(crate::grpc::proto::batch_result::Result::Values(direct.clone())),
+            result: Some(crate::grpc::proto::solve_batch_response::Result::Values(direct.clone())),
         };
         let json = serde_json::to_string(&result).expect("json");
         assert!(json.contains(r#""ref":"Armor.Worn""#), "{json}");
-        let back: crate::grpc::proto::BatchResult = serde_json::from_str(&json).expect("reads");
+        let back: crate::grpc::proto::SolveBatchResponse = serde_json::from_str(&json).expect("reads");
         assert_eq!(back, result);
         let empty: BatchValues = serde_json::from_str("{}").expect("reads");
         assert_eq!(serde_json::to_string(&empty).expect("json"), "{}");

@@ -13,6 +13,7 @@
 //!
 //! [limits]                            # every limit, with its default
 //! max_request_bytes = 4194304
+//! max_reply_bytes = 4194304           # no reply is larger (docs/api.md#limits)
 //! max_operations = 1000
 //! max_formula_length = 16384
 //! max_formula_depth = 64
@@ -89,6 +90,11 @@ pub struct ServeArgs {
     /// Largest request message, in bytes [default: 4194304].
     #[arg(long, value_name = "BYTES", env = "SHEETD_MAX_REQUEST_BYTES")]
     pub max_request_bytes: Option<usize>,
+
+    /// Largest reply message, in bytes [default: 4194304, at least 65536]: lists page by it,
+    /// Watch splits a message over it, and a reply over it is refused naming what to narrow.
+    #[arg(long, value_name = "BYTES", env = "SHEETD_MAX_REPLY_BYTES")]
+    pub max_reply_bytes: Option<usize>,
 
     /// Most operations in one batch [default: 1000].
     #[arg(long, value_name = "N", env = "SHEETD_MAX_OPERATIONS")]
@@ -229,6 +235,7 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct FileLimits {
     max_request_bytes: Option<usize>,
+    max_reply_bytes: Option<usize>,
     max_operations: Option<usize>,
     max_formula_length: Option<usize>,
     max_formula_depth: Option<usize>,
@@ -280,7 +287,6 @@ pub struct ServeConfig {
     /// Where paths named by clients may lead.
     pub ruleset_roots: Vec<PathBuf>,
     pub default_ruleset: String,
-    pub max_request_bytes: usize,
     pub limits: Limits,
     pub tls: Option<(PathBuf, PathBuf)>,
     pub tokens: Vec<TokenSpec>,
@@ -361,10 +367,6 @@ impl ServeArgs {
                 .default_ruleset
                 .or(file.default_ruleset)
                 .unwrap_or_else(|| STARTER.to_owned()),
-            max_request_bytes: self
-                .max_request_bytes
-                .or(file.limits.max_request_bytes)
-                .unwrap_or(4 * 1024 * 1024),
             limits,
             tls,
             tokens,
@@ -380,6 +382,12 @@ impl ServeArgs {
             flag.or(file).map_or(default, std::time::Duration::from_secs)
         };
         let limits = Limits {
+            max_request_bytes: self.max_request_bytes.or(f.max_request_bytes).unwrap_or(d.max_request_bytes),
+            max_reply_bytes: self
+                .max_reply_bytes
+                .or(f.max_reply_bytes)
+                .unwrap_or(d.max_reply_bytes)
+                .max(crate::engine::policy::MIN_REPLY_BYTES),
             ops: OpLimits {
                 max_operations: self.max_operations.or(f.max_operations).unwrap_or(d.ops.max_operations),
                 formula: formula::Limits {

@@ -4,7 +4,8 @@
 use super::proto as pb;
 use crate::engine::EngineError;
 use crate::engine::{
-    Applied, Event, EventKind, Explanation, Moved, Problem, RulesetInfo, RulesetOutcome, SheetInfo,
+    Applied, Event, EventKind, Explanation, Moved, Problem, RequestKey, RulesetInfo, RulesetOutcome,
+    SheetInfo,
 };
 use crate::problem::Code;
 use data::SheetOp;
@@ -504,13 +505,44 @@ pub fn ruleset_info(r: RulesetInfo) -> pb::RulesetInfo {
     }
 }
 
-pub fn ruleset_reply(o: RulesetOutcome) -> pb::RulesetReply {
-    pb::RulesetReply {
+pub fn ruleset_reply(o: RulesetOutcome) -> pb::LoadRulesetResponse {
+    pb::LoadRulesetResponse {
         ok: o.ok,
         ruleset: Some(ruleset_info(o.info)),
         diagnostics: o.diagnostics.iter().map(diagnostic).collect(),
         warnings: o.warnings.iter().map(diagnostic).collect(),
     }
+}
+
+/// A reload's reply: a load's fields.
+pub fn reload_reply(r: pb::LoadRulesetResponse) -> pb::ReloadRulesetResponse {
+    pb::ReloadRulesetResponse {
+        ok: r.ok,
+        ruleset: r.ruleset,
+        diagnostics: r.diagnostics,
+        warnings: r.warnings,
+    }
+}
+
+/// The longest `request_id` an Apply may carry.
+pub const MAX_REQUEST_ID: usize = 64;
+
+/// An Apply's retry identity: its request id (none when empty) and a fingerprint of its
+/// operations as they came on the wire.
+pub fn request_key(id: &str, ops: &[pb::Operation]) -> Result<Option<RequestKey>, EngineError> {
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if id.chars().count() > MAX_REQUEST_ID || id.chars().any(char::is_control) {
+        return Err(EngineError::invalid(format!(
+            "`request_id` is at most {MAX_REQUEST_ID} characters without control characters"
+        )));
+    }
+    let mut h = std::hash::DefaultHasher::new();
+    for op in ops {
+        std::hash::Hash::hash(&prost::Message::encode_to_vec(op), &mut h);
+    }
+    Ok(Some(RequestKey { id: id.to_owned(), fingerprint: std::hash::Hasher::finish(&h) }))
 }
 
 /// The reply, its changes encoded once from their records (see `grpc/apply_response.rs`).
@@ -605,8 +637,8 @@ fn step_diff(d: &StepDiff, from: Option<&Trace>, to: Option<&Trace>) -> pb::Step
     }
 }
 
-pub fn event(e: &Event) -> pb::WatchEvent {
-    use pb::watch_event::Event as E;
+pub fn event(e: &Event) -> pb::WatchResponse {
+    use pb::watch_response::Event as E;
     let event = match &e.kind {
         EventKind::Changes(c) => E::Changes(pb::Changes { changes: changes(c) }),
         EventKind::Resync { reason, values } => {
@@ -614,7 +646,7 @@ pub fn event(e: &Event) -> pb::WatchEvent {
         }
         EventKind::Deleted => E::Deleted(pb::Deleted {}),
     };
-    pb::WatchEvent { revision: e.revision, event: Some(event) }
+    pb::WatchResponse { revision: e.revision, event: Some(event), continued: false }
 }
 
 /// A diagnostic message as a problem (the client's direction: for rendering it). A formula

@@ -19,12 +19,13 @@ pub mod config;
 pub mod conn;
 pub mod convert;
 pub mod proto;
+pub mod reply;
 pub mod status;
 
 use crate::engine::{Engine, EngineConfig};
 use config::ServeConfig;
 use http::{HeaderName, HeaderValue, Method};
-use proto::{FILE_DESCRIPTOR_SET, sheetd_server::SheetdServer};
+use proto::{FILE_DESCRIPTOR_SET, sheetd_service_server::SheetdServiceServer};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -65,11 +66,11 @@ pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Resul
     let shutdown_rx_for_grace = shutdown_rx.clone();
     let api = api::Api::new(engine.clone(), shutdown_rx);
     let auth = auth::Auth::new(&config.tokens);
-    let sheetd = SheetdServer::new(api)
-        .max_decoding_message_size(config.max_request_bytes)
-        .max_encoding_message_size(usize::MAX);
+    let sheetd = SheetdServiceServer::new(api)
+        .max_decoding_message_size(config.limits.max_request_bytes)
+        .max_encoding_message_size(config.limits.max_reply_bytes);
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<SheetdServer<api::Api>>().await;
+    health.set_serving::<SheetdServiceServer<api::Api>>().await;
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let (builder, scheme) = with_tls(Server::builder(), &config)?;
     let limits = config.limits;
@@ -101,7 +102,7 @@ pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Resul
     let signal = async move {
         signals.recv().await;
         tracing::info!("shutting down: no new connections; finishing calls in flight");
-        health.set_not_serving::<SheetdServer<api::Api>>().await;
+        health.set_not_serving::<SheetdServiceServer<api::Api>>().await;
         let _ = shutdown_tx.send(true);
     };
     let serving =

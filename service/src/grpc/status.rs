@@ -100,6 +100,24 @@ fn rich_status(code: Code, message: &str, standard: &[Any], diagnostics: &[pb::D
     rpc::Status { code: code as i32, message: message.to_owned(), details }.encode_to_vec()
 }
 
+/// RESOURCE_EXHAUSTED for a reply of `size` bytes over the server's `limit`
+/// (`request.reply_too_large`): ErrorInfo's metadata has both, and `narrow`, what the caller
+/// can ask for instead.
+pub fn reply_too_large(size: usize, limit: usize, narrow: &str) -> Status {
+    let message = format!(
+        "the reply would be {size} bytes, over the server's limit of {limit} (max_reply_bytes): {narrow}"
+    );
+    let metadata = HashMap::from([
+        ("reply_bytes".to_owned(), size.to_string()),
+        ("max_reply_bytes".to_owned(), limit.to_string()),
+        ("narrow".to_owned(), narrow.to_owned()),
+    ]);
+    let reason = crate::problem::Code::ReplyTooLarge.as_str().to_owned();
+    let info = rpc::ErrorInfo { reason, domain: DOMAIN.to_owned(), metadata };
+    let details = rich_status(Code::ResourceExhausted, &message, &[any("google.rpc.ErrorInfo", &info)], &[]);
+    Status::with_details(Code::ResourceExhausted, message, details.into())
+}
+
 /// A status made here (not by the engine) with the same standard details: ErrorInfo with a
 /// reason.
 pub fn plain(code: Code, reason: &str, message: impl Into<String>) -> Status {
@@ -116,8 +134,13 @@ fn error_info(e: &EngineError) -> rpc::ErrorInfo {
         EngineError::NotFound { what, name, .. } | EngineError::AlreadyExists { what, name, .. } => {
             metadata.insert(what.name().to_owned(), clip(name, 128));
         }
-        EngineError::Conflict { sheet, expected, actual } => {
-            metadata.insert("sheet".to_owned(), sheet.clone());
+        EngineError::Conflict { what: Resource::Ruleset, name, expected, actual } => {
+            metadata.insert("ruleset".to_owned(), name.clone());
+            metadata.insert("expected_version".to_owned(), expected.to_string());
+            metadata.insert("version".to_owned(), actual.to_string());
+        }
+        EngineError::Conflict { name, expected, actual, .. } => {
+            metadata.insert("sheet".to_owned(), name.clone());
             metadata.insert("expected_revision".to_owned(), expected.to_string());
             metadata.insert("revision".to_owned(), actual.to_string());
         }
@@ -142,11 +165,19 @@ fn kind_detail(e: &EngineError) -> Option<Any> {
             };
             Some(any("google.rpc.ResourceInfo", &info))
         }
-        EngineError::Conflict { sheet, expected, actual } => {
-            let v = rpc::precondition_failure::Violation {
-                r#type: "REVISION".to_owned(),
-                subject: format!("sheets/{sheet}"),
-                description: format!("the sheet is at revision {actual}, not the expected {expected}"),
+        EngineError::Conflict { what, name, expected, actual } => {
+            let v = if *what == Resource::Ruleset {
+                rpc::precondition_failure::Violation {
+                    r#type: "VERSION".to_owned(),
+                    subject: format!("rulesets/{name}"),
+                    description: format!("the ruleset is at version {actual}, not the expected {expected}"),
+                }
+            } else {
+                rpc::precondition_failure::Violation {
+                    r#type: "REVISION".to_owned(),
+                    subject: format!("sheets/{name}"),
+                    description: format!("the sheet is at revision {actual}, not the expected {expected}"),
+                }
             };
             Some(any("google.rpc.PreconditionFailure", &rpc::PreconditionFailure { violations: vec![v] }))
         }

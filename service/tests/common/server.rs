@@ -133,6 +133,8 @@ impl Server {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// A client of this server, without a token.
+    #[allow(dead_code, reason = "not every test file uses it")]
     pub async fn client(&self) -> Client {
         sheetd::cli::client::connect(&self.url, None, None).await.expect("connect")
     }
@@ -176,6 +178,7 @@ impl Drop for Server {
 }
 
 /// Operations from JSON steps, as `sheetd client --step` takes them.
+#[allow(dead_code, reason = "not every test file uses it")]
 pub fn ops(steps: &[&str]) -> Vec<pb::Operation> {
     sheetd::cli::client::operations(&Steps {
         steps: steps.iter().map(|s| s.to_string()).collect(),
@@ -212,7 +215,7 @@ pub fn apply(sheet: &str, expected: Option<u64>, operations: Vec<pb::Operation>)
         sheet_id: sheet.to_owned(),
         expected_revision: expected,
         operations,
-        variables: Vec::new(),
+        ..Default::default()
     }
 }
 
