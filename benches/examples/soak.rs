@@ -110,7 +110,8 @@ async fn client_loop(
                 ("Values@revision", c.values(req).await.map(|_| ()))
             }
             70..80 => {
-                let req = pb::ExplainRequest { sheet_id: sheet.id.clone(), variable: "AC".into() };
+                let req =
+                    pb::ExplainRequest { sheet_id: sheet.id.clone(), variable: "AC".into(), depth: None };
                 ("Explain", c.explain(req).await.map(|_| ()))
             }
             80..85 => {

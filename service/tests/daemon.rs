@@ -127,7 +127,7 @@ async fn create_apply_values_explain_and_why_changed() {
 
     // Explain: the trace and the dependency tree with values.
     let x = c
-        .explain(pb::ExplainRequest { sheet_id: "sheet-1".into(), variable: "ac".into() })
+        .explain(pb::ExplainRequest { sheet_id: "sheet-1".into(), variable: "ac".into(), depth: None })
         .await
         .expect("explain")
         .into_inner();
@@ -186,7 +186,9 @@ async fn create_apply_values_explain_and_why_changed() {
     // Unknown ids: NOT_FOUND everywhere.
     assert_eq!(c.values(values("nope", &[], None)).await.expect_err("x").code(), Code::NotFound);
     assert_eq!(c.apply(apply("nope", None, vec![])).await.expect_err("x").code(), Code::NotFound);
-    let e = c.explain(pb::ExplainRequest { sheet_id: "sheet-1".into(), variable: "Nope".into() }).await;
+    let e = c
+        .explain(pb::ExplainRequest { sheet_id: "sheet-1".into(), variable: "Nope".into(), depth: None })
+        .await;
     assert_eq!(e.expect_err("x").code(), Code::NotFound);
     let e = c.create_sheet(pb::CreateSheetRequest { ruleset_id: "nope".into(), ..Default::default() }).await;
     assert_eq!(e.expect_err("x").code(), Code::NotFound);

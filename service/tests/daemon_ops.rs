@@ -386,7 +386,7 @@ async fn the_guild_over_grpc_reads_through_its_foreman() {
     assert_eq!(changed, ["Foreman", "Foreman.STR", "ForemanSTR"]);
     let now = c.values(values("g", &["ForemanSTR"], None)).await.expect("values").into_inner();
     assert_eq!(shown(&now, "ForemanSTR"), "14");
-    let explain = pb::ExplainRequest { sheet_id: "g".into(), variable: "Foreman.STR".into() };
+    let explain = pb::ExplainRequest { sheet_id: "g".into(), variable: "Foreman.STR".into(), depth: None };
     let trace = c.explain(explain).await.expect("explains").into_inner().trace.expect("trace");
     let steps: Vec<(&str, &str)> =
         trace.steps.iter().map(|s| (s.modifier.as_str(), s.instruction.as_str())).collect();
@@ -647,7 +647,8 @@ async fn a_ruleset_in_applied_order_over_grpc() {
     let changed: Vec<(String, String)> =
         r.changes.iter().map(|ch| (ch.r#ref.clone(), shown(&ch.new))).collect();
     assert_eq!(changed, [(new("BP"), new("1000")), (new("PcgenBP"), new("800"))]);
-    let explain = |variable: &str| pb::ExplainRequest { sheet_id: id.clone(), variable: variable.into() };
+    let explain =
+        |variable: &str| pb::ExplainRequest { sheet_id: id.clone(), variable: variable.into(), depth: None };
     let trace = c.explain(explain("BP")).await.expect("explains").into_inner().trace.expect("trace");
     assert_eq!(trace.order, "applied");
     let kinds: Vec<&str> = trace.steps.iter().map(|s| s.kind.as_str()).collect();
@@ -782,6 +783,21 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
         serde_json::from_str(&run(&["explain", "sheet-1", "AC", "--format", "json"])).expect("JSON");
     assert_eq!(graph["nodes"][0]["ref"], "AC", "{graph}");
     assert!(graph["edges"].as_array().is_some_and(|e| e.iter().any(|e| e["to"] == "AC")), "{graph}");
+    // Both ways, bounded: DEX.Mod one step out is what it reads (DEX.Score) and what reads it
+    // (DEX); three steps out reaches DEX.Rolled behind and AC ahead.
+    let near = |depth: &str| -> serde_json::Value {
+        let out = run(&["explain", "sheet-1", "DEX.Mod", "--format", "json", "--depth", depth]);
+        serde_json::from_str(&out).expect("JSON")
+    };
+    let edge = |from: &str, to: &str| serde_json::json!({"from": from, "to": to});
+    let edges = |g: &serde_json::Value| g["edges"].as_array().cloned().unwrap_or_default();
+    let one = near("1");
+    assert_eq!(edges(&one), [edge("DEX.Score", "DEX.Mod"), edge("DEX.Mod", "DEX")], "{one}");
+    let three = edges(&near("3"));
+    assert!(
+        three.contains(&edge("DEX.Rolled", "DEX.Score")) && three.contains(&edge("DEX", "AC")),
+        "{three:?}"
+    );
     // What-if: a harness previewed, its AC trace shown, nothing committed.
     let harness = r#"{"add_object": {"kind": "EQUIPMENT", "key": "Plated Harness", "id": "harness"}}"#;
     let preview = run(&["preview", "sheet-1", "--step", harness, "--explain", "AC"]);

@@ -129,11 +129,15 @@ pub enum Call {
     Explain {
         sheet: String,
         variable: String,
-        /// Draw what it depends on instead, as `dot` (Graphviz: pipe into `dot -Tsvg`),
-        /// `mermaid` or `json` (`{"nodes", "edges"}`; an edge from a variable to one that reads
-        /// it).
+        /// Draw its dependency graph instead — what it reads and what reads it, --depth steps
+        /// each way — as `dot` (Graphviz: pipe into `dot -Tsvg`), `mermaid` or `json`
+        /// (`{"nodes", "edges"}`; an edge from a variable to one that reads it).
         #[arg(long, value_enum, value_name = "FORMAT")]
         format: Option<super::graph::Format>,
+        /// How many steps the graph goes from the variable, each way [default: 3 when drawing;
+        /// otherwise everything it reads and nothing that reads it].
+        #[arg(long, value_name = "N")]
+        depth: Option<u32>,
     },
     /// Why a value changed between two revisions: the operations that affected it.
     WhyChanged {
@@ -337,14 +341,19 @@ fn print_trace(t: &pb::Trace) {
 }
 
 /// Explain's nodes as a graph: the first is the variable asked about; each reads its `reads`.
-fn explained_graph(nodes: &[pb::DependencyNode]) -> super::graph::Graph {
+fn explained_graph(nodes: &[pb::DependencyNode], readers: &[pb::DependencyNode]) -> super::graph::Graph {
     use super::graph::{Graph, Node};
     let mut g = Graph::default();
-    for (i, n) in nodes.iter().enumerate() {
+    for (i, n) in nodes.iter().chain(readers).enumerate() {
         let value = n.value.as_ref().map(show).unwrap_or_default();
         g.nodes.push(Node { r#ref: n.r#ref.clone(), value, focus: i == 0 });
-        g.edges.extend(n.reads.iter().map(|r| (r.clone(), n.r#ref.clone())));
     }
+    // An edge for each read between two nodes drawn (the outermost read what is not drawn).
+    let drawn: std::collections::HashSet<&str> = g.nodes.iter().map(|n| n.r#ref.as_str()).collect();
+    let edges = nodes.iter().chain(readers).flat_map(|n| {
+        n.reads.iter().filter(|r| drawn.contains(r.as_str())).map(|r| (r.clone(), n.r#ref.clone()))
+    });
+    g.edges = edges.collect();
     g
 }
 
@@ -419,7 +428,10 @@ async fn call(args: ClientArgs) -> Result<(), String> {
             print_values(&r.values);
             Ok(())
         }
-        Call::Explain { sheet, variable, format } => explain(c, sheet, variable, format, json).await,
+        Call::Explain { sheet, variable, format, depth } => {
+            let depth = depth.or(format.map(|_| 3));
+            explain(c, pb::ExplainRequest { sheet_id: sheet, variable, depth }, format, json).await
+        }
         Call::WhyChanged { sheet, variable, from, to } => {
             let req =
                 pb::WhyChangedRequest { sheet_id: sheet, variable, from_revision: from, to_revision: to };
@@ -504,14 +516,13 @@ async fn create(
 /// `client explain`: the trace and what the variable depends on, as a tree or drawn.
 async fn explain(
     c: &mut Client,
-    sheet: String,
-    variable: String,
+    req: pb::ExplainRequest,
     format: Option<super::graph::Format>,
     json: bool,
 ) -> Result<(), String> {
-    let r = c.explain(pb::ExplainRequest { sheet_id: sheet, variable }).await.map_err(st)?.into_inner();
+    let r = c.explain(req).await.map_err(st)?.into_inner();
     if let Some(f) = format {
-        print!("{}", explained_graph(&r.nodes).render(f));
+        print!("{}", explained_graph(&r.nodes, &r.readers).render(f));
         return Ok(());
     }
     if json {

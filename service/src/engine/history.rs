@@ -31,9 +31,11 @@ pub struct Node {
 pub struct Explanation {
     pub revision: u64,
     pub trace: Trace,
-    /// The variable and everything it depends on, transitively, breadth first; the first node
-    /// is the variable.
+    /// The variable and everything it depends on, transitively (up to the depth asked),
+    /// breadth first; the first node is the variable.
     pub nodes: Vec<Node>,
+    /// What reads the variable, up to the depth asked (none when no depth was), breadth first.
+    pub readers: Vec<Node>,
 }
 
 impl Engine {
@@ -105,7 +107,14 @@ impl Engine {
     }
 
     /// The trace of a variable and the graph of what it depends on.
-    pub fn explain(&self, id: &str, variable: &str) -> Result<Explanation, EngineError> {
+    /// A variable's trace and its dependency graph: everything it reads (at most `depth` steps
+    /// out, when given) and, with a depth, what reads it as far.
+    pub fn explain(
+        &self,
+        id: &str,
+        variable: &str,
+        depth: Option<usize>,
+    ) -> Result<Explanation, EngineError> {
         let sheet = self.sheet(id)?;
         let st = sheet.state();
         let s = st.game.character().sheet();
@@ -116,8 +125,12 @@ impl Engine {
         })?;
         // Invariant: `var` was just found on this sheet, which nothing changes while we hold it.
         let trace = s.trace_of(var).expect("a variable just found has a trace");
-        let nodes = dependency_nodes(s, var);
-        Ok(Explanation { revision: st.revision, trace, nodes })
+        let nodes = dependency_nodes(s, var, depth.unwrap_or(usize::MAX), Way::Reads);
+        let readers = match depth {
+            Some(d) => dependency_nodes(s, var, d, Way::ReadBy).split_off(1),
+            None => Vec::new(),
+        };
+        Ok(Explanation { revision: st.revision, trace, nodes, readers })
     }
 
     /// The instances of `scope` on sheet `id` whose BOOLEAN formula `where_` is true now
@@ -247,18 +260,32 @@ fn replay_each(
 
 /// `start` and every variable it depends on, transitively, breadth first, from the graph: each
 /// once, with its value and its direct dependencies.
-fn dependency_nodes(sheet: &solver::Sheet, start: Var) -> Vec<Node> {
+/// Which way a dependency graph is walked from a variable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// To what it reads.
+    Reads,
+    /// To what reads it.
+    ReadBy,
+}
+
+/// `start` and the variables `way` from it, at most `depth` steps, breadth first; each with
+/// what it reads.
+fn dependency_nodes(sheet: &solver::Sheet, start: Var, depth: usize, way: Way) -> Vec<Node> {
     let mut seen = HashSet::from([start]);
-    let mut queue = VecDeque::from([start]);
+    let mut queue = VecDeque::from([(start, 0)]);
     let mut nodes = Vec::new();
-    while let Some(v) = queue.pop_front() {
+    while let Some((v, steps)) = queue.pop_front() {
         let (Some(name), Some(format), Some(slot)) = (sheet.name(v), sheet.format(v), sheet.slot(v)) else {
             continue;
         };
         let deps = sheet.dependencies(v);
-        for &d in &deps {
-            if seen.insert(d) {
-                queue.push_back(d);
+        if steps < depth {
+            let next = if way == Way::Reads { deps.clone() } else { sheet.dependents(v) };
+            for d in next {
+                if seen.insert(d) {
+                    queue.push_back((d, steps + 1));
+                }
             }
         }
         let reads = deps.iter().filter_map(|&d| sheet.name(d)).collect();

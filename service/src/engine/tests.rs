@@ -154,7 +154,7 @@ fn explain_shows_every_edge_of_a_variable_in_error() {
         "t",
     )));
     let (sheet, _) = engine.create_sheet("", None, vec![broken]).expect("create");
-    let x = engine.explain(&sheet.id, "ac").expect("explain");
+    let x = engine.explain(&sheet.id, "ac", None).expect("explain");
     assert!(x.trace.value.is_err(), "AC divides by ArmorBonus, which is 0");
     let ac = &x.nodes[0];
     assert_eq!(ac.var.to_string(), "AC");

@@ -473,7 +473,8 @@ impl SheetdService for Api {
     ) -> Result<Response<pb::ExplainResponse>, Status> {
         let req = req.into_inner();
         self.call(span("Explain", &req.sheet_id, 0), move |e, span| {
-            let r = e.explain(&req.sheet_id, &req.variable).map_err(to_status)?;
+            let depth = req.depth.map(|d| d as usize);
+            let r = e.explain(&req.sheet_id, &req.variable, depth).map_err(to_status)?;
             span.record("revision", r.revision);
             Ok(convert::explanation(r))
         })

@@ -4,7 +4,7 @@
 use super::proto as pb;
 use crate::engine::EngineError;
 use crate::engine::{
-    Applied, Event, EventKind, Explanation, Moved, Problem, RequestKey, RulesetInfo, RulesetOutcome,
+    Applied, Event, EventKind, Explanation, Moved, Node, Problem, RequestKey, RulesetInfo, RulesetOutcome,
     SheetInfo,
 };
 use crate::problem::Code;
@@ -571,18 +571,21 @@ pub fn expired(e: &data::Expired) -> pb::Expired {
 }
 
 pub fn explanation(x: Explanation) -> pb::ExplainResponse {
-    pb::ExplainResponse {
-        revision: x.revision,
-        trace: Some(trace(&x.trace)),
-        nodes: x
-            .nodes
+    let nodes = |nodes: &[Node]| -> Vec<pb::DependencyNode> {
+        nodes
             .iter()
             .map(|n| pb::DependencyNode {
                 r#ref: n.var.to_string(),
                 value: Some(value(&n.value)),
                 reads: n.reads.iter().map(|r| r.to_string()).collect(),
             })
-            .collect(),
+            .collect()
+    };
+    pb::ExplainResponse {
+        revision: x.revision,
+        trace: Some(trace(&x.trace)),
+        nodes: nodes(&x.nodes),
+        readers: nodes(&x.readers),
     }
 }
 
