@@ -967,6 +967,12 @@ async fn a_game_over_grpc_fires_rules_asks_and_replays_after_a_restart() {
     let r = c.apply(apply("t", Some(2), ops(&[&steps[4]]))).await.expect("chooses").into_inner();
     assert_eq!(fired(&r), ["Second Wind @tavern.toml:75:9 for -"]);
     assert!(r.pending.is_none());
+    // Its Armor bonus lasts until Turn passes the next value: the waterfall says so.
+    let explain = pb::ExplainRequest { sheet_id: "t".into(), variable: "Armor".into(), depth: None };
+    let trace = c.explain(explain).await.expect("explain").into_inner().trace.expect("trace");
+    let expires: Vec<(&str, &str)> =
+        trace.steps.iter().map(|s| (s.instruction.as_str(), s.expires.as_str())).collect();
+    assert_eq!(expires, [("1", ""), ("2", "Turn passes 1")], "{trace:?}");
     for s in &steps[5..7] {
         c.apply(apply("t", None, ops(&[s]))).await.expect("plays");
     }

@@ -105,6 +105,6 @@ fn the_typescript_client_plays_a_character_over_grpc_and_grpc_web() {
         .args(["--url", &server.url, "--protocol", "grpc-web"])
         .output()
         .expect("node runs");
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).to_lowercase().contains("unauthenticated"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("[unauthenticated]"), "{said}");
 }

@@ -109,6 +109,27 @@ enum Effect {
     },
 }
 
+impl super::Character {
+    /// When the effect that brought modifier `modifier` expires — its object's `until`, or its
+    /// own — as the clock's name and the value it must pass (`Turn`, 3); `None` for a
+    /// modifier that lasts.
+    pub fn expiry(&self, modifier: &str) -> Option<(String, Decimal)> {
+        let t = self.state.timing.as_ref()?;
+        let owner = self.state.active.iter().find(|(_, a)| a.mods.iter().any(|(m, _)| **m == *modifier));
+        let owner = owner.map(|(id, _)| id);
+        let w = t.waiting.iter().find(|w| match &w.effect {
+            Effect::Object(o) => owner == Some(o),
+            Effect::Modifier { id, .. } => **id == *modifier,
+        })?;
+        let name = &self.ruleset.rules().var(w.clock.1).name;
+        let clock = match &w.clock.0 {
+            Some(on) => format!("{on}.{name}"),
+            None => name.to_string(),
+        };
+        Some((clock, w.after))
+    }
+}
+
 /// How a step moves a clock.
 pub(super) enum Move {
     By(Decimal),

@@ -333,7 +333,8 @@ fn print_trace(t: &pb::Trace) {
             None => "",
         };
         let prio = if s.priority > 0 { format!(" PRIORITY={}", s.priority) } else { String::new() };
-        println!("  {} {}{prio}{cond}  from {}  → {}", s.kind, s.instruction, s.source, v(&s.after));
+        let until = if s.expires.is_empty() { String::new() } else { format!(" (until {})", s.expires) };
+        println!("  {} {}{prio}{cond}  from {}{until}  → {}", s.kind, s.instruction, s.source, v(&s.after));
         for r in &s.reads {
             println!("      reads {} = {}", r.r#ref, v(&r.value));
         }

@@ -31,6 +31,9 @@ pub struct Node {
 pub struct Explanation {
     pub revision: u64,
     pub trace: Trace,
+    /// For each of the trace's steps, when its effect expires (`Turn passes 3`; empty when
+    /// it lasts).
+    pub expires: Vec<String>,
     /// The variable and everything it depends on, transitively (up to the depth asked),
     /// breadth first; the first node is the variable.
     pub nodes: Vec<Node>,
@@ -130,7 +133,8 @@ impl Engine {
             Some(d) => dependency_nodes(s, var, d, Way::ReadBy).split_off(1),
             None => Vec::new(),
         };
-        Ok(Explanation { revision: st.revision, trace, nodes, readers })
+        let expires = expiries(st.game.character(), &trace);
+        Ok(Explanation { revision: st.revision, trace, expires, nodes, readers })
     }
 
     /// The instances of `scope` on sheet `id` whose BOOLEAN formula `where_` is true now
@@ -260,6 +264,13 @@ fn replay_each(
 
 /// `start` and every variable it depends on, transitively, breadth first, from the graph: each
 /// once, with its value and its direct dependencies.
+/// For each step of `trace`, when the effect that brought its modifier expires on `c`: `Turn
+/// passes 3`, or empty.
+pub fn expiries(c: &data::Character, trace: &Trace) -> Vec<String> {
+    let when = |m: &str| c.expiry(m).map(|(clock, after)| format!("{clock} passes {after}"));
+    trace.steps.iter().map(|s| when(&s.modifier).unwrap_or_default()).collect()
+}
+
 /// Which way a dependency graph is walked from a variable.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Way {

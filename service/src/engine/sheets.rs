@@ -112,6 +112,10 @@ pub struct Applied {
     pub stopped: Option<GameError>,
 }
 
+/// A trace, with for each of its steps when the effect that brought the modifier expires
+/// (`Turn passes 3`, or empty).
+pub type ExpiringTrace = (solver::Trace, Vec<String>);
+
 /// What a step did to a game, ready to be logged.
 #[derive(Default)]
 struct Played {
@@ -441,7 +445,7 @@ impl Engine {
         expected: Option<u64>,
         step: impl Into<Step>,
         explain: &[String],
-    ) -> Result<(u64, Applied, Vec<solver::Trace>), EngineError> {
+    ) -> Result<(u64, Applied, Vec<ExpiringTrace>), EngineError> {
         let step = step.into();
         let sheet = self.sheet(id)?;
         policy::check_step(&step, &self.limits.ops)?;
@@ -468,7 +472,9 @@ impl Engine {
                 message: e.message,
             })?;
             // Invariant: `var` was just found on this sheet, which nothing else changes.
-            traces.push(s.trace_of(var).expect("a variable just found has a trace"));
+            let trace = s.trace_of(var).expect("a variable just found has a trace");
+            let expires = super::history::expiries(game.character(), &trace);
+            traces.push((trace, expires));
         }
         let applied =
             Applied { revision: now + 1, changes, recomputed, moved, expired, fired, pending, stopped };

@@ -435,7 +435,7 @@ impl SheetdService for Api {
             Ok(pb::PreviewResponse {
                 revision,
                 result: Some(convert::applied(r)),
-                traces: traces.iter().map(convert::trace).collect(),
+                traces: traces.iter().map(|(t, expires)| convert::expiring_trace(t, expires)).collect(),
             })
         })
         .await

@@ -170,12 +170,22 @@ pub struct AuthService<S> {
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// How much of a refused request's body is read before the refusal is sent, and for how long.
+/// Over HTTP/1.1 (grpc-web) a response sent while the client is still writing its request makes
+/// the server close the connection, and the client sees a broken pipe instead of the status;
+/// reading a small body first lets the refusal arrive. A larger or slower one is cut off.
+const DRAIN_BYTES: usize = 1 << 20;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl<S, B, R> tower::Service<http::Request<B>> for AuthService<S>
 where
     S: tower::Service<http::Request<B>, Response = http::Response<R>>,
     S::Future: Send + 'static,
     R: Default + Send + 'static,
     S::Error: Send + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     type Response = http::Response<R>;
     type Error = S::Error;
@@ -196,7 +206,11 @@ where
             }
             Err(status) => {
                 let response = status.into_http::<R>();
-                Box::pin(async move { Ok(response) })
+                let body = http_body_util::Limited::new(req.into_body(), DRAIN_BYTES);
+                Box::pin(async move {
+                    let _ = tokio::time::timeout(DRAIN_TIME, http_body_util::BodyExt::collect(body)).await;
+                    Ok(response)
+                })
             }
         }
     }

@@ -6,6 +6,7 @@
 //! data_dir = "/var/lib/sheetd"
 //! default_ruleset = "starter"
 //! log_format = "text"                 # or "json"
+//! inspector = true                    # the web inspector at / (--no-inspector)
 //! ruleset_roots = ["/srv/sheetd/rulesets"]  # where LoadRuleset may read (docs/api.md#security)
 //!
 //! [rulesets]                          # preloaded: id = [paths], loaded in order
@@ -198,6 +199,11 @@ pub struct ServeArgs {
     #[arg(long = "cors-origin", value_name = "ORIGIN", env = "SHEETD_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
 
+    /// Do not serve the web inspector's page at `/` (it is served by default; its calls need
+    /// the same tokens as any client's).
+    #[arg(long, env = "SHEETD_NO_INSPECTOR")]
+    pub no_inspector: bool,
+
     /// Log format on stderr (levels via RUST_LOG, default info).
     #[arg(long, value_enum, env = "SHEETD_LOG_FORMAT")]
     pub log_format: Option<LogFormat>,
@@ -216,6 +222,7 @@ pub enum LogFormat {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     listen: Option<SocketAddr>,
+    inspector: Option<bool>,
     data_dir: Option<PathBuf>,
     default_ruleset: Option<String>,
     log_format: Option<LogFormat>,
@@ -292,6 +299,8 @@ pub struct ServeConfig {
     pub tokens: Vec<TokenSpec>,
     pub cors_origins: Vec<String>,
     pub log_format: LogFormat,
+    /// Serve the web inspector at `/`.
+    pub inspector: bool,
 }
 
 /// The default data directory: `$XDG_DATA_HOME/sheetd`, else `~/.local/share/sheetd`, else
@@ -372,6 +381,7 @@ impl ServeArgs {
             tokens,
             cors_origins: if self.cors_origins.is_empty() { file.cors.origins } else { self.cors_origins },
             log_format: self.log_format.or(file.log_format).unwrap_or_default(),
+            inspector: !self.no_inspector && file.inspector.unwrap_or(true),
         })
     }
 

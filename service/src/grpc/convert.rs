@@ -340,6 +340,15 @@ fn typed(t: &Typed) -> pb::Value {
     into_value(record::Value::of(&t.format, &t.slot))
 }
 
+/// A trace with, for each step, when its effect expires (`expires`, one per step).
+pub fn expiring_trace(t: &Trace, expires: &[String]) -> pb::Trace {
+    let mut out = trace(t);
+    for (step, when) in out.steps.iter_mut().zip(expires) {
+        step.expires.clone_from(when);
+    }
+    out
+}
+
 pub fn trace(t: &Trace) -> pb::Trace {
     pb::Trace {
         r#ref: t.var.to_string(),
@@ -369,6 +378,7 @@ fn trace_step(format: &formula::Format, s: &TraceStep) -> pb::TraceStep {
             })
             .collect(),
         after: s.after.as_ref().map(|a| into_value(record::Value::of(format, a))),
+        expires: String::new(),
     }
 }
 
@@ -583,7 +593,7 @@ pub fn explanation(x: Explanation) -> pb::ExplainResponse {
     };
     pb::ExplainResponse {
         revision: x.revision,
-        trace: Some(trace(&x.trace)),
+        trace: Some(expiring_trace(&x.trace, &x.expires)),
         nodes: nodes(&x.nodes),
         readers: nodes(&x.readers),
     }

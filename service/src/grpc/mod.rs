@@ -18,6 +18,7 @@ pub mod codec;
 pub mod config;
 pub mod conn;
 pub mod convert;
+pub mod inspector;
 pub mod proto;
 pub mod reply;
 pub mod status;
@@ -80,6 +81,7 @@ pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Resul
         .http2_keepalive_timeout(Some(limits.keepalive_timeout))
         .layer(conn::TrackLayer)
         .layer(cors(&config.cors_origins)?)
+        .layer(inspector::InspectorLayer { enabled: config.inspector })
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(auth.clone())
         .add_service(health_service)
