@@ -55,30 +55,9 @@ fn main() {
         sheetd::cli::serve::tune_memory();
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let port =
-        std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
-    let config = ServeArgs {
-        listen: Some(([127, 0, 0, 1], port).into()),
-        data_dir: Some(dir.path().to_owned()),
-        ..Default::default()
-    }
-    .resolve()
-    .expect("config");
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    runtime.spawn(async move {
-        if let Err(e) = sheetd::grpc::serve(config, |_| {}).await {
-            eprintln!("server: {e}");
-            std::process::exit(1);
-        }
-    });
+    let (runtime, url) = common::serve_in_process(dir.path(), ServeArgs::default());
     let (items, local_cpu) = runtime.block_on(async move {
-        let url = format!("http://127.0.0.1:{port}");
-        let mut client = loop {
-            match sheetd::cli::client::connect(&url, None, None).await {
-                Ok(c) => break c,
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            }
-        };
+        let mut client = common::client(&url).await;
         apply_round_trip(&mut client, dir.path(), calls, "in-process server").await;
         let (armor_on, armor_off) = armor_steps();
 

@@ -650,12 +650,17 @@ async fn lists_come_a_page_at_a_time() {
     assert_eq!((all.sheets.len(), all.total_size, all.next_page_token.as_str()), (7, 7, ""));
     let e = c.list_sheets(page("7")).await.expect_err("not a token");
     assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
-    let rulesets = c
-        .list_rulesets(pb::ListRulesetsRequest { page_size: 1, page_token: String::new() })
-        .await
-        .expect("rulesets")
-        .into_inner();
-    assert_eq!((rulesets.rulesets.len(), rulesets.total_size), (1, 1));
+    let rulesets = |id_prefix: &str| pb::ListRulesetsRequest {
+        page_size: 1,
+        id_prefix: id_prefix.into(),
+        ..Default::default()
+    };
+    let r = c.list_rulesets(rulesets("")).await.expect("rulesets").into_inner();
+    assert_eq!((r.rulesets.len(), r.total_size), (1, 1));
+    let r = c.list_rulesets(rulesets("st")).await.expect("rulesets").into_inner();
+    assert_eq!((r.rulesets[0].id.as_str(), r.total_size), ("starter", 1));
+    let r = c.list_rulesets(rulesets("nope")).await.expect("rulesets").into_inner();
+    assert_eq!((r.rulesets.len(), r.total_size), (0, 0), "filtered out");
     drop(c);
     server.stop();
 }

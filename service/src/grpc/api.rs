@@ -276,6 +276,7 @@ impl SheetdService for Api {
         let max = self.max_reply;
         self.call(span("ListRulesets", "", 0), move |e, _| {
             let mut all = e.rulesets();
+            all.retain(|r| r.id.starts_with(&req.id_prefix));
             all.sort_by(|a, b| a.id.cmp(&b.id));
             let (page, next, total) =
                 crate::engine::catalog::paged(all, |r| &r.id, req.page_size as usize, &req.page_token)
