@@ -124,7 +124,7 @@ async fn shot(b: &Browser, name: &str) {
 }
 
 async fn grpc(url: &str, token: &str) -> sheetd::cli::client::Client {
-    sheetd::cli::client::connect(url, Some(token), None).await.expect("connect")
+    sheetd::cli::client::connect(url, (!token.is_empty()).then_some(token), None).await.expect("connect")
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -270,8 +270,27 @@ async fn the_inspector_shows_explains_and_previews_a_live_sheet_in_chromium() {
     );
     b.execute("document.querySelector('#tryit-result').scrollIntoView()", vec![]).await.expect("scroll");
     shot(&b, "05-what-if").await;
+    // An input set instead: DEX rolled 18 (the armor is off, so nothing caps it).
+    click(&b, "#clear-go").await;
+    b.execute(
+        "const s = document.querySelector('#input-channel'); s.value = 'DEX.Rolled'; \
+         document.querySelector('#input-value').value = '18';",
+        vec![],
+    )
+    .await
+    .expect("choose the input");
+    click(&b, "#input-go").await;
+    click(&b, "#preview-go").await;
+    until(
+        &b,
+        "the input's preview",
+        "document.querySelector('#tryit-result table.preview tr[data-ref=\"DEX\"]')",
+    )
+    .await;
+    let dex = text(&b, "#tryit-result table.preview tr[data-ref=\"AC\"]").await;
+    assert!(dex.starts_with("AC") && dex.ends_with("14"), "{dex}");
     let now = c.get_sheet(pb::GetSheetRequest { sheet_id: "hero".into() }).await.expect("get").into_inner();
-    assert_eq!(now.sheet.expect("sheet").revision, 1, "the preview committed nothing");
+    assert_eq!(now.sheet.expect("sheet").revision, 1, "the previews committed nothing");
 
     // First paint against a 2,000-variable sheet, against an Apply in the same run.
     let mut admin = grpc(&server.url, ADMIN).await;
@@ -340,5 +359,17 @@ async fn the_inspector_shows_explains_and_previews_a_live_sheet_in_chromium() {
     )
     .await;
     shot(&b, "07-server-unreachable").await;
+
+    // Auth off: no token needed, the page lists and opens sheets as it is.
+    let open = Server::start(&dir.path().join("open"), &[]);
+    let mut c = grpc(&open.url, "").await;
+    let create =
+        pb::CreateSheetRequest { id: "free".into(), operations: example_character(), ..Default::default() };
+    c.create_sheet(create).await.expect("create");
+    b.execute("sessionStorage.clear()", vec![]).await.expect("forget the token");
+    b.goto(&format!("{}/#sheet=free&var=AC", open.url)).await.expect("open the page");
+    until(&b, "the open server's sheet", "document.querySelector('table.waterfall[data-ref=\"AC\"]')").await;
+    assert!(text(&b, "#server").await.contains("1 sheet"));
+    shot(&b, "08-auth-off").await;
     b.close().await.expect("close the browser");
 }

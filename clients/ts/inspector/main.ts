@@ -109,6 +109,9 @@ async function openSheet(id: string, variable = "") {
   open.live?.abort();
   Object.assign(open, { id, info: undefined, values: new Map(), selected: "", pending: [] });
   setRoute(id, variable);
+  fill(byId("live-note"));
+  fill(byId("tryit-result"));
+  fill(byId("why-result"));
   const info = await attempt(() => client.getSheet({ sheetId: id }));
   if (!info?.sheet) return;
   const values = await attempt(() => client.values({ sheetId: id }));
