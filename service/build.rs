@@ -1,10 +1,35 @@
 //! Compiles `proto/sheetd/v1/sheetd.proto` with protox (pure Rust: no system `protoc`), generates
 //! the tonic client and server, and writes the file descriptor set that server reflection serves.
+//! Also records the commit built (`SHEETD_COMMIT`, for `sheetd --version`).
 
 use prost::Message;
 use std::path::PathBuf;
 
+/// The commit the source is at (`git rev-parse --short=12 HEAD`), or `unknown` outside a git
+/// work tree (a source archive).
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_owned())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Built again when HEAD moves: a checkout changes HEAD, a commit the branch it names.
+    let git = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.git");
+    let head = std::fs::read_to_string(git.join("HEAD")).unwrap_or_default();
+    let branch = head.trim().strip_prefix("ref: ").map(|r| git.join(r));
+    for f in [Some(git.join("HEAD")), branch, Some(git.join("packed-refs"))].into_iter().flatten() {
+        if f.exists() {
+            println!("cargo:rerun-if-changed={}", f.display());
+        }
+    }
+    println!("cargo:rustc-env=SHEETD_COMMIT={}", commit());
     let proto_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("proto");
     let file = proto_root.join("sheetd/v1/sheetd.proto");
     println!("cargo:rerun-if-changed={}", file.display());

@@ -39,6 +39,98 @@ fn eval_prints_the_value() {
     assert_eq!(text(&out.stdout), "4\n");
 }
 
+/// A formula or a value that starts with `-` is a formula or a value, not a flag.
+#[test]
+fn negative_numbers_are_not_flags() {
+    let out = sheetd(&["eval", "-7%3"], None);
+    assert_eq!((text(&out.stdout).as_str(), out.status.code()), ("-1\n", Some(0)), "{}", text(&out.stderr));
+    let out = sheetd(&["eval", "--input", "-3", "value() * 2"], None);
+    assert_eq!(text(&out.stdout), "-6\n");
+    let out = sheetd(&["eval", "--var", "X=-2", "X * 3", "--verbose"], None);
+    assert!(text(&out.stdout).starts_with("-6\n"), "{}", text(&out.stdout));
+}
+
+/// A server that is not there: the cause, down to the system's word for it.
+#[test]
+fn a_refused_connection_says_why() {
+    let out = sheetd(&["client", "--server", "127.0.0.1:1", "sheets"], None);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        said.contains("cannot connect to http://127.0.0.1:1") && said.contains("Connection refused"),
+        "{said}"
+    );
+}
+
+/// A misspelled step is said before anything is sent, with the step meant and every step.
+#[test]
+fn a_misspelled_step_lists_the_steps() {
+    let out = sheetd(
+        &[
+            "client",
+            "--server",
+            "127.0.0.1:1",
+            "create",
+            "--step",
+            r#"{"add_objekt": {"kind": "RACE", "key": "x"}}"#,
+        ],
+        None,
+    );
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(said.contains("unknown step `add_objekt` (did you mean `add_object`?)"), "{said}");
+    assert!(said.contains("add_object, remove_object, set_input"), "{said}");
+    assert!(!said.contains("cannot connect"), "read before connecting: {said}");
+}
+
+/// Completion scripts and manual pages come from the command line's own grammar.
+#[test]
+fn completions_and_manual_pages_cover_every_subcommand() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = sheetd(&["completions", shell], None);
+        let script = text(&out.stdout);
+        assert!(
+            out.status.success() && script.contains("why-changed") && script.contains("request-id"),
+            "{shell}"
+        );
+    }
+    let out = sheetd(&["man"], None);
+    assert!(text(&out.stdout).contains(".TH sheetd 1"), "{}", text(&out.stdout));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = sheetd(&["man", "--out", &dir.path().display().to_string()], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for page in
+        ["sheetd.1", "sheetd-serve.1", "sheetd-client.1", "sheetd-client-apply.1", "sheetd-store-verify.1"]
+    {
+        let roff = std::fs::read_to_string(dir.path().join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(roff.contains(".TH"), "{page}");
+    }
+    let apply = std::fs::read_to_string(dir.path().join("sheetd-client-apply.1")).expect("page");
+    assert!(apply.contains("request\\-id"), "the flags are on the page: {apply}");
+    // Rendered by man(1) where it is installed.
+    if let Ok(out) = Command::new("man")
+        .arg("-l")
+        .arg(dir.path().join("sheetd-client-apply.1"))
+        .env("MANPAGER", "cat")
+        .output()
+    {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("sheetd-client-apply"), "{}", text(&out.stdout));
+    }
+}
+
+/// `--version` names the commit built, as git has it.
+#[test]
+fn the_version_names_its_commit() {
+    let out = sheetd(&["--version"], None);
+    let said = text(&out.stdout);
+    assert!(said.starts_with(&format!("sheetd {} (commit ", env!("CARGO_PKG_VERSION"))), "{said}");
+    let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output();
+    if let Some(head) = head.ok().filter(|o| o.status.success()) {
+        assert!(said.contains(text(&head.stdout).trim()), "{said}");
+    }
+}
+
 #[test]
 fn verbose_describes_the_formula() {
     let out = sheetd(&["eval", "-v", "--var", "a=1", "--var", "Flag=true", "if(Flag,a,2)*(1+1)"], None);

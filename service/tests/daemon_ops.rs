@@ -745,9 +745,10 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(&dir.path().join("data"), &[]);
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/examples/starter-character.json");
+    // `host:port` alone is the server too (plain HTTP/2).
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
-            .args(["client", "--server", &server.url])
+            .args(["client", "--server", &server.addr])
             .args(args)
             .output()
             .expect("run client");
@@ -757,6 +758,17 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
     };
     let created = run(&["create", "--file", example]);
     assert!(created.starts_with("created sheet-1 at revision 0"), "{created}");
+    // Its output read by a program that stops at once: the client ends quietly, with 0.
+    let mut closed = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["client", "--server", &server.addr, "values", "sheet-1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run client");
+    drop(closed.stdout.take());
+    let out = closed.wait_with_output().expect("client ends");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), said.as_ref()), (Some(0), ""), "a closed stdout");
     assert!(created.contains("AC") && created.contains("= 17"), "{created}");
     let applied = run(&["apply", "sheet-1", "--expect", "0", "--step", r#"{"remove_object": "armor"}"#]);
     assert!(applied.contains("sheet-1 is at revision 1") && applied.contains("AC: 17 → 12"), "{applied}");

@@ -222,18 +222,37 @@ pub type Client = SheetdServiceClient<InterceptedService<Channel, Token>>;
 
 /// Connects to a server (TLS for https:// URLs, trusting `ca_cert` when given).
 pub async fn connect(server: &str, token: Option<&str>, ca_cert: Option<&[u8]>) -> Result<Client, String> {
+    // `host:port` alone means plain HTTP/2, as the server listens by default.
+    let server = if server.contains("://") { server.to_owned() } else { format!("http://{server}") };
     let mut endpoint =
-        Channel::from_shared(server.to_owned()).map_err(|e| format!("invalid server URL `{server}`: {e}"))?;
+        Channel::from_shared(server.clone()).map_err(|e| format!("invalid server URL `{server}`: {e}"))?;
     if server.starts_with("https://") {
         let mut tls = ClientTlsConfig::new();
         if let Some(ca) = ca_cert {
             tls = tls.ca_certificate(Certificate::from_pem(ca));
         }
-        endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS: {e}"))?;
+        endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS: {}", causes(&e)))?;
     }
-    let channel = endpoint.connect().await.map_err(|e| format!("cannot connect to {server}: {e}"))?;
+    let channel =
+        endpoint.connect().await.map_err(|e| format!("cannot connect to {server}: {}", causes(&e)))?;
     Ok(SheetdServiceClient::with_interceptor(channel, Token::new(token)?)
         .max_decoding_message_size(usize::MAX))
+}
+
+/// An error with its causes: `transport error: tcp connect error: Connection refused (os error
+/// 111)`, each cause once.
+pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut said = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !said.contains(&text) {
+            said.push_str(": ");
+            said.push_str(&text);
+        }
+        next = cause.source();
+    }
+    said
 }
 
 /// Parses JSON steps (sheet-file syntax) into API operations.
@@ -281,6 +300,15 @@ pub fn run(args: ClientArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Steps are read before connecting: a misspelled one is said at once, server or not.
+    let steps = match &args.call {
+        Call::Create { steps, .. } | Call::Apply { steps, .. } | Call::Preview { steps, .. } => Some(steps),
+        _ => None,
+    };
+    if let Some(Err(e)) = steps.map(operations) {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
+    }
     match runtime.block_on(call(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -51,11 +51,11 @@ line gets a response, errors included.";
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// The formula, e.g. 'floor((Score-10)/2)'. Quote it for the shell.
-    #[arg(required_unless_present = "jsonl", conflicts_with = "jsonl")]
+    #[arg(required_unless_present = "jsonl", conflicts_with = "jsonl", allow_hyphen_values = true)]
     pub formula: Option<String>,
 
     /// Define a variable the formula may read. Repeatable.
-    #[arg(long = "var", value_name = "NAME=VALUE")]
+    #[arg(long = "var", value_name = "NAME=VALUE", allow_hyphen_values = true)]
     pub vars: Vec<String>,
 
     /// Define a user function whose body is a formula over arg(0), arg(1), …  Repeatable.
@@ -63,7 +63,7 @@ pub struct EvalArgs {
     pub functions: Vec<String>,
 
     /// The value that value() returns (the modified variable's value so far in a modifier).
-    #[arg(long, value_name = "VALUE")]
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     pub input: Option<String>,
 
     /// Also print the result's format, whether the formula is static, the variables it reads,

@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod check;
 pub mod client;
+pub mod docs;
 pub mod eval;
 pub mod graph;
 pub mod serve;
@@ -18,12 +19,15 @@ pub mod translate;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// `sheetd --version`: the version and the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("SHEETD_COMMIT"), ")");
+
 /// sheetd: a dependency-tracking solver for RPG character sheets.
 ///
 /// sheetd compiles game-rule formulas once, keeps every character's values exact and up to date,
 /// and explains every number.
 #[derive(Debug, Parser)]
-#[command(name = "sheetd", version, propagate_version = true, max_term_width = 100)]
+#[command(name = "sheetd", version = VERSION, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -97,6 +101,18 @@ pub enum Command {
     /// Inspect a daemon's store (the data directory of `sheetd serve`).
     #[command(subcommand)]
     Store(StoreCommand),
+
+    /// Print a shell completion script: `sheetd completions bash > /etc/bash_completion.d/sheetd`.
+    ///
+    /// For bash, zsh, fish, elvish and PowerShell; made from this command line, so it always
+    /// knows every subcommand and flag.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+
+    /// Print the manual page (`sheetd man | man -l -`), or write every page with --out DIR.
+    Man(docs::ManArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -117,8 +133,12 @@ pub enum StoreCommand {
 /// Parses the command line, runs the command, and returns the process exit status.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Serve(_)) {
-        die_quietly_on_closed_stdout();
+    match cli.command {
+        // Sockets must report a closed peer as an error, not a signal that ends the process
+        // without a word: for the server, and for the client's connection to it.
+        Command::Serve(_) => {}
+        Command::Client(_) => end_quietly_when_stdout_closes(),
+        _ => die_quietly_on_closed_stdout(),
     }
     match cli.command {
         Command::Eval(args) => eval::run(args),
@@ -129,6 +149,8 @@ pub fn run() -> ExitCode {
         Command::Client(args) => client::run(args),
         Command::Batch(args) => batch::run(args),
         Command::Store(StoreCommand::Verify { dir }) => store::verify(&dir),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man(args) => docs::man(args),
     }
 }
 
@@ -142,6 +164,26 @@ fn die_quietly_on_closed_stdout() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+}
+
+/// For `client`, whose connection must see a closed socket as an error (SIGPIPE stays ignored,
+/// as Rust sets it): output piped into a program that stops reading ends the process quietly,
+/// with status 0, instead of the "failed printing to stdout" panic. Any other panic is reported
+/// as usual.
+fn end_quietly_when_stdout_closes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        report(info)
+    }));
 }
 
 #[cfg(test)]

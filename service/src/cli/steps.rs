@@ -277,9 +277,66 @@ fn bad_step(message: String) -> SolveError {
     SolveError::new(codes::BAD_STEP, message)
 }
 
+/// Every step's name, as files write them (the camelCase spellings are accepted too).
+pub const STEP_NAMES: &[&str] = &[
+    "add_object",
+    "remove_object",
+    "set_input",
+    "add_instance",
+    "add_modifier",
+    "remove_modifier",
+    "remove_source",
+    "remove_instance",
+    "require",
+    "adjust",
+    "tick",
+    "set_clock",
+    "batch",
+    "emit",
+    "choose",
+    "roll",
+];
+
+/// For a step whose one key is no step's name: which it may have meant, and every name.
+pub fn unknown_step(json: &Json) -> Option<String> {
+    let key = json.as_object().filter(|o| o.len() == 1)?.keys().next()?;
+    let snake: String = key
+        .chars()
+        .flat_map(|c| {
+            let lower = c.to_ascii_lowercase();
+            if c.is_ascii_uppercase() { vec!['_', lower] } else { vec![c] }
+        })
+        .collect();
+    if STEP_NAMES.contains(&snake.as_str()) {
+        return None;
+    }
+    let near = STEP_NAMES.iter().map(|n| (edit_distance(&snake, n), *n)).min().filter(|(d, _)| *d <= 3);
+    let hint = near.map_or(String::new(), |(_, n)| format!(" (did you mean `{n}`?)"));
+    Some(format!("unknown step `{key}`{hint}; the steps are {}", STEP_NAMES.join(", ")))
+}
+
+/// Levenshtein distance, for "did you mean" (names are short).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut last = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (last + usize::from(ca != *cb)).min(row[j] + 1).min(here + 1);
+            last = here;
+        }
+    }
+    row[b.len()]
+}
+
 /// A step of a sheet file (any operation) as a sheet operation.
 pub fn sheet_op(json: &Json) -> Result<SheetOp, Rejection> {
     let object = is_object_step(json);
+    if let Some(message) = unknown_step(json) {
+        return Err(Rejection::Solve(bad_step(message)));
+    }
     let step: Step = serde_json::from_value(json.clone()).map_err(|e| {
         let message = format!("invalid step: {e}");
         if object { bad_object_step(message) } else { Rejection::Solve(bad_step(message)) }
@@ -373,6 +430,9 @@ pub fn solver_ops(json: &Json) -> Result<Vec<Operation>, Rejection> {
 /// A sheet file's step as a game step: `emit`, `choose` and `roll` for the events layer, any
 /// other as the sheet operations of one batch ([`sheet_ops`]).
 pub fn game_step(json: &Json) -> Result<events::Step, Rejection> {
+    if let Some(message) = unknown_step(json) {
+        return Err(Rejection::Solve(bad_step(message)));
+    }
     let key = json.as_object().filter(|o| o.len() == 1).and_then(|o| o.keys().next());
     if !matches!(key.map(String::as_str), Some("emit" | "choose" | "roll")) {
         return Ok(events::Step::Ops(sheet_ops(json)?));
@@ -553,6 +613,23 @@ pub fn describe(step: &Json) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_misspelled_step_names_the_one_meant_and_lists_every_step() {
+        let said =
+            super::unknown_step(&serde_json::json!({"add_objekt": {"kind": "RACE"}})).expect("unknown");
+        assert!(said.starts_with("unknown step `add_objekt` (did you mean `add_object`?); the steps are add_object, remove_object, set_input,"), "{said}");
+        assert!(said.ends_with("emit, choose, roll"), "{said}");
+        for known in [
+            serde_json::json!({"add_object": {}}),
+            serde_json::json!({"setInput": {}}),
+            serde_json::json!({"roll": {}}),
+        ] {
+            assert_eq!(super::unknown_step(&known), None, "{known}");
+        }
+        let far = super::unknown_step(&serde_json::json!({"zzzzzzzzzz": 1})).expect("unknown");
+        assert!(!far.contains("did you mean"), "{far}");
+    }
+
     use super::*;
     use serde_json::json;
 
