@@ -91,20 +91,27 @@ fn crates_depend_one_way() {
     }
 }
 
-/// Rule 2: only `service/src/grpc/` and the CLI's client name tonic or the generated API;
+/// Rule 2: only `service/src/grpc/` and the CLI's client (`cli/client.rs`, `cli/client_ops.rs`)
+/// name tonic or the generated API;
 /// prost also in `service/src/store/`, whose records are its own protobuf messages, and in
 /// `service/src/wire.rs`, the hand-written encodings both share.
 #[test]
 fn only_the_wire_edge_names_the_wire() {
     let bad = offenders(
         &["service/src"],
-        &["service/src/grpc/", "service/src/cli/client.rs"],
+        &["service/src/grpc/", "service/src/cli/client.rs", "service/src/cli/client_ops.rs"],
         &["tonic", "tonic_types", "tonic_web", "proto", "pb"],
     );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     let bad = offenders(
         &["service/src"],
-        &["service/src/grpc/", "service/src/cli/client.rs", "service/src/store/", "service/src/wire.rs"],
+        &[
+            "service/src/grpc/",
+            "service/src/cli/client.rs",
+            "service/src/cli/client_ops.rs",
+            "service/src/store/",
+            "service/src/wire.rs",
+        ],
         &["prost"],
     );
     assert!(bad.is_empty(), "{}", bad.join("\n"));

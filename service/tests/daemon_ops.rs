@@ -758,6 +758,22 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
     };
     let created = run(&["create", "--file", example]);
     assert!(created.starts_with("created sheet-1 at revision 0"), "{created}");
+    // SolveBatch from the sample lines: a line per sheet, in any order; the bad one an error.
+    let sheets = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/sheets.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["client", "--server", &server.addr, "batch", sheets])
+        .output()
+        .expect("run client");
+    assert_eq!(out.status.code(), Some(1), "one sheet fails");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error: 1 of 3 sheets failed"));
+    let mut lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    lines.sort_by_key(|l| l["id"].as_str().unwrap_or("").to_owned());
+    assert_eq!(lines[0], serde_json::json!({"id": "fighter", "values": {"AC": "17", "Walk.Speed": "5"}}));
+    assert_eq!(lines[1], serde_json::json!({"id": "scout", "values": {"AC": "15"}}));
+    assert_eq!(lines[2]["error"][0]["code"], "sheet.unknown_object");
     // Its output read by a program that stops at once: the client ends quietly, with 0.
     let mut closed = Command::new(env!("CARGO_BIN_EXE_sheetd"))
         .args(["client", "--server", &server.addr, "values", "sheet-1"])

@@ -87,8 +87,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
                 println!("  events     {:>7}", book.events().len());
                 println!("  rules      {:>7}", book.rules().len());
             }
+            let listed = if args.verbose { "listed below" } else { "--verbose lists them" };
             println!(
-                "  skipped    {:>7} tokens (not part of the formula system; --verbose lists them)",
+                "  skipped    {:>7} tokens (not part of the formula system; {listed})",
                 s.skipped_tokens
             );
             for w in r.warnings() {

@@ -157,8 +157,10 @@ pub enum Call {
         from: Option<u64>,
     },
     /// What a sheet is: its revision, ruleset, objects, and the question it waits on, if any.
+    #[command(alias = "get")]
     Sheet { sheet: String },
     /// List sheets, by id, a page at a time.
+    #[command(alias = "list")]
     Sheets {
         /// Only sheets on this ruleset.
         #[arg(long)]
@@ -182,6 +184,36 @@ pub enum Call {
     },
     /// List rulesets.
     Rulesets,
+    /// Load a ruleset: files the server can read (under its ruleset roots), or a native
+    /// ruleset's text from a file here (--inline).
+    Load {
+        /// The id to load it as.
+        id: String,
+        /// A path on the server: a native ruleset (.toml or a directory) or a PCGen .pcc.
+        /// Repeatable: loaded in order.
+        #[arg(long = "path", value_name = "PATH", required_unless_present = "inline")]
+        paths: Vec<String>,
+        /// A native ruleset file whose text is sent.
+        #[arg(long, value_name = "FILE", conflicts_with = "paths")]
+        inline: Option<PathBuf>,
+        /// The language the paths are written in (creature, rulescript, effects, wwrf).
+        #[arg(long, value_name = "DIALECT", requires = "paths")]
+        dialect: Option<String>,
+    },
+    /// Move a sheet to its ruleset's current version (what it changed is printed).
+    Upgrade { sheet: String },
+    /// The server's health check: prints SERVING (exit 0) or NOT_SERVING (exit 1). Needs no
+    /// token.
+    Health,
+    /// Solve sheets on the server (SolveBatch): JSON lines in, as `sheetd batch` reads them
+    /// (`{"id", "steps", "variables"?}`), a JSON line out per sheet as each is done.
+    Batch {
+        /// The file of JSON lines; `-` or none: standard input.
+        input: Option<PathBuf>,
+        /// The ruleset (default: the server's default).
+        #[arg(long)]
+        ruleset: Option<String>,
+    },
     /// Reload a ruleset from its files (or new inline text) and swap it in.
     Reload {
         ruleset: String,
@@ -222,6 +254,14 @@ pub type Client = SheetdServiceClient<InterceptedService<Channel, Token>>;
 
 /// Connects to a server (TLS for https:// URLs, trusting `ca_cert` when given).
 pub async fn connect(server: &str, token: Option<&str>, ca_cert: Option<&[u8]>) -> Result<Client, String> {
+    let channel = channel(server, ca_cert).await?;
+    Ok(SheetdServiceClient::with_interceptor(channel, Token::new(token)?)
+        .max_decoding_message_size(usize::MAX))
+}
+
+/// A connection to the server at `server` (`http://…`, `https://…` with `ca_cert` when given,
+/// or `host:port`).
+pub async fn channel(server: &str, ca_cert: Option<&[u8]>) -> Result<Channel, String> {
     // `host:port` alone means plain HTTP/2, as the server listens by default.
     let server = if server.contains("://") { server.to_owned() } else { format!("http://{server}") };
     let mut endpoint =
@@ -233,10 +273,7 @@ pub async fn connect(server: &str, token: Option<&str>, ca_cert: Option<&[u8]>) 
         }
         endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS: {}", causes(&e)))?;
     }
-    let channel =
-        endpoint.connect().await.map_err(|e| format!("cannot connect to {server}: {}", causes(&e)))?;
-    Ok(SheetdServiceClient::with_interceptor(channel, Token::new(token)?)
-        .max_decoding_message_size(usize::MAX))
+    endpoint.connect().await.map_err(|e| format!("cannot connect to {server}: {}", causes(&e)))
 }
 
 /// An error with its causes: `transport error: tcp connect error: Connection refused (os error
@@ -333,7 +370,7 @@ pub fn status_text(s: &Status) -> String {
     out
 }
 
-fn print_json<M: serde::Serialize>(m: &M) -> Result<(), String> {
+pub(super) fn print_json<M: serde::Serialize>(m: &M) -> Result<(), String> {
     println!("{}", serde_json::to_string(m).map_err(|e| format!("cannot encode the reply: {e}"))?);
     Ok(())
 }
@@ -345,7 +382,7 @@ fn print_values(values: &[pb::VariableValue]) {
     }
 }
 
-fn change_line(c: &pb::Change) -> String {
+pub(super) fn change_line(c: &pb::Change) -> String {
     let v = |x: &Option<pb::Value>| x.as_ref().map_or("(none)".to_owned(), show);
     format!("  {}: {} → {}", c.r#ref, v(&c.old), v(&c.new))
 }
@@ -418,6 +455,10 @@ async fn call(args: ClientArgs) -> Result<(), String> {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("error: cannot read {}: {e}", p.display()))?),
         None => None,
     };
+    if let Call::Health = args.call {
+        let channel = channel(&args.server, ca.as_deref()).await.map_err(|e| format!("error: {e}"))?;
+        return super::client_ops::health(channel, args.json).await;
+    }
     let mut client = connect(&args.server, args.token.as_deref(), ca.as_deref())
         .await
         .map_err(|e| format!("error: {e}"))?;
@@ -507,12 +548,18 @@ async fn call(args: ClientArgs) -> Result<(), String> {
             Ok(())
         }
         Call::Rulesets => rulesets(c, json).await,
+        Call::Load { id, paths, inline, dialect } => {
+            super::client_ops::load(c, id, paths, inline, dialect, json).await
+        }
+        Call::Upgrade { sheet } => super::client_ops::upgrade(c, sheet, json).await,
+        Call::Health => unreachable!("answered above, before connecting the API's client"),
+        Call::Batch { input, ruleset } => super::client_ops::batch(c, ruleset, input).await,
         Call::Reload { ruleset, inline, expect } => reload(c, &ruleset, inline, expect, json).await,
     }
 }
 
 /// A failed call as the error `call` returns.
-fn st(s: Status) -> String {
+pub(super) fn st(s: Status) -> String {
     status_text(&s)
 }
 
@@ -818,6 +865,16 @@ async fn rulesets(c: &mut Client, json: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// A native ruleset's text from a file here (`--inline FILE`), or none.
+pub(super) fn read_inline(inline: Option<PathBuf>) -> Result<String, String> {
+    match inline {
+        Some(p) => {
+            std::fs::read_to_string(&p).map_err(|e| format!("error: cannot read {}: {e}", p.display()))
+        }
+        None => Ok(String::new()),
+    }
+}
+
 async fn reload(
     c: &mut Client,
     ruleset: &str,
@@ -825,12 +882,7 @@ async fn reload(
     expect: Option<u64>,
     json: bool,
 ) -> Result<(), String> {
-    let inline_text = match inline {
-        Some(p) => {
-            std::fs::read_to_string(&p).map_err(|e| format!("error: cannot read {}: {e}", p.display()))?
-        }
-        None => String::new(),
-    };
+    let inline_text = read_inline(inline)?;
     let req = pb::ReloadRulesetRequest { id: ruleset.to_owned(), inline_text, expected_version: expect };
     let r = c.reload_ruleset(req).await.map_err(st)?.into_inner();
     if json {

@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod check;
 pub mod client;
+pub mod client_ops;
 pub mod docs;
 pub mod eval;
 pub mod graph;
