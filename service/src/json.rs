@@ -87,7 +87,7 @@ pub fn trace(t: &Trace) -> Json {
     let step = |s: &solver::TraceStep| {
         json!({
             "modifier": &*s.modifier,
-            "type": s.kind.name(),
+            "kind": s.kind.name(),
             "instruction": &*s.instruction,
             "priority": s.priority,
             "inherent_priority": s.inherent_priority,

@@ -70,7 +70,7 @@ fn the_walkthrough_scenario_reports_every_step() {
     assert_eq!(trace["value"], "18");
     assert_eq!(
         trace["steps"][0],
-        json!({"modifier": "e", "type": "SET", "instruction": "Fingers+Toes+Hands+Feet", "priority": 0,
+        json!({"modifier": "e", "kind": "SET", "instruction": "Fingers+Toes+Hands+Feet", "priority": 0,
                "inherent_priority": 0, "source": "Rules", "condition": null,
                "reads": {"Fingers": "5", "Toes": "10", "Hands": "1", "Feet": "2"}, "after": "18"})
     );
