@@ -19,6 +19,7 @@ pub mod config;
 pub mod conn;
 pub mod convert;
 pub mod inspector;
+pub mod notify;
 pub mod proto;
 pub mod reply;
 pub mod status;
@@ -46,6 +47,7 @@ pub struct Listening {
 /// Runs the server until SIGINT or SIGTERM; then stops accepting connections, lets calls in
 /// flight finish, ends streams, and closes the store (every accepted change is already durable).
 /// `ready` is called once the server listens.
+// long: the server's whole life in order — start the engine, build the stack, serve, shut down
 pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Result<(), String> {
     let engine_config = EngineConfig {
         data_dir: config.data_dir.clone(),
@@ -100,10 +102,12 @@ pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Resul
         "serving"
     );
     ready(&Listening { url: format!("{scheme}://{addr}"), store: engine.store_location() });
+    notify::notify("READY=1");
 
     let signal = async move {
         signals.recv().await;
         tracing::info!("shutting down: no new connections; finishing calls in flight");
+        notify::notify("STOPPING=1");
         health.set_not_serving::<SheetdServiceServer<api::Api>>().await;
         let _ = shutdown_tx.send(true);
     };

@@ -21,6 +21,7 @@ pub struct Server {
 impl Server {
     /// Starts `sheetd serve --listen 127.0.0.1:0 --data-dir DIR ARGS...` and waits until it
     /// listens.
+    #[allow(dead_code, reason = "not every test file uses it")]
     pub fn start(data_dir: &Path, args: &[&str]) -> Server {
         Server::start_with_env(data_dir, args, &[])
     }
