@@ -29,6 +29,7 @@ pub mod dialect;
 pub mod engine;
 pub mod grpc;
 pub mod json;
+pub mod metrics;
 pub mod problem;
 pub mod render;
 pub mod store;

@@ -4,6 +4,8 @@
 //! health check is a command sheetd understands. (No container runtime or image registry is
 //! reachable here: the image build is documented in the Dockerfile and docs/api.md.)
 //!
+//! Also the metrics endpoint an operator scrapes (`--metrics-listen`).
+//!
 //! A machine without `systemd-analyze` skips the unit's check, saying so; CI fails instead.
 
 #[path = "common/server.rs"]
@@ -102,4 +104,56 @@ fn the_dockerfile_builds_the_binary_and_checks_its_health_with_a_real_command() 
         .expect("health");
     assert_eq!(out.status.code(), Some(1), "unhealthy without a server");
     assert!(String::from_utf8_lossy(&out.stderr).contains("Connection refused"));
+}
+
+/// `GET path` on `addr`; the response's status line and body.
+fn get(addr: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").expect("send");
+    let mut all = String::new();
+    s.read_to_string(&mut all).expect("read");
+    let (head, body) = all.split_once("\r\n\r\n").expect("a response");
+    (head.lines().next().unwrap_or("").to_owned(), body.to_owned())
+}
+
+#[test]
+fn metrics_count_calls_by_method_and_status_and_read_what_the_server_holds() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a port").port();
+    let metrics = format!("127.0.0.1:{port}");
+    let server = Server::start(&dir.path().join("data"), &["--metrics-listen", &metrics]);
+    let client = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sheetd"))
+            .args(["client", "--server", &server.addr])
+            .args(args)
+            .output()
+            .expect("client")
+    };
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/examples/starter-character.json");
+    assert!(client(&["create", "--file", example]).status.success());
+    assert!(client(&["apply", "sheet-1", "--step", r#"{"remove_object": "armor"}"#]).status.success());
+    assert!(!client(&["values", "nope"]).status.success());
+    let (status, body) = get(&metrics, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    for line in [
+        r#"sheetd_calls_total{method="CreateSheet",status="OK"} 1"#,
+        r#"sheetd_calls_total{method="Apply",status="OK"} 1"#,
+        r#"sheetd_calls_total{method="Values",status="NotFound"} 1"#,
+        r#"sheetd_call_duration_seconds_count{method="Apply"} 1"#,
+        "sheetd_sheets 1",
+        "sheetd_watchers 0",
+        r#"sheetd_ruleset_version{ruleset="starter"} 1"#,
+    ] {
+        assert!(body.lines().any(|l| l == line), "no `{line}` in:\n{body}");
+    }
+    let commits =
+        body.lines().find_map(|l| l.strip_prefix("sheetd_store_commit_seconds_count ")).expect("commits");
+    assert!(commits.parse::<u64>().expect("a count") >= 1, "{body}");
+    let recomputed =
+        body.lines().find_map(|l| l.strip_prefix("sheetd_recomputed_variables_total ")).expect("recomputed");
+    assert!(recomputed.parse::<u64>().expect("a count") > 0, "{body}");
+    assert!(body.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
+    assert_eq!(get(&metrics, "/elsewhere").0, "HTTP/1.1 404 Not Found");
 }

@@ -71,15 +71,19 @@ fn limit_malloc_arenas() {
     }
 }
 
-/// Logs to stderr, as text or JSON lines; `RUST_LOG` sets levels (default `info`).
+/// Logs to stderr, as text or JSON lines; `RUST_LOG` sets levels (default `info`). The calls'
+/// spans also feed the metrics ([`crate::metrics::CallLayer`]), whatever the log level.
 fn init_logging(format: LogFormat) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer, filter::filter_fn, fmt};
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
+    let logs = fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
+    let logs = match format {
+        LogFormat::Text => logs.boxed(),
+        LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).boxed(),
     };
+    let calls = crate::metrics::CallLayer.with_filter(filter_fn(|m| m.is_span() && m.name() == "call"));
+    let _ = tracing_subscriber::registry().with(logs.with_filter(filter)).with(calls).try_init();
 }

@@ -237,6 +237,15 @@ impl Engine {
         })
     }
 
+    /// What the server holds now, for metrics: sheets, open watch streams, and the version each
+    /// ruleset serves.
+    pub fn stats(&self) -> Stats {
+        let sheets = self.read_sheets();
+        let watchers = sheets.values().map(|s| s.events.receiver_count()).sum();
+        let rulesets = self.rulesets().into_iter().map(|r| (r.id, r.version)).collect();
+        Stats { sheets: sheets.len(), watchers, rulesets }
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -270,6 +279,16 @@ impl Engine {
     fn write_unservable(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, EngineError>> {
         self.unservable.write().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What [`Engine::stats`] reads.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub sheets: usize,
+    /// Watch streams open (over every sheet).
+    pub watchers: usize,
+    /// Each ruleset's id and the version it serves.
+    pub rulesets: Vec<(String, u64)>,
 }
 
 #[cfg(test)]

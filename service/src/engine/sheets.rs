@@ -561,7 +561,10 @@ impl Engine {
         let snapshot = revision
             .is_multiple_of(SNAPSHOT_EVERY)
             .then(|| Snapshot { revision, values: record::values(game.character()) });
-        if let Err(e) = self.store.append(&sheet.id, &entry, snapshot.as_ref()) {
+        let commit = std::time::Instant::now();
+        let written = self.store.append(&sheet.id, &entry, snapshot.as_ref());
+        crate::metrics::METRICS.store_commit_seconds.observe(commit.elapsed().as_secs_f64());
+        if let Err(e) = written {
             // Not durable, so not accepted: put the sheet back as the log has it.
             if moved_to.is_none() {
                 self.restore_from_log(sheet, st);

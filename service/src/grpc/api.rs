@@ -685,6 +685,7 @@ async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchResponse, Sta
                 // values: any event published after this is newer than, or included in, them.
                 st.rx = st.rx.resubscribe();
                 let reason = format!("the client fell {n} events behind");
+                crate::metrics::METRICS.resyncs.inc();
                 let ev = st.api.engine.resync(&st.sheet, &st.filter, &reason);
                 st.last = ev.revision;
                 return Some((Ok(convert::event(&ev)), st));
@@ -703,6 +704,7 @@ fn to_status(e: EngineError) -> Status {
 /// One SolveBatch item's result; one over `max` bytes is an error naming the limit instead.
 fn solve_one(e: &Engine, item: pb::SolveBatchRequest, max: usize) -> pb::SolveBatchResponse {
     use pb::solve_batch_response::Result as R;
+    crate::metrics::METRICS.batch_sheets.inc();
     let id = item.id.clone();
     let r = solved(e, item);
     reply::check(r, max).unwrap_or_else(|s| {

@@ -7,6 +7,7 @@
 //! default_ruleset = "starter"
 //! log_format = "text"                 # or "json"
 //! inspector = true                    # the web inspector at / (--no-inspector)
+//! metrics_listen = "127.0.0.1:9090"   # Prometheus metrics at /metrics (off when absent)
 //! ruleset_roots = ["/srv/sheetd/rulesets"]  # where LoadRuleset may read (docs/api.md#security)
 //!
 //! [rulesets]                          # preloaded: id = [paths], loaded in order
@@ -199,6 +200,12 @@ pub struct ServeArgs {
     #[arg(long = "cors-origin", value_name = "ORIGIN", env = "SHEETD_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
 
+    /// Serve metrics for Prometheus at http://ADDR/metrics (OpenMetrics text: calls and their
+    /// latency by method and status, sheets, watchers, store commit latency, …; docs/api.md#metrics).
+    /// Off by default.
+    #[arg(long, value_name = "ADDR", env = "SHEETD_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Do not serve the web inspector's page at `/` (it is served by default; its calls need
     /// the same tokens as any client's).
     #[arg(long, env = "SHEETD_NO_INSPECTOR")]
@@ -222,6 +229,7 @@ pub enum LogFormat {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     listen: Option<SocketAddr>,
+    metrics_listen: Option<SocketAddr>,
     inspector: Option<bool>,
     data_dir: Option<PathBuf>,
     default_ruleset: Option<String>,
@@ -301,6 +309,8 @@ pub struct ServeConfig {
     pub log_format: LogFormat,
     /// Serve the web inspector at `/`.
     pub inspector: bool,
+    /// Where `/metrics` is served, if anywhere.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// The default data directory: `$XDG_DATA_HOME/sheetd`, else `~/.local/share/sheetd`, else
@@ -382,6 +392,7 @@ impl ServeArgs {
             cors_origins: if self.cors_origins.is_empty() { file.cors.origins } else { self.cors_origins },
             log_format: self.log_format.or(file.log_format).unwrap_or_default(),
             inspector: !self.no_inspector && file.inspector.unwrap_or(true),
+            metrics_listen: self.metrics_listen.or(file.metrics_listen),
         })
     }
 

@@ -91,6 +91,13 @@ pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Resul
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
 
+    if let Some(addr) = config.metrics_listen {
+        let metrics =
+            TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} for metrics: {e}"))?;
+        let at = metrics.local_addr().map_err(|e| format!("cannot read the metrics address: {e}"))?;
+        tracing::info!(%at, "metrics at http://{at}/metrics");
+        tokio::spawn(crate::metrics::serve(metrics, engine.clone()));
+    }
     // Listened for before the server says it serves: a signal right after is a clean shutdown.
     let signals = Signals::install()?;
     tracing::info!(
