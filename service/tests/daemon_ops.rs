@@ -82,6 +82,24 @@ async fn bearer_tokens_guard_every_call_but_health() {
         names.contains(&"sheetd.v1.SheetdService".to_owned())
             && names.contains(&"grpc.health.v1.Health".to_owned())
     );
+    // Every request has an id, the client's or the server's, echoed in the reply and in the
+    // logs with the peer; refused calls are logged too.
+    let mut c = sheetd::cli::client::connect(&server.url, Some("s3cret"), None).await.expect("connect");
+    let mut list = tonic::Request::new(pb::ListRulesetsRequest::default());
+    list.metadata_mut().insert("x-request-id", "trace-me-42".parse().expect("ascii"));
+    let r = c.list_rulesets(list).await.expect("rulesets");
+    assert_eq!(r.metadata().get("x-request-id").and_then(|v| v.to_str().ok()), Some("trace-me-42"));
+    let r = c.ping(pb::PingRequest {}).await.expect("ping");
+    let made = r.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+    assert!(made.starts_with("sheetd-"), "{made:?}");
+    let log = server.stop();
+    assert!(log.contains("request_id=trace-me-42") && log.contains("peer=127.0.0.1:"), "{log}");
+    let refused = log.lines().find(|l| l.contains("call refused")).expect("a refused call logged");
+    assert!(
+        refused.contains("/sheetd.v1.SheetdService/Ping") && refused.contains("Unauthenticated"),
+        "{refused}"
+    );
+    assert!(!log.contains("guess"), "no token in the logs");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -738,6 +756,11 @@ fn json_logs_and_config_file() {
         .unwrap_or_else(|| panic!("{log}"));
     assert_eq!(create["span"]["sheet"], "sheet-1");
     assert!(create["span"]["duration_us"].is_number(), "{create}");
+    // The request around it: the peer and the request id.
+    let request = &create["spans"][0];
+    assert_eq!(request["name"], "request", "{create}");
+    assert!(request["peer"].as_str().is_some_and(|p| p.starts_with("127.0.0.1:")), "{create}");
+    assert!(request["request_id"].as_str().is_some_and(|r| r.starts_with("sheetd-")), "{create}");
 }
 
 #[test]

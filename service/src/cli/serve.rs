@@ -82,7 +82,9 @@ fn init_logging(format: LogFormat) {
     let logs = fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
     let logs = match format {
         LogFormat::Text => logs.boxed(),
-        LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).boxed(),
+        LogFormat::Json => {
+            logs.json().flatten_event(true).with_current_span(true).with_span_list(true).boxed()
+        }
     };
     let calls = crate::metrics::CallLayer.with_filter(filter_fn(|m| m.is_span() && m.name() == "call"));
     let _ = tracing_subscriber::registry().with(logs.with_filter(filter)).with(calls).try_init();

@@ -10,6 +10,7 @@
 //! - Tokens are compared as SHA-256 digests, every configured token each time, in constant time:
 //!   neither where a guess differs nor how long the real token is shows in the timing.
 
+use crate::engine::policy;
 use sha2::{Digest, Sha256};
 use std::future::Future;
 use std::pin::Pin;
@@ -196,16 +197,34 @@ where
     }
 
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+        // Every request's logs carry the peer and a request id: the client's `x-request-id`
+        // (printable, at most 64 bytes) or one made here; the reply echoes it.
+        let peer = req.extensions().get::<super::conn::ConnActivity>().and_then(|c| c.0.peer);
+        let peer = peer.map_or_else(|| "-".to_owned(), |p| p.to_string());
+        let request_id = request_id(req.headers().get("x-request-id"));
+        let echo = http::HeaderValue::from_str(&request_id).ok();
+        let span = tracing::info_span!("request", peer = %peer, request_id = %request_id);
         let header = req.headers().get(http::header::AUTHORIZATION).map(|v| v.as_bytes());
-        match self.auth.check(req.uri().path(), header) {
+        let path = req.uri().path().to_owned();
+        let with_id = move |mut r: http::Response<R>| {
+            if let Some(v) = echo {
+                r.headers_mut().insert("x-request-id", v);
+            }
+            r
+        };
+        match self.auth.check(&path, header) {
             Ok(role) => {
                 if let Some(role) = role {
                     req.extensions_mut().insert(role);
                 }
-                Box::pin(self.inner.call(req))
+                let call = tracing::Instrument::instrument(self.inner.call(req), span);
+                Box::pin(async move { call.await.map(with_id) })
             }
             Err(status) => {
-                let response = status.into_http::<R>();
+                // Refused calls are logged too (who tried what), without the token.
+                let method = policy::LogSafe(&policy::clip(&path, 128)).to_string();
+                tracing::warn!(parent: &span, method, code = ?status.code(), message = status.message(), "call refused");
+                let response = with_id(status.into_http::<R>());
                 let body = http_body_util::Limited::new(req.into_body(), DRAIN_BYTES);
                 Box::pin(async move {
                     let _ = tokio::time::timeout(DRAIN_TIME, http_body_util::BodyExt::collect(body)).await;
@@ -213,6 +232,17 @@ where
                 })
             }
         }
+    }
+}
+
+/// A request's id: the client's `x-request-id` when it is 1 to 64 printable ASCII characters,
+/// else a new one (`sheetd-` and a process-wide counter in hex).
+fn request_id(given: Option<&http::HeaderValue>) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let given = given.and_then(|v| v.to_str().ok()).map(str::trim);
+    match given {
+        Some(id) if (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()) => id.to_owned(),
+        _ => format!("sheetd-{:x}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
     }
 }
 

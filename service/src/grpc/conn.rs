@@ -28,6 +28,8 @@ use tokio::time::{Instant, Sleep};
 /// What one connection is doing, shared by its socket wrapper and its requests.
 #[derive(Debug)]
 pub struct ConnState {
+    /// The client's address, for logs.
+    pub peer: Option<std::net::SocketAddr>,
     start: Instant,
     in_flight: AtomicUsize,
     /// Milliseconds from `start` to the end of the last call; `u64::MAX` before any request.
@@ -76,6 +78,7 @@ impl Admission {
             return None;
         };
         let state = Arc::new(ConnState {
+            peer: tcp.peer_addr().ok(),
             start: Instant::now(),
             in_flight: AtomicUsize::new(0),
             last_call_end: AtomicU64::new(u64::MAX),

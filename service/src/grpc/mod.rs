@@ -260,7 +260,13 @@ fn cors(origins: &[String]) -> Result<CorsLayer, String> {
             h("x-user-agent"),
             h("grpc-timeout"),
             h("authorization"),
+            h("x-request-id"),
         ])
-        .expose_headers([h("grpc-status"), h("grpc-message"), h("grpc-status-details-bin")])
+        .expose_headers([
+            h("grpc-status"),
+            h("grpc-message"),
+            h("grpc-status-details-bin"),
+            h("x-request-id"),
+        ])
         .max_age(std::time::Duration::from_secs(24 * 3600)))
 }
