@@ -140,6 +140,12 @@ fn check_takes_several_pcgen_rulesets_and_lists_skipped_tokens() {
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("skipped tokens:"), "{stdout}");
     assert!(stdout.lines().any(|l| l.trim_start().starts_with("BONUS ")), "{stdout}");
+    // Without --verbose: the total and the kinds skipped most, on the summary.
+    let out = sheetd(&["check", &core, "--ruleset", &pw]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("skipped      25476 tokens"), "{stdout}");
+    let by_kind = stdout.lines().find(|l| l.trim_start().starts_with("by kind: ")).expect("by kind");
+    assert!(by_kind.contains("TYPE 3613, BONUS 3161") && by_kind.contains("kinds more"), "{by_kind}");
 }
 
 /// `--why REF` explains the last change of a variable: the step, its value before and after,

@@ -87,11 +87,24 @@ pub fn run(args: CheckArgs) -> ExitCode {
                 println!("  events     {:>7}", book.events().len());
                 println!("  rules      {:>7}", book.rules().len());
             }
-            let listed = if args.verbose { "listed below" } else { "--verbose lists them" };
+            let listed = if args.verbose { "listed below" } else { "--verbose lists them all" };
             println!(
                 "  skipped    {:>7} tokens (not part of the formula system; {listed})",
                 s.skipped_tokens
             );
+            if !args.verbose && !r.skipped().is_empty() {
+                // The kinds skipped most, so the summary says what a character leaves out.
+                let mut kinds: Vec<(&String, usize)> =
+                    r.skipped().iter().map(|(t, p)| (t, p.len())).collect();
+                kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+                let top: Vec<String> = kinds.iter().take(8).map(|(t, n)| format!("{t} {n}")).collect();
+                let more = if kinds.len() > 8 {
+                    format!(", and {} kinds more", kinds.len() - 8)
+                } else {
+                    String::new()
+                };
+                println!("             by kind: {}{more}", top.join(", "));
+            }
             for w in r.warnings() {
                 eprintln!("warning: {w}");
             }
