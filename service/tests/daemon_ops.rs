@@ -797,6 +797,13 @@ fn the_command_line_client_builds_changes_and_explains_a_character() {
     assert_eq!(lines[0], serde_json::json!({"id": "fighter", "values": {"AC": "17", "Walk.Speed": "5"}}));
     assert_eq!(lines[1], serde_json::json!({"id": "scout", "values": {"AC": "15"}}));
     assert_eq!(lines[2]["error"][0]["code"], "sheet.unknown_object");
+    // A call past the client's deadline is abandoned, saying so.
+    let late = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["client", "--server", &server.addr, "--timeout", "0", "values", "sheet-1"])
+        .output()
+        .expect("run client");
+    assert_eq!(late.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&late.stderr).contains("Timeout expired"), "{late:?}");
     // Its output read by a program that stops at once: the client ends quietly, with 0.
     let mut closed = Command::new(env!("CARGO_BIN_EXE_sheetd"))
         .args(["client", "--server", &server.addr, "values", "sheet-1"])

@@ -34,6 +34,11 @@ pub struct ClientArgs {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// How long a call may take, in seconds, before it is abandoned (DEADLINE_EXCEEDED);
+    /// `watch` has none. Connecting has 10 s.
+    #[arg(long, value_name = "SECONDS", env = "SHEETD_CLIENT_TIMEOUT", default_value_t = 60)]
+    pub timeout: u64,
+
     #[command(subcommand)]
     pub call: Call,
 }
@@ -226,25 +231,36 @@ pub enum Call {
     },
 }
 
-/// Adds the bearer token to every call.
+/// Adds the bearer token to every call, and the deadline when there is one.
 #[derive(Clone, Debug)]
-pub struct Token(Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>);
+pub struct Token {
+    bearer: Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>,
+    deadline: Option<std::time::Duration>,
+}
 
 impl Token {
     pub fn new(token: Option<&str>) -> Result<Token, String> {
-        token
+        let bearer = token
             .map(|t| {
                 format!("Bearer {t}").parse().map_err(|_| "the token must be printable ASCII".to_owned())
             })
-            .transpose()
-            .map(Token)
+            .transpose()?;
+        Ok(Token { bearer, deadline: None })
+    }
+
+    /// Every call ends by `deadline` (the server answers DEADLINE_EXCEEDED past it).
+    pub fn with_deadline(self, deadline: Option<std::time::Duration>) -> Token {
+        Token { deadline, ..self }
     }
 }
 
 impl Interceptor for Token {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
-        if let Some(v) = &self.0 {
+        if let Some(v) = &self.bearer {
             req.metadata_mut().insert("authorization", v.clone());
+        }
+        if let Some(d) = self.deadline {
+            req.set_timeout(d);
         }
         Ok(req)
     }
@@ -264,8 +280,9 @@ pub async fn connect(server: &str, token: Option<&str>, ca_cert: Option<&[u8]>) 
 pub async fn channel(server: &str, ca_cert: Option<&[u8]>) -> Result<Channel, String> {
     // `host:port` alone means plain HTTP/2, as the server listens by default.
     let server = if server.contains("://") { server.to_owned() } else { format!("http://{server}") };
-    let mut endpoint =
-        Channel::from_shared(server.clone()).map_err(|e| format!("invalid server URL `{server}`: {e}"))?;
+    let mut endpoint = Channel::from_shared(server.clone())
+        .map_err(|e| format!("invalid server URL `{server}`: {e}"))?
+        .connect_timeout(std::time::Duration::from_secs(10));
     if server.starts_with("https://") {
         let mut tls = ClientTlsConfig::new();
         if let Some(ca) = ca_cert {
@@ -459,9 +476,13 @@ async fn call(args: ClientArgs) -> Result<(), String> {
         let channel = channel(&args.server, ca.as_deref()).await.map_err(|e| format!("error: {e}"))?;
         return super::client_ops::health(channel, args.json).await;
     }
-    let mut client = connect(&args.server, args.token.as_deref(), ca.as_deref())
-        .await
-        .map_err(|e| format!("error: {e}"))?;
+    let channel = channel(&args.server, ca.as_deref()).await.map_err(|e| format!("error: {e}"))?;
+    // A stream lasts as long as the user watches; every other call has its deadline.
+    let deadline =
+        (!matches!(args.call, Call::Watch { .. })).then(|| std::time::Duration::from_secs(args.timeout));
+    let token = Token::new(args.token.as_deref()).map_err(|e| format!("error: {e}"))?.with_deadline(deadline);
+    let mut client =
+        SheetdServiceClient::with_interceptor(channel, token).max_decoding_message_size(usize::MAX);
     let c = &mut client;
     let json = args.json;
     match args.call {
