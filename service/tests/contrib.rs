@@ -157,3 +157,32 @@ fn metrics_count_calls_by_method_and_status_and_read_what_the_server_holds() {
     assert!(body.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
     assert_eq!(get(&metrics, "/elsewhere").0, "HTTP/1.1 404 Not Found");
 }
+
+/// `serve` checks its preloaded rulesets before it creates a store, and reports every error of
+/// every one, at its place in the file, with the paths as given.
+#[test]
+fn serve_reports_every_preload_error_before_creating_a_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let one = dir.path().join("one.toml");
+    std::fs::write(&one, "x = [\n").expect("write");
+    let two = dir.path().join("two.toml");
+    std::fs::write(&two, "[ruleset]\nname = \"b\"\n[global]\nmodify = [{ var = \"Nope\", set = \"1\" }]\n")
+        .expect("write");
+    let data = dir.path().join("data");
+    let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .arg("--ruleset")
+        .arg(format!("one={}", one.display()))
+        .arg("--ruleset")
+        .arg(format!("two={}", two.display()))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("serve");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("ruleset `one` ({}) has 1 error", one.display())), "{said}");
+    assert!(said.contains(&format!("ruleset `two` ({}) has 1 error", two.display())), "{said}");
+    assert!(said.contains("data.unknown_variable") && said.contains("two.toml:4:20"), "{said}");
+    assert!(!data.exists(), "no store was created");
+}

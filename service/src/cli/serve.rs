@@ -31,7 +31,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e}");
+            // The log gets the first line; the terminal the whole report.
+            tracing::error!("{}", e.lines().next().unwrap_or(""));
             eprintln!("error: {e}");
             ExitCode::from(1)
         }

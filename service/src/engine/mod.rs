@@ -87,18 +87,31 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Engine {
     /// Opens the embedded store in the data directory, then as [`Engine::with_store`].
+    ///
+    /// The preloaded rulesets are compiled first: when any fails, every error of every one is
+    /// reported (at file:line:col, paths as given) and no store is created.
     pub fn open(config: EngineConfig) -> Result<Engine, String> {
+        let compiled = preload(&config)?;
         let store =
             RedbStore::open(&config.data_dir, config.limits.store_cache_bytes).map_err(|e| e.to_string())?;
         // The default ruleset root, ready for the operator's files.
         let _ = std::fs::create_dir_all(config.data_dir.join("rulesets"));
-        Engine::with_store(config, Box::new(store))
+        Engine::with_compiled(config, Box::new(store), compiled)
     }
 
     /// Loads the starter, configured and stored rulesets, and replays every stored sheet. A
     /// stored sheet or ruleset that cannot be loaded is logged and skipped (its records stay in
     /// the store); its calls get the reason.
     pub fn with_store(config: EngineConfig, store: Box<dyn Store>) -> Result<Engine, String> {
+        Engine::with_compiled(config, store, HashMap::new())
+    }
+
+    /// [`Engine::with_store`], with preloaded rulesets already compiled (by id).
+    fn with_compiled(
+        config: EngineConfig,
+        store: Box<dyn Store>,
+        mut compiled: HashMap<String, rulesets::Compiled>,
+    ) -> Result<Engine, String> {
         let default_ruleset = if config.default_ruleset.is_empty() {
             STARTER.to_owned()
         } else {
@@ -116,7 +129,7 @@ impl Engine {
             limits: config.limits,
             ruleset_roots: config.ruleset_roots.clone(),
         };
-        engine.load_at_start(&config)?;
+        engine.load_at_start(&config, &mut compiled)?;
         if !engine.read_rulesets().contains_key(&engine.default_ruleset) {
             return Err(format!("the default ruleset `{}` is not loaded", engine.default_ruleset));
         }
@@ -126,7 +139,11 @@ impl Engine {
 
     /// Loads the starter, the preloaded rulesets and the stored ones. A stored ruleset whose
     /// content changed since it was stored comes back as a new version.
-    fn load_at_start(&self, config: &EngineConfig) -> Result<(), String> {
+    fn load_at_start(
+        &self,
+        config: &EngineConfig,
+        compiled: &mut HashMap<String, rulesets::Compiled>,
+    ) -> Result<(), String> {
         let mut stored: HashMap<String, RulesetRecord> = HashMap::new();
         for r in self.store.rulesets().map_err(|e| e.to_string())? {
             match r {
@@ -154,7 +171,8 @@ impl Engine {
             sources.push((r.id.clone(), source));
         }
         for (id, source) in sources {
-            let compiled = match self.compile(&id, &source) {
+            let ready = compiled.remove(&id).map(Ok);
+            let compiled = match ready.unwrap_or_else(|| self.compile(&id, &source)) {
                 Ok(c) => c,
                 Err(diags) => {
                     let message = error::ruleset_summary(&id, &diags);
@@ -279,6 +297,35 @@ impl Engine {
     fn write_unservable(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, EngineError>> {
         self.unservable.write().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The preloaded rulesets (`--ruleset ID=PATH…`), compiled, by id; or a report of every error of
+/// every one that fails, each at its file:line:col.
+fn preload(config: &EngineConfig) -> Result<HashMap<String, rulesets::Compiled>, String> {
+    let mut compiled = HashMap::new();
+    let mut report = Vec::new();
+    for (id, paths) in &config.preload {
+        let source = rulesets::Source::Paths { paths: paths.clone(), confined: false };
+        match rulesets::compile(&config.limits, &config.ruleset_roots, id, &source) {
+            Ok(c) => {
+                compiled.insert(id.clone(), c);
+            }
+            Err(diags) => {
+                let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                let n = diags.len();
+                let mut text = format!(
+                    "ruleset `{id}` ({}) has {n} error{}:\n",
+                    files.join(", "),
+                    if n == 1 { "" } else { "s" }
+                );
+                for d in &diags {
+                    text.push_str(&format!("  {d}\n"));
+                }
+                report.push(text);
+            }
+        }
+    }
+    if report.is_empty() { Ok(compiled) } else { Err(report.join("\n")) }
 }
 
 /// What [`Engine::stats`] reads.

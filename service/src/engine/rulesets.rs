@@ -189,44 +189,57 @@ impl Engine {
     /// Compiles a ruleset, reading files through the policy: confined to the ruleset roots when a
     /// client named them, always within the read limits. Returns the content read with it.
     pub(super) fn compile(&self, id: &str, source: &Source) -> Result<Compiled, Vec<data::Diagnostic>> {
-        let mut content = RulesetVersion::default();
-        let mut dialect_warnings = Vec::new();
-        let ruleset = match source {
-            Source::Builtin => {
-                content.builtin = true;
-                content.files = data::STARTER_FILES
-                    .iter()
-                    .map(|(path, text)| FileRecord { path: (*path).to_owned(), text: (*text).to_owned() })
-                    .collect();
-                data::load_starter()?
-            }
-            Source::Paths { paths, confined } => {
-                let files =
-                    if *confined { data::Files::confined(&self.ruleset_roots) } else { data::Files::disk() };
-                let files = files.with_limits(self.limits.read);
-                let loaded = crate::dialect::load_with(paths, &files)?;
-                dialect_warnings = loaded.warnings;
-                let ruleset = loaded.ruleset;
-                content.paths = paths.iter().map(|p| p.display().to_string()).collect();
-                let bundle = files.into_bundle();
-                content.present = bundle.present.into_iter().collect();
-                content.files = bundle
-                    .files
-                    .into_iter()
-                    .map(|(path, text)| FileRecord { path, text: text.to_string() })
-                    .collect();
-                ruleset
-            }
-            Source::Inline(text) => {
-                content.inline_text = text.clone();
-                data::load_str(text, &format!("<inline {id}>"))?
-            }
-        };
-        content.content_hash = content_hash(&content);
-        let book = Arc::new(RuleBook::compile(Arc::new(ruleset))?);
-        Ok(Compiled { book, content, warnings: dialect_warnings })
+        compile(&self.limits, &self.ruleset_roots, id, source)
     }
+}
 
+/// Compiles a ruleset from its source, reading files within `limits` (and, for a client's
+/// paths, within `roots`): what [`Engine::compile`] does, without an engine (the preloaded
+/// rulesets are checked before the store is opened).
+pub(super) fn compile(
+    limits: &policy::Limits,
+    roots: &[PathBuf],
+    id: &str,
+    source: &Source,
+) -> Result<Compiled, Vec<data::Diagnostic>> {
+    let mut content = RulesetVersion::default();
+    let mut dialect_warnings = Vec::new();
+    let ruleset = match source {
+        Source::Builtin => {
+            content.builtin = true;
+            content.files = data::STARTER_FILES
+                .iter()
+                .map(|(path, text)| FileRecord { path: (*path).to_owned(), text: (*text).to_owned() })
+                .collect();
+            data::load_starter()?
+        }
+        Source::Paths { paths, confined } => {
+            let files = if *confined { data::Files::confined(roots) } else { data::Files::disk() };
+            let files = files.with_limits(limits.read);
+            let loaded = crate::dialect::load_with(paths, &files)?;
+            dialect_warnings = loaded.warnings;
+            let ruleset = loaded.ruleset;
+            content.paths = paths.iter().map(|p| p.display().to_string()).collect();
+            let bundle = files.into_bundle();
+            content.present = bundle.present.into_iter().collect();
+            content.files = bundle
+                .files
+                .into_iter()
+                .map(|(path, text)| FileRecord { path, text: text.to_string() })
+                .collect();
+            ruleset
+        }
+        Source::Inline(text) => {
+            content.inline_text = text.clone();
+            data::load_str(text, &format!("<inline {id}>"))?
+        }
+    };
+    content.content_hash = content_hash(&content);
+    let book = Arc::new(RuleBook::compile(Arc::new(ruleset))?);
+    Ok(Compiled { book, content, warnings: dialect_warnings })
+}
+
+impl Engine {
     /// A client's path: a relative one is relative to the first ruleset root that has it (or to
     /// the first root). Whether it may be read is decided when it is read ([`data::Files`]).
     fn under_roots(&self, path: &Path) -> PathBuf {
