@@ -62,10 +62,12 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
 }
 
-fn driver(binary: &Path) -> Driver {
+/// `scratch`: the browser's temporary files go there (removed with it), not into /tmp.
+fn driver(binary: &Path, scratch: &Path) -> Driver {
     let port = free_port();
     let child = Command::new(binary)
         .arg(format!("--port={port}"))
+        .env("TMPDIR", scratch)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -159,7 +161,9 @@ async fn the_inspector_shows_explains_and_previews_a_live_sheet_in_chromium() {
     let create =
         pb::CreateSheetRequest { id: "hero".into(), operations: example_character(), ..Default::default() };
     c.create_sheet(create).await.expect("create");
-    let driver = driver(&chromedriver);
+    let scratch = dir.path().join("browser");
+    std::fs::create_dir_all(&scratch).expect("scratch directory");
+    let driver = driver(&chromedriver, &scratch);
     let b = open_browser(&chromium, &driver).await;
 
     // Without a token the server refuses, and the page says what to do.
