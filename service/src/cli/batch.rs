@@ -39,14 +39,15 @@ pub struct BatchArgs {
     pub jobs: Option<usize>,
 }
 
+/// One input line: a sheet to solve (also `sheetd client batch`'s, sent to SolveBatch).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Spec {
-    id: Json,
+pub(super) struct Spec {
+    pub id: Json,
     #[serde(default)]
-    steps: Vec<Json>,
+    pub steps: Vec<Json>,
     #[serde(default)]
-    variables: Vec<String>,
+    pub variables: Vec<String>,
 }
 
 /// How many lines are solved together (then written in order).

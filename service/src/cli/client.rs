@@ -327,9 +327,14 @@ pub fn operations(steps: &Steps) -> Result<Vec<pb::Operation>, String> {
     for (i, s) in steps.steps.iter().enumerate() {
         all.push(serde_json::from_str(s).map_err(|e| format!("--step #{}: {e}", i + 1))?);
     }
-    let dialect = dialect.map(|d| crate::dialect::dialect(&d)).transpose()?;
+    json_operations(&all, dialect.as_deref())
+}
+
+/// JSON steps (already parsed) as API operations; with a dialect, its verbs go as written.
+pub fn json_operations(all: &[Json], dialect: Option<&str>) -> Result<Vec<pb::Operation>, String> {
+    let dialect = dialect.map(crate::dialect::dialect).transpose()?;
     let mut out = Vec::new();
-    for s in &all {
+    for s in all {
         // A dialect's verb goes as it is written; the server makes it into its step.
         if let Some(d) = dialect
             && !matches!(crate::dialect::game_step(d, s), Ok(dialects::creature::game::Step::Generic(_)))

@@ -2,7 +2,7 @@
 //! sheet to its ruleset's current version, `health` (the standard health check, no token
 //! needed), and `batch` (SolveBatch over JSON lines, as `sheetd batch` reads them offline).
 
-use super::client::{Client, Steps, operations, print_json, st};
+use super::client::{Client, json_operations, print_json, st};
 use crate::grpc::proto as pb;
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -97,21 +97,15 @@ pub async fn batch(c: &mut Client, ruleset: Option<String>, input: Option<PathBu
     let mut items = Vec::new();
     for (n, line) in lines.iter().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = |m: String| format!("error: line {}: {m}", n + 1);
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
-        let id = v.get("id").and_then(|i| i.as_str()).ok_or_else(|| at("no \"id\"".into()))?.to_owned();
-        let steps = v.get("steps").and_then(|s| s.as_array()).cloned().unwrap_or_default();
-        let steps = Steps { steps: steps.iter().map(|s| s.to_string()).collect(), file: None, dialect: None };
-        let variables: Vec<String> = v
-            .get("variables")
-            .and_then(|s| s.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default();
-        let operations = operations(&steps).map_err(at)?;
+        // The line format of `sheetd batch`.
+        let spec: super::batch::Spec = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        let id = spec.id.as_str().map_or_else(|| spec.id.to_string(), str::to_owned);
+        let operations = json_operations(&spec.steps, None).map_err(at)?;
         items.push(pb::SolveBatchRequest {
             id,
             ruleset_id: ruleset.clone().unwrap_or_default(),
             operations,
-            variables,
+            variables: spec.variables,
         });
     }
     let mut stream = c.solve_batch(futures_util::stream::iter(items)).await.map_err(st)?.into_inner();

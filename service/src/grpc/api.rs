@@ -286,8 +286,8 @@ impl SheetdService for Api {
                 next_page_token: next,
                 total_size: u32::try_from(total).unwrap_or(u32::MAX),
             };
-            if let Some(n) = reply::trim_page(&mut r.rulesets, 1, 0, max) {
-                r.next_page_token = catalog::token_after(&r.rulesets[n - 1].id);
+            if let Some(token) = reply::trim_by_id(&mut r.rulesets, 1, max, |x| &x.id) {
+                r.next_page_token = token;
             }
             Ok(r)
         })
@@ -386,8 +386,8 @@ impl SheetdService for Api {
                 next_page_token: next,
                 total_size: u32::try_from(total).unwrap_or(u32::MAX),
             };
-            if let Some(n) = reply::trim_page(&mut r.sheets, 1, 0, max) {
-                r.next_page_token = catalog::token_after(&r.sheets[n - 1].id);
+            if let Some(token) = reply::trim_by_id(&mut r.sheets, 1, max, |x| &x.id) {
+                r.next_page_token = token;
             }
             Ok(r)
         })

@@ -100,6 +100,18 @@ pub fn trim_page<M: Message>(items: &mut Vec<M>, tag: u32, rest: usize, limit: u
     })
 }
 
+/// [`trim_page`] for a list paged by id (ListSheets, ListRulesets): the next page's token, after
+/// the last item kept, when it cut any.
+pub fn trim_by_id<M: Message>(
+    items: &mut Vec<M>,
+    tag: u32,
+    limit: usize,
+    id: impl Fn(&M) -> &str,
+) -> Option<String> {
+    let n = trim_page(items, tag, 0, limit)?;
+    Some(crate::engine::catalog::token_after(id(&items[n - 1])))
+}
+
 /// Room kept for a page's token and count, which are written after its items are chosen.
 pub const PAGE_FIELDS: usize = 512;
 
