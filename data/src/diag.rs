@@ -263,6 +263,8 @@ pub enum DiagCode {
     /// *(warning)* A STRING (or data-format) literal that reads as a formula: it is taken as
     /// the text it is; a formula is written `=…`.
     LiteralLikeFormula,
+    /// A declared variable name outside PCGen's rule: a letter, then letters, digits and `_`.
+    BadName,
     /// A code of a layer above this crate that reports through its diagnostics (the events
     /// layer's `events.unknown_event`): documented by that layer.
     Layer(&'static str),
@@ -295,6 +297,7 @@ impl DiagCode {
             DiagCode::BadAggregate => "data.bad_aggregate",
             DiagCode::BadReference => "data.bad_reference",
             DiagCode::LiteralLikeFormula => "data.literal_like_formula",
+            DiagCode::BadName => "data.bad_name",
             DiagCode::Layer(code) => code,
         }
     }
@@ -338,4 +341,5 @@ pub mod codes {
     pub const BAD_AGGREGATE: DiagCode = DiagCode::BadAggregate;
     pub const BAD_REFERENCE: DiagCode = DiagCode::BadReference;
     pub const LITERAL_LIKE_FORMULA: DiagCode = DiagCode::LiteralLikeFormula;
+    pub const BAD_NAME: DiagCode = DiagCode::BadName;
 }

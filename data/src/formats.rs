@@ -1,7 +1,8 @@
 //! The data formats game data uses beyond the core's NUMBER, BOOLEAN and STRING:
 //!
 //! - [`OrderedPair`]: two exact numbers, written `5,5` or `2.5,2.5` (PCGen's `Face`);
-//! - [`Dice`]: a dice expression, written `1d8`, `2d6+1`, `3d4-2`, or a plain whole number `0`;
+//! - [`Dice`]: a dice expression, written `1d8`, `2d6+1`, `3d4-2`, `d4` (one die, as in PCGen),
+//!   or a plain whole number `0`;
 //! - [`Enumeration`]: one of a fixed set of keys the data declares (ALIGNMENT `LG`, HANDED
 //!   `Right`), matched case-insensitively and written with the declared spelling.
 //!
@@ -51,7 +52,7 @@ impl FormatType for OrderedPair {
     }
 }
 
-/// The DICE format: `NdS`, `NdS+B`, `NdS-B`, or a whole number `B`.
+/// The DICE format: `NdS`, `NdS+B`, `NdS-B` (`N` left out is one die: `d4`), or a whole number `B`.
 #[derive(Debug)]
 pub struct Dice;
 
@@ -110,7 +111,8 @@ impl FormatType for Dice {
                 .map_err(|e| format!("{e} (write `1d8`, `2d6+1` or a whole number)"))?;
             return Ok(Arc::new(Roll { count: 0, sides: 0, bonus: if neg { -b } else { b } }));
         };
-        let count: u32 = whole(&t[..d], "the number of dice")?;
+        // `d4` is one die, as in PCGen.
+        let count: u32 = if d == 0 { 1 } else { whole(&t[..d], "the number of dice")? };
         let rest = &t[d + 1..];
         let (sides, bonus) = match rest.find(['+', '-']) {
             Some(i) => {
@@ -209,10 +211,12 @@ mod tests {
             ("0", "0"),
             ("-3", "-3"),
             ("2d6+0", "2d6"),
+            ("d4", "1d4"),
+            ("D6+1", "1d6+1"),
         ] {
             assert_eq!(lit(&Dice, text).unwrap(), canon, "{text}");
         }
-        for bad in ["d8", "1d", "1d0", "1dx", "1d8+", "abc", "1.5d6", "99999999999d6"] {
+        for bad in ["d", "-d4", "1d", "1d0", "1dx", "1d8+", "abc", "1.5d6", "99999999999d6"] {
             assert!(lit(&Dice, bad).is_err(), "{bad}");
         }
     }

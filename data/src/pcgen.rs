@@ -6,12 +6,16 @@
 //! - VARIABLE: `GLOBAL:FORMAT=Name`, `LOCAL:SCOPE|FORMAT=Name`, `CHANNEL:SCOPE|FORMAT=Name`,
 //!   a bare `Name` (a global NUMBER); `FORMAT=` may be left out (NUMBER).
 //! - DYNAMIC: `MOVEMENT:Walk` defines dynamic object `Walk` of kind `MOVEMENT`.
-//! - GLOBALMODIFIER: `MODIFY:` lines that always apply.
+//! - GLOBALMODIFIER: `MODIFY:` lines that always apply; so do `MODIFY:` tokens in the `.pcc`.
 //! - STAT, SAVE, SIZE, RACE, ABILITY, TEMPLATE, EQUIPMENT, EQUIPMOD: objects with `MODIFY:`,
 //!   `MODIFYOTHER:`, `GRANT:`, `PART:n|MODIFY:` (equipment), `KEY:`, `ABB:` (stats and sizes
 //!   are keyed by it), `TYPE:` (groups), `CATEGORY:` (abilities); `Key.MOD`, `Key.COPY=New` and
 //!   `Key.FORGET` lines, applied after the base objects of their kind, as PCGen does.
 //! - ALIGNMENT and DEITY files give the values of the ALIGNMENT and DEITY formats.
+//!
+//! Declarations are read as strictly as PCGen's token tests: one declaration per line, names
+//! of a letter then letters, digits and `_`, exactly one `|` and one `=` where the syntax has one,
+//! and a FUNCTION with one VALUE.
 //!
 //! Every other token is skipped and counted. Files are read as UTF-8; bytes that are not valid
 //! UTF-8 (a few PCGen files hold Windows-1252 punctuation) become U+FFFD.
@@ -170,6 +174,7 @@ impl<'d> PcgenReader<'d> {
         let dir = pcc.parent().unwrap_or(Path::new(".")).to_path_buf();
         let file = SourceFile::new(&shown, text);
         let mut files: Vec<(String, PathBuf, String)> = Vec::new();
+        let mut campaign_mods = Vec::new();
         for (_, tokens) in lines(&file) {
             for tok in tokens {
                 let (tag, value) = split_tag(&tok);
@@ -177,39 +182,23 @@ impl<'d> PcgenReader<'d> {
                 let is_read = READ_ORDER.contains(&tag_upper.as_str());
                 if is_read || OTHER_FILES.contains(&tag_upper.as_str()) || tag_upper == "PCC" {
                     let Some(value) = value else { continue };
-                    let path_text = match value.text.find('|') {
-                        Some(i) => value.slice(0, i),
-                        None => value.clone(),
-                    };
-                    if path_text.text.len() < value.text.len() {
-                        self.draft.errors.push(Diagnostic::at(
-                            codes::SYNTAX,
-                            &value.slice(path_text.text.len(), value.text.len()),
-                            "file options such as (INCLUDE:...) and (EXCLUDE:...) are not supported",
-                        ));
-                    }
-                    let Some(path) = resolve(&path_text, &dir, root.as_deref(), &mut self.draft.errors)
+                    let Some(path) = self.campaign_file(&tag_upper, &value, &dir, root.as_deref(), source)
                     else {
                         continue;
                     };
-                    if !source.is_file(&path) {
-                        self.draft.errors.push(Diagnostic::at(
-                            codes::MISSING_FILE,
-                            &path_text,
-                            format!(
-                                "{tag_upper} file `{}` does not exist (looked for {})",
-                                path_text.text,
-                                display_path(&path, root.as_deref())
-                            ),
-                        ));
-                        continue;
-                    }
                     if tag_upper == "PCC" {
                         self.read_campaign(&path, source);
                     } else if is_read {
                         files.push((tag_upper, path.clone(), display_path(&path, root.as_deref())));
                     } else {
                         self.draft.skip(&tag_upper, tok.at.clone());
+                    }
+                } else if tag_upper == "MODIFY"
+                    && let Some(v) = value
+                {
+                    // A campaign's own MODIFY applies to every character that loads it.
+                    if let Some(m) = parse_modify(&v, &tok, &mut self.draft.errors) {
+                        campaign_mods.push(m);
                     }
                 } else {
                     self.draft.skip(&tag_upper, tok.at.clone());
@@ -225,6 +214,45 @@ impl<'d> PcgenReader<'d> {
             }
             self.apply_pending(pending);
         }
+        // After the files: the variables they declare are known by then (the modifiers are
+        // checked when the ruleset compiles, wherever they were read).
+        self.draft.global_mods.extend(campaign_mods);
+    }
+
+    /// The file a campaign's `TAG:path` names, when it exists; else an error at the path.
+    fn campaign_file(
+        &mut self,
+        tag_upper: &str,
+        value: &Text,
+        dir: &Path,
+        root: Option<&Path>,
+        source: &Files,
+    ) -> Option<PathBuf> {
+        let path_text = match value.text.find('|') {
+            Some(i) => value.slice(0, i),
+            None => value.clone(),
+        };
+        if path_text.text.len() < value.text.len() {
+            self.draft.errors.push(Diagnostic::at(
+                codes::SYNTAX,
+                &value.slice(path_text.text.len(), value.text.len()),
+                "file options such as (INCLUDE:...) and (EXCLUDE:...) are not supported",
+            ));
+        }
+        let path = resolve(&path_text, dir, root, &mut self.draft.errors)?;
+        if !source.is_file(&path) {
+            self.draft.errors.push(Diagnostic::at(
+                codes::MISSING_FILE,
+                &path_text,
+                format!(
+                    "{tag_upper} file `{}` does not exist (looked for {})",
+                    path_text.text,
+                    display_path(&path, root)
+                ),
+            ));
+            return None;
+        }
+        Some(path)
     }
 
     /// Reads one `.lst` file of file kind `kind`.
@@ -310,33 +338,10 @@ impl<'d> PcgenReader<'d> {
         let (tag, value) = split_tag(first);
         match (tag.to_ascii_uppercase().as_str(), value) {
             ("DEFAULTVARIABLEVALUE", Some(v)) => {
-                match v.text.find('|') {
-                    Some(i) => self.draft.defaults.push((v.slice(0, i), v.slice(i + 1, v.text.len()))),
-                    None => self.draft.errors.push(Diagnostic::at(
-                        codes::SYNTAX,
-                        &v,
-                        "DEFAULTVARIABLEVALUE is written FORMAT|value, e.g. NUMBER|0",
-                    )),
-                }
+                self.default_value(&v);
                 self.skip_rest(&tokens[1..]);
             }
-            ("FUNCTION", Some(name)) => {
-                let mut body = None;
-                for tok in &tokens[1..] {
-                    match split_tag(tok) {
-                        (tag, Some(v)) if tag.eq_ignore_ascii_case("VALUE") => body = Some(v),
-                        (tag, _) => self.draft.skip(tag, tok.at.clone()),
-                    }
-                }
-                match body {
-                    Some(b) => self.draft.functions.push((name, b)),
-                    None => self.draft.errors.push(Diagnostic::at(
-                        codes::SYNTAX,
-                        &name,
-                        format!("FUNCTION:{} has no VALUE: token with its formula", name.text),
-                    )),
-                }
-            }
+            ("FUNCTION", Some(name)) => self.function(name, &tokens[1..]),
             ("DYNAMICSCOPE", Some(name)) => {
                 let upper = name.text.to_ascii_uppercase();
                 let scope = Text::new(&format!("PC.{upper}"), name.at.clone());
@@ -359,6 +364,65 @@ impl<'d> PcgenReader<'d> {
         }
     }
 
+    /// `DEFAULTVARIABLEVALUE:FORMAT|value`: exactly one `|` after a format, as PCGen requires
+    /// (it rejects `STRING||Def`, `STRING|Def|Abc` and `|3`; `STRING|` is an empty string).
+    fn default_value(&mut self, v: &Text) {
+        let bars: Vec<usize> = v.text.match_indices('|').map(|(i, _)| i).collect();
+        match bars[..] {
+            [i] if i > 0 => self.draft.defaults.push((v.slice(0, i), v.slice(i + 1, v.text.len()))),
+            [0, ..] => self.draft.errors.push(Diagnostic::at(
+                codes::SYNTAX,
+                v,
+                "DEFAULTVARIABLEVALUE names no format before `|`: it is written FORMAT|value, e.g. NUMBER|0",
+            )),
+            [_, second, ..] => self.draft.errors.push(Diagnostic::at(
+                codes::SYNTAX,
+                &v.slice(second, v.text.len()),
+                format!(
+                    "DEFAULTVARIABLEVALUE is written FORMAT|value with one `|`; `{}` has {}",
+                    v.text,
+                    bars.len()
+                ),
+            )),
+            _ => self.draft.errors.push(Diagnostic::at(
+                codes::SYNTAX,
+                v,
+                "DEFAULTVARIABLEVALUE is written FORMAT|value, e.g. NUMBER|0",
+            )),
+        }
+    }
+
+    /// `FUNCTION:name` with its `VALUE:` body among `rest`.
+    fn function(&mut self, name: Text, rest: &[Text]) {
+        let mut body: Option<Text> = None;
+        for tok in rest {
+            match split_tag(tok) {
+                (tag, Some(v)) if tag.eq_ignore_ascii_case("VALUE") => match &body {
+                    // PCGen accepts the same VALUE twice and rejects a different one.
+                    Some(b) if b.text != v.text => self.draft.errors.push(Diagnostic::at(
+                        codes::BAD_FUNCTION,
+                        &v,
+                        format!(
+                            "FUNCTION:{} has two different VALUE: tokens: `{}`, then `{}`",
+                            name.text, b.text, v.text
+                        ),
+                    )),
+                    Some(_) => {}
+                    None => body = Some(v),
+                },
+                (tag, _) => self.draft.skip(tag, tok.at.clone()),
+            }
+        }
+        match body {
+            Some(b) => self.draft.functions.push((name, b)),
+            None => self.draft.errors.push(Diagnostic::at(
+                codes::SYNTAX,
+                &name,
+                format!("FUNCTION:{} has no VALUE: token with its formula", name.text),
+            )),
+        }
+    }
+
     fn skip_rest(&mut self, tokens: &[Text]) {
         for tok in tokens {
             self.draft.skip(split_tag(tok).0, tok.at.clone());
@@ -374,10 +438,26 @@ impl<'d> PcgenReader<'d> {
             ("GLOBAL", Some(v)) => self.declare(v, Text::new("PC", first.at.clone()), false),
             ("LOCAL" | "CHANNEL", Some(v)) => {
                 let channel = upper == "CHANNEL";
-                match v.text.find('|') {
-                    Some(i) => self.declare(v.slice(i + 1, v.text.len()), v.slice(0, i), channel),
-                    None if channel => self.declare(v, Text::new("PC", first.at.clone()), true),
-                    None => self.draft.errors.push(Diagnostic::at(
+                let bars: Vec<usize> = v.text.match_indices('|').map(|(i, _)| i).collect();
+                match bars[..] {
+                    [0, ..] => self.draft.errors.push(Diagnostic::at(
+                        codes::SYNTAX,
+                        &v,
+                        format!("{upper} names no scope before `|`: it is written {upper}:SCOPE|FORMAT=Name"),
+                    )),
+                    [i] => self.declare(v.slice(i + 1, v.text.len()), v.slice(0, i), channel),
+                    [_, second, ..] => self.draft.errors.push(Diagnostic::at(
+                        codes::SYNTAX,
+                        &v.slice(second, v.text.len()),
+                        format!(
+                            "{upper} is written {upper}:SCOPE|FORMAT=Name with one `|`; `{}` has {} \
+                             (the format and the name are joined by `=`)",
+                            v.text,
+                            bars.len()
+                        ),
+                    )),
+                    [] if channel => self.declare(v, Text::new("PC", first.at.clone()), true),
+                    [] => self.draft.errors.push(Diagnostic::at(
                         codes::SYNTAX,
                         &v,
                         "LOCAL is written LOCAL:SCOPE|FORMAT=Name, e.g. LOCAL:PC.STAT|NUMBER=Score",
@@ -386,17 +466,63 @@ impl<'d> PcgenReader<'d> {
             }
             (other, _) => self.draft.skip(other, first.at.clone()),
         }
-        self.skip_rest(&tokens[1..]);
+        for tok in &tokens[1..] {
+            let tag = split_tag(tok).0.to_ascii_uppercase();
+            if matches!(tag.as_str(), "GLOBAL" | "LOCAL" | "CHANNEL") {
+                // PCGen: "GLOBAL must be the first token on the line"; one line declares one variable.
+                self.draft.errors.push(Diagnostic::at(
+                    codes::SYNTAX,
+                    tok,
+                    format!("{tag} must be the first token on its line: a line declares one variable"),
+                ));
+            } else {
+                self.draft.skip(&tag, tok.at.clone());
+            }
+        }
     }
 
-    /// Declares `FORMAT=Name` (or `Name`, a NUMBER) in `scope`.
+    /// Declares `FORMAT=Name` (or `Name`, a NUMBER) in `scope`, as strictly as PCGen: one `=`,
+    /// a format before it, and a name that [`legal_name`] accepts.
     fn declare(&mut self, spec: Text, scope: Text, channel: bool) {
-        let (format, name) = match spec.text.find('=') {
-            Some(i) => (spec.slice(0, i), spec.slice(i + 1, spec.text.len())),
-            None => (Text::new("NUMBER", spec.at.clone()), spec.clone()),
+        let equals: Vec<usize> = spec.text.match_indices('=').map(|(i, _)| i).collect();
+        let (format, name) = match equals[..] {
+            [] => (Text::new("NUMBER", spec.at.clone()), spec.clone()),
+            [i] => (spec.slice(0, i), spec.slice(i + 1, spec.text.len())),
+            [_, second, ..] => {
+                self.draft.errors.push(Diagnostic::at(
+                    codes::SYNTAX,
+                    &spec.slice(second, spec.text.len()),
+                    format!(
+                        "`{}` has {} `=`: a declaration is FORMAT=Name, with one",
+                        spec.text,
+                        equals.len()
+                    ),
+                ));
+                return;
+            }
         };
+        if format.text.is_empty() {
+            self.draft.errors.push(Diagnostic::at(
+                codes::SYNTAX,
+                &spec,
+                format!("`{}` names no format before `=`: a declaration is FORMAT=Name", spec.text),
+            ));
+            return;
+        }
         if name.text.trim().is_empty() {
             self.draft.errors.push(Diagnostic::at(codes::SYNTAX, &spec, "the variable has no name"));
+            return;
+        }
+        if !legal_name(&name.text) {
+            self.draft.errors.push(Diagnostic::at(
+                codes::BAD_NAME,
+                &name,
+                format!(
+                    "`{}` is not a valid variable name: PCGen's names start with a letter and hold only \
+                     letters, digits and `_`",
+                    name.text
+                ),
+            ));
             return;
         }
         self.draft.variables.push(VarDecl {
@@ -653,6 +779,13 @@ impl<'d> PcgenReader<'d> {
             keep
         });
     }
+}
+
+/// PCGen's rule for a declared variable name: an ASCII letter, then ASCII letters, digits and `_`.
+fn legal_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Parses the value of a `MODIFY:` token: `Var|TYPE|value[|PRIORITY=n]`.

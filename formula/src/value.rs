@@ -57,7 +57,7 @@ impl Value {
 
     /// Parses a value of `format` from its literal text as written in data: a decimal number,
     /// `true`/`false` (any case), any text for STRING, a custom format's own literal syntax.
-    /// Arrays have no literal text.
+    /// An ARRAY's elements are separated by commas (`Fire,Cold`; empty text is the empty array).
     pub fn parse_literal(format: &Format, text: &str) -> Result<Value, String> {
         let t = text.trim();
         match format {
@@ -68,7 +68,24 @@ impl Value {
                 _ => Err(format!("`{t}` is not a BOOLEAN (expected true or false)")),
             },
             Format::String => Ok(Value::String(Arc::from(text))),
-            Format::Array(_) => Err("ARRAY values have no literal text".to_owned()),
+            Format::Array(e) if matches!(**e, Format::Array(_)) => {
+                Err("an ARRAY of ARRAYs has no literal text".to_owned())
+            }
+            // `Fire,Cold`: elements separated by commas, each as its format reads it (PCGen's
+            // array format); empty text is the empty array.
+            Format::Array(_) if t.is_empty() => Ok(Value::Array(Arc::from(Vec::new()))),
+            Format::Array(e) => t
+                .split(',')
+                .enumerate()
+                .map(|(i, item)| {
+                    let item = item.trim();
+                    if item.is_empty() {
+                        return Err(format!("element {} of `{t}` is empty", i + 1));
+                    }
+                    Value::parse_literal(e, item)
+                })
+                .collect::<Result<Vec<Value>, String>>()
+                .map(|items| Value::Array(items.into())),
             Format::Custom(c) => c
                 .kind()
                 .parse_literal(t)

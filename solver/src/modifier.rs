@@ -22,8 +22,11 @@ pub enum ModKind {
     Max,
     /// At most this value (NUMBER): `min(current, value)`.
     Min,
-    /// Append an element (ARRAY; written `ADD` or `APPEND`).
+    /// Append one element (ARRAY; written `APPEND`).
     Append,
+    /// Add the elements of an array not already present, as a set (ARRAY; written `ADD`,
+    /// as in PCGen: `ADD|Fire,Cold`).
+    Union,
 }
 
 impl ModKind {
@@ -38,17 +41,18 @@ impl ModKind {
             ModKind::Divide => cur.checked_div(v),
             ModKind::Max => Ok(cur.max(v)),
             ModKind::Min => Ok(cur.min(v)),
-            ModKind::Append => Ok(cur),
+            ModKind::Append | ModKind::Union => Ok(cur),
         }
     }
 
-    /// The inherent priority: SET 0, MULTIPLY 1, DIVIDE 2, ADD 3, MAX 4, MIN 5; APPEND 3.
+    /// The inherent priority: SET 0, MULTIPLY 1, DIVIDE 2, ADD 3, MAX 4, MIN 5; APPEND and
+    /// ADD on an array 3.
     pub fn inherent_priority(self) -> u8 {
         match self {
             ModKind::Set => 0,
             ModKind::Multiply => 1,
             ModKind::Divide => 2,
-            ModKind::Add | ModKind::Append => 3,
+            ModKind::Add | ModKind::Append | ModKind::Union => 3,
             ModKind::Max => 4,
             ModKind::Min => 5,
         }
@@ -60,7 +64,7 @@ impl ModKind {
             ModKind::Set => "SET",
             ModKind::Multiply => "MULTIPLY",
             ModKind::Divide => "DIVIDE",
-            ModKind::Add => "ADD",
+            ModKind::Add | ModKind::Union => "ADD",
             ModKind::Max => "MAX",
             ModKind::Min => "MIN",
             ModKind::Append => "APPEND",
@@ -88,8 +92,8 @@ impl ModKind {
         })
     }
 
-    /// This type as it applies to a variable of `format` (ADD on an ARRAY appends), or the list
-    /// of types that format accepts.
+    /// This type as it applies to a variable of `format` (ADD on an ARRAY is a set union, APPEND
+    /// appends one element), or the list of types that format accepts.
     pub fn for_format(self, format: &Format) -> Result<ModKind, String> {
         let kind = match (format, self) {
             (_, ModKind::Set) => ModKind::Set,
@@ -97,11 +101,12 @@ impl ModKind {
                 Format::Number,
                 k @ (ModKind::Multiply | ModKind::Divide | ModKind::Add | ModKind::Max | ModKind::Min),
             ) => k,
-            (Format::Array(_), ModKind::Add | ModKind::Append) => ModKind::Append,
+            (Format::Array(_), ModKind::Add | ModKind::Union) => ModKind::Union,
+            (Format::Array(_), ModKind::Append) => ModKind::Append,
             _ => {
                 let allowed = match format {
                     Format::Number => "SET, MULTIPLY, DIVIDE, ADD, MAX, MIN",
-                    Format::Array(_) => "SET, ADD (append)",
+                    Format::Array(_) => "SET, ADD (the elements not already present), APPEND (one element)",
                     _ => "SET",
                 };
                 let name = self.name();
@@ -185,7 +190,9 @@ impl From<&str> for Instruction {
 /// `formula_text`.
 pub fn is_literal(expected: &Format, text: &str) -> bool {
     match expected {
-        Format::String | Format::Custom(_) => !text.starts_with('=') || text.starts_with("=="),
+        Format::String | Format::Custom(_) | Format::Array(_) => {
+            !text.starts_with('=') || text.starts_with("==")
+        }
         Format::Boolean => {
             let t = text.trim();
             t.eq_ignore_ascii_case("true") || t.eq_ignore_ascii_case("false")
@@ -198,7 +205,7 @@ pub fn is_literal(expected: &Format, text: &str) -> bool {
 /// leading `=` made single (see [`is_literal`]).
 pub fn literal_text<'a>(expected: &Format, text: &'a str) -> &'a str {
     match expected {
-        Format::String | Format::Custom(_) if text.starts_with("==") => &text[1..],
+        Format::String | Format::Custom(_) | Format::Array(_) if text.starts_with("==") => &text[1..],
         _ => text,
     }
 }
@@ -207,7 +214,7 @@ pub fn literal_text<'a>(expected: &Format, text: &'a str) -> &'a str {
 /// marking `=` (see [`is_literal`]).
 pub fn formula_text<'a>(expected: &Format, text: &'a str) -> &'a str {
     match expected {
-        Format::String | Format::Custom(_) => text.strip_prefix('=').unwrap_or(text),
+        Format::String | Format::Custom(_) | Format::Array(_) => text.strip_prefix('=').unwrap_or(text),
         _ => text,
     }
 }
@@ -242,7 +249,7 @@ pub struct ModifierSpec {
     pub on: Option<Arc<str>>,
     /// The instance whose scope the formula's names resolve in; `None` means `on`.
     pub from: Option<Arc<str>>,
-    /// `SET`, `ADD`, … (ADD on an ARRAY appends).
+    /// `SET`, `ADD`, … (ADD on an ARRAY adds elements as a set, APPEND appends one).
     pub kind: ModKind,
     pub value: Instruction,
     /// User priority (lower applies first); default 0.

@@ -512,9 +512,21 @@ fn conditions_locks_types_and_errors() {
     assert_eq!(err.code, "evaluation.division_by_zero");
     sheet.add_modifier(&ModifierSpec::new("fix", "Divisor", ModKind::Set, "4", "rule")).unwrap();
     assert_eq!(val(&sheet, "Load"), "5");
-    // Arrays: SET and APPEND.
-    sheet.add_modifier(&ModifierSpec::new("t1", "Tags", ModKind::Add, "Speed", "x")).unwrap();
+    // Arrays: APPEND adds one element (a formula of the element's format); ADD adds the
+    // elements of an array not already there, as a set (as in PCGen), written `1,2` or as a
+    // formula marked `=`.
+    sheet.add_modifier(&ModifierSpec::new("t1", "Tags", ModKind::Append, "Speed", "x")).unwrap();
     sheet.add_modifier(&ModifierSpec::new("t2", "Tags", ModKind::Append, "7", "x")).unwrap();
+    assert_eq!(val(&sheet, "Tags"), "[20, 7]");
+    sheet.add_modifier(&ModifierSpec::new("t3", "Tags", ModKind::Add, "7, 8,8,9", "x")).unwrap();
+    assert_eq!(val(&sheet, "Tags"), "[20, 7, 8, 9]", "7 was there, 8 is added once");
+    let e = sheet
+        .add_modifier(&ModifierSpec::new("t4", "Tags", ModKind::Add, "=slice(Tags, 0, 1)", "x"))
+        .unwrap_err();
+    assert_eq!(e.code, codes::CYCLE, "a formula is read, and this one reads Tags itself");
+    let e = sheet.add_modifier(&ModifierSpec::new("t5", "Tags", ModKind::Add, "1,x", "x")).unwrap_err();
+    assert!(e.message.contains("`x` is not a NUMBER") || e.message.contains("x"), "{}", e.message);
+    sheet.remove_modifier("t3").unwrap();
     assert_eq!(val(&sheet, "Tags"), "[20, 7]");
 }
 

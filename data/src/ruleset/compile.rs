@@ -776,7 +776,7 @@ impl Compiler {
                 // A text that also reads as a formula of the format (`"Level " + text(Level)`,
                 // or a variable's name) is most likely meant as one: taken as the text it is, but
                 // said.
-                if matches!(expected, Format::String | Format::Custom(_))
+                if matches!(expected, Format::String | Format::Custom(_) | Format::Array(_))
                     && !text.text.starts_with('=')
                     && rules.compile(&text.text, scope, Some(input), Some(expected)).is_ok()
                 {

@@ -551,6 +551,17 @@ pub(super) fn apply(kind: ModKind, cur: Value, v: Value) -> Result<Value, Formul
             all.push(v);
             Ok(Value::Array(all.into()))
         }
+        (ModKind::Union, Value::Array(items), Value::Array(new)) => {
+            // A set union that keeps the order the elements were first seen in (PCGen's is a
+            // hash set, unordered): the value so far, then what is new. Arrays are short.
+            let mut all: Vec<Value> = Vec::with_capacity(items.len() + new.len());
+            for x in items.iter().chain(new.iter()) {
+                if !all.contains(x) {
+                    all.push(x.clone());
+                }
+            }
+            Ok(Value::Array(all.into()))
+        }
         _ => Err(FormulaError::new(
             formula::ErrorCode::FunctionFailed,
             formula::Span::default(),

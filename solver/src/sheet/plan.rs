@@ -341,7 +341,7 @@ fn combine_whole(kind: ModKind, cur: i64, v: i64) -> Option<i64> {
         ModKind::Divide => cur.checked_div(v).filter(|q| q.wrapping_mul(v) == cur),
         ModKind::Max => Some(cur.max(v)),
         ModKind::Min => Some(cur.min(v)),
-        ModKind::Append => None,
+        ModKind::Append | ModKind::Union => None,
     }
 }
 
@@ -736,7 +736,7 @@ impl Plan {
     /// Appends `m` (modifier `key`) to `out` as steps, or `None` when the plan cannot compute it
     /// (a condition, a value that is not a NUMBER).
     fn push_steps(&mut self, key: u32, m: &Modifier, body: &Body, out: &mut Vec<Step>) -> Option<()> {
-        if body.condition.is_some() || m.kind == ModKind::Append {
+        if body.condition.is_some() || matches!(m.kind, ModKind::Append | ModKind::Union) {
             return None;
         }
         match (&body.value, m.const_num) {
