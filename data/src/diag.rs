@@ -198,6 +198,15 @@ impl Diagnostic {
         self.help = Some(help.into());
         self
     }
+
+    /// Adds "did you mean `X`?" when one of `candidates` is near `name` (see
+    /// [`formula::suggest`]).
+    pub fn suggest<'a>(self, name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Diagnostic {
+        match formula::suggest::did_you_mean(name, candidates) {
+            Some(h) => self.with_help(h),
+            None => self,
+        }
+    }
 }
 
 impl fmt::Display for Diagnostic {

@@ -32,6 +32,28 @@ use std::sync::Arc;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+/// The sections of a native ruleset file.
+const SECTIONS: &[&str] = &[
+    "ruleset",
+    "scopes",
+    "formats",
+    "defaults",
+    "functions",
+    "variables",
+    "channels",
+    "stocks",
+    "clocks",
+    "kinds",
+    "global",
+    "object",
+    "events",
+    "rule",
+];
+
+/// The keys of an `[[object]]`.
+const OBJECT_KEYS: &[&str] =
+    &["kind", "key", "name", "groups", "modify", "modify_other", "grant", "parts", "part_modify"];
+
 /// Reads a native ruleset (a `.toml` file or a directory of them) into `draft`, through `files`.
 pub fn read(path: &Path, files: &Files, draft: &mut Draft) {
     if files.is_dir(path) {
@@ -159,6 +181,14 @@ impl Reader<'_, '_> {
         self.draft.errors.push(Diagnostic::at(codes::SYNTAX, &t, message));
     }
 
+    /// `unknown key `other` in WHERE (expected …)`, with "did you mean" the nearest expected key.
+    fn unknown_key(&mut self, span: std::ops::Range<usize>, what: &str, other: &str, expected: &[&str]) {
+        let t = self.cx.text_at(span, false);
+        let message = format!("unknown {what} (expected {})", expected.join(", "));
+        let d = Diagnostic::at(codes::SYNTAX, &t, message).suggest(other, expected.iter().copied());
+        self.draft.errors.push(d);
+    }
+
     fn table<'x, 'i>(&mut self, v: &'x Spanned<DeValue<'i>>, what: &str) -> Option<&'x DeTable<'i>> {
         match v.get_ref() {
             DeValue::Table(t) => Some(t),
@@ -216,7 +246,8 @@ impl Reader<'_, '_> {
                             let mods = self.mods(gv);
                             self.draft.global_mods.extend(mods);
                         } else {
-                            self.error(gk.span(), format!("unknown key `{}` in [global] (expected modify)", gk.get_ref()));
+                            let what = format!("key `{}` in [global]", gk.get_ref());
+                            self.unknown_key(gk.span(), &what, gk.get_ref(), &["modify"]);
                         }
                     }
                 }
@@ -226,18 +257,19 @@ impl Reader<'_, '_> {
                             self.object(item);
                         }
                     }
-                    other => self.error(v.span(), format!("`object` must be an array of tables ([[object]]), not a {}", other.type_str())),
+                    other => self.error(
+                        v.span(),
+                        format!(
+                            "`object` must be an array of tables ([[object]]), not a {}",
+                            other.type_str()
+                        ),
+                    ),
                 },
                 other if crate::draft::LAYER_SECTIONS.contains(&other) => {
                     let raw = self.raw(v);
                     self.draft.sections.push((self.cx.key_text(k), raw));
                 }
-                other => self.error(
-                    k.span(),
-                    format!(
-                        "unknown section `{other}` (expected ruleset, scopes, formats, defaults, functions, variables, channels, stocks, clocks, kinds, global, object, events, rule)"
-                    ),
-                ),
+                other => self.unknown_key(k.span(), &format!("section `{other}`"), other, SECTIONS),
             }
         }
     }
@@ -351,11 +383,10 @@ impl Reader<'_, '_> {
                 "order" if !channel => order = self.string(v, "a variable's order"),
                 "holds" => holds = self.string(v, "the scope whose instances a variable holds"),
                 other => {
-                    let expected = if channel { "format, holds" } else { "format, order, holds" };
-                    self.error(
-                        k.span(),
-                        format!("unknown key `{other}` in a variable's declaration (expected {expected})"),
-                    );
+                    let expected: &[&str] =
+                        if channel { &["format", "holds"] } else { &["format", "order", "holds"] };
+                    let what = format!("key `{other}` in a variable's declaration");
+                    self.unknown_key(k.span(), &what, other, expected);
                 }
             }
         }
@@ -375,10 +406,10 @@ impl Reader<'_, '_> {
                 "min" => stock.min = self.text(v, "a stock's minimum"),
                 "max" => stock.max = self.text(v, "a stock's maximum"),
                 "bounds" => stock.bounds = self.string(v, "what a stock does out of bounds"),
-                other => self.error(
-                    k.span(),
-                    format!("unknown key `{other}` in a stock's declaration (expected min, max, bounds)"),
-                ),
+                other => {
+                    let what = format!("key `{other}` in a stock's declaration");
+                    self.unknown_key(k.span(), &what, other, &["min", "max", "bounds"]);
+                }
             }
         }
         Some(stock)
@@ -422,10 +453,10 @@ impl Reader<'_, '_> {
                         }
                     }
                 }
-                other => self.error(
-                    k.span(),
-                    format!("unknown key `{other}` in [ruleset] (expected name, description, global, order)"),
-                ),
+                other => {
+                    let what = format!("key `{other}` in [ruleset]");
+                    self.unknown_key(k.span(), &what, other, &["name", "description", "global", "order"]);
+                }
             }
         }
     }
@@ -472,10 +503,10 @@ impl Reader<'_, '_> {
                         self.error(v.span(), "`presence` is \"listed\", \"always\" or \"granted\"".to_owned())
                     }
                 },
-                other => self.error(
-                    k.span(),
-                    format!("unknown key `{other}` in a kind (expected scope, presence, attach, parts)"),
-                ),
+                other => {
+                    let what = format!("key `{other}` in a kind");
+                    self.unknown_key(k.span(), &what, other, &["scope", "presence", "attach", "parts"]);
+                }
             }
         }
         let Some(scope) = scope else {
@@ -537,7 +568,10 @@ impl Reader<'_, '_> {
                                     obj.grants.push(GrantDraft { kind, key });
                                 }
                             }
-                            _ => self.error(e.span(), "a grant is { kind = \"MOVEMENT\", key = \"Walk\" }".to_owned()),
+                            _ => self.error(
+                                e.span(),
+                                "a grant is { kind = \"MOVEMENT\", key = \"Walk\" }".to_owned(),
+                            ),
                         }
                     }
                 }
@@ -553,11 +587,16 @@ impl Reader<'_, '_> {
                         let Some(mt) = self.table(e, "a part modifier") else { continue };
                         let part = mt.iter().find(|(k, _)| &**k.get_ref() == "part");
                         let n = match part.map(|(_, pv)| (pv, pv.get_ref())) {
-                            Some((_, DeValue::Integer(i))) => i.as_str().parse::<u32>().ok().filter(|n| *n >= 1),
+                            Some((_, DeValue::Integer(i))) => {
+                                i.as_str().parse::<u32>().ok().filter(|n| *n >= 1)
+                            }
                             _ => None,
                         };
                         let Some(n) = n else {
-                            self.error(e.span(), "a part modifier needs `part = n` (1 for the first part)".to_owned());
+                            self.error(
+                                e.span(),
+                                "a part modifier needs `part = n` (1 for the first part)".to_owned(),
+                            );
                             continue;
                         };
                         if let Some(m) = self.modifier(e, &["part"]) {
@@ -565,12 +604,9 @@ impl Reader<'_, '_> {
                         }
                     }
                 }
-                other => self.error(
-                    k.span(),
-                    format!(
-                        "unknown key `{other}` in an object (expected kind, key, name, groups, modify, modify_other, grant, parts, part_modify)"
-                    ),
-                ),
+                other => {
+                    self.unknown_key(k.span(), &format!("key `{other}` in an object"), other, OBJECT_KEYS)
+                }
             }
         }
         self.draft.objects.push(obj);

@@ -716,11 +716,19 @@ impl<'d> PcgenReader<'d> {
                     Action::Mod => ".MOD",
                     Action::Forget => ".FORGET",
                 };
-                self.draft.errors.push(Diagnostic::at(
+                let keys: Vec<&str> = self
+                    .index
+                    .iter()
+                    .filter(|((kind, _), ids)| kind == p.kind && !ids.is_empty())
+                    .map(|(_, ids)| &*self.draft.objects[ids[0]].key.text)
+                    .collect();
+                let e = Diagnostic::at(
                     codes::UNKNOWN_OBJECT,
                     &p.target,
                     format!("{what}: there is no {} `{}`", p.kind, p.target.text),
-                ));
+                )
+                .suggest(&p.target.text, keys);
+                self.draft.errors.push(e);
                 continue;
             };
             match p.action {

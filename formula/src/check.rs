@@ -96,6 +96,14 @@ impl<'a> Checker<'a> {
         ((self.vars.len() - 1) as u32, format)
     }
 
+    /// "did you mean" the visible variable nearest to `name`.
+    #[cold]
+    fn suggest_variable(&self, name: &str) -> Option<String> {
+        let mut names = Vec::new();
+        self.symbols.names(&mut |n| names.push(n.to_owned()));
+        crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
+    }
+
     fn variable_slot(&mut self, name: &Arc<str>, span: Span) -> Result<(u32, Format), FormulaError> {
         let Some((id, format)) = self.symbols.resolve(name) else {
             let mut err = FormulaError::new(
@@ -108,6 +116,8 @@ impl<'a> Checker<'a> {
                 err = err.with_help(format!("`{name}` is a function; call it as `{name}(...)`"));
             } else if name.eq_ignore_ascii_case("true") || name.eq_ignore_ascii_case("false") {
                 err = err.with_help("formulas have no boolean literals; use a comparison such as `1 == 1`");
+            } else if let Some(h) = self.suggest_variable(name) {
+                err = err.with_help(h);
             }
             return Err(err);
         };
@@ -338,6 +348,12 @@ impl<'a> Checker<'a> {
             .with_label("no function of this name");
             if self.symbols.resolve(name).is_some() {
                 err = err.with_help(format!("`{name}` is a variable; write it without parentheses"));
+            } else {
+                let mut names = Vec::new();
+                self.library.names(&mut |n| names.push(n.to_owned()));
+                if let Some(h) = crate::suggest::did_you_mean(name, names.iter().map(String::as_str)) {
+                    err = err.with_help(h);
+                }
             }
             return Err(err);
         };

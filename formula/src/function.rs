@@ -97,6 +97,12 @@ pub enum FunctionDef {
 pub trait FunctionLibrary: Send + Sync {
     /// The function called `name`, if any.
     fn lookup(&self, name: &str) -> Option<FunctionDef>;
+
+    /// Calls `each` with every function's name, for "did you mean" hints on an unknown one (a
+    /// cold path). Defaults to none.
+    fn names(&self, each: &mut dyn FnMut(&str)) {
+        let _ = each;
+    }
 }
 
 /// A function added by a later layer (for example `input("CHANNEL")`).
@@ -371,6 +377,12 @@ impl FunctionLibrary for Library {
             return Some(FunctionDef::User(u.clone()));
         }
         self.external.get(&key).map(|e| FunctionDef::External(e.clone()))
+    }
+
+    fn names(&self, each: &mut dyn FnMut(&str)) {
+        Builtin::ALL.iter().for_each(|b| each(b.name()));
+        self.user.values().for_each(|u| each(&u.name));
+        self.external.values().for_each(|e| each(e.name()));
     }
 }
 

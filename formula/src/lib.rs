@@ -15,6 +15,8 @@
 //!   (variable name → [`VarId`] and [`Format`] as visible where the formula is used) and a
 //!   [`FunctionLibrary`]; constant subtrees are folded; the formula lists the variables it reads.
 //! - [`Formula::evaluate`]: values come in through an [`EvalContext`]; the formula is never mutated.
+//! - [`suggest`]: "did you mean" the nearest known name, for the hints of this crate's errors
+//!   (unknown variables and functions) and the layers above.
 //!
 //! ## What it does not do
 //! It knows nothing of scopes, modifiers, sheets or files: the solver implements [`Symbols`] and
@@ -54,6 +56,7 @@ mod lexer;
 pub mod number;
 mod parser;
 mod span;
+pub mod suggest;
 mod tree;
 mod value;
 
@@ -95,6 +98,12 @@ pub trait Symbols {
     fn resolve_call(&self, call: &ast::Expr) -> Option<Result<(VarId, Format), String>> {
         let _ = call;
         None
+    }
+
+    /// Calls `each` with every variable name visible here, for "did you mean" hints on an
+    /// unknown name (a cold path). Defaults to none.
+    fn names(&self, each: &mut dyn FnMut(&str)) {
+        let _ = each;
     }
 
     /// Where "here" is, for messages: `scope PC.STAT`. Defaults to `this scope`.

@@ -4,12 +4,18 @@
 
 use crate::problem::Problem;
 use formula::FormulaError;
-use miette::{GraphicalReportHandler, LabeledSpan, MietteDiagnostic, NamedSource, Report};
+use miette::{
+    GraphicalReportHandler, LabeledSpan, MietteDiagnostic, MietteError, MietteSpanContents, NamedSource,
+    Report, SourceCode, SourceSpan, SpanContents,
+};
 use std::io::IsTerminal;
 
-/// Beyond this line number a file position is shown in the message only (the renderer pads the
-/// source with a newline per preceding line; a diagnostic from a server could name any line).
-const MAX_PADDED_LINE: u32 = 1_000_000;
+/// The widest line shown whole; a longer one (PCGen's `.lst` lines run past 1,000 columns) is
+/// shown as a window of this many characters around the offending text.
+const WINDOW: usize = 96;
+
+/// Columns a tab stands for when a line is shown (rustc's choice).
+const TAB: usize = 4;
 
 /// Colors only when stderr is a terminal and `NO_COLOR` is not set.
 fn colors() -> bool {
@@ -55,10 +61,7 @@ fn problem_in(p: &Problem, color: bool) -> String {
 }
 
 fn rendered(p: &Problem, color: bool, severity: miette::Severity) -> String {
-    let mut at = p.operation.map(|i| format!("operation {i}: ")).unwrap_or_default();
-    if let Some(l) = p.location.as_ref().filter(|l| l.line > MAX_PADDED_LINE) {
-        at = format!("{}:{}:{}: {at}", l.file, l.line, l.col);
-    }
+    let at = p.operation.map(|i| format!("operation {i}: ")).unwrap_or_default();
     let mut d =
         MietteDiagnostic::new(format!("{at}{}", p.message)).with_code(p.full_code()).with_severity(severity);
     if let Some(h) = &p.help {
@@ -73,16 +76,10 @@ fn rendered(p: &Problem, color: bool, severity: miette::Severity) -> String {
         let start = (f.start as usize).min(end);
         // An empty span (the formula ended too soon) points at the place after the text.
         let text = if start == end { format!("{} ", f.text) } else { f.text.clone() };
-        (Some(NamedSource::new("formula", text)), Some((start, (end - start).max(1))))
-    } else if let Some(l) = &p.location.as_ref().filter(|l| l.line > 0 && l.line <= MAX_PADDED_LINE) {
-        // The line alone, after as many empty lines as precede it, so miette counts lines and
-        // columns as the file does.
-        let padding = "\n".repeat(l.line as usize - 1);
-        let col_bytes: usize =
-            l.line_text.chars().take(l.col.saturating_sub(1) as usize).map(char::len_utf8).sum();
-        let len = l.line_text[col_bytes..].chars().take(l.len.max(1) as usize).map(char::len_utf8).sum();
-        let text = format!("{padding}{}", l.line_text);
-        (Some(NamedSource::new(&l.file, text)), Some((padding.len() + col_bytes, len)))
+        (Some(Source::Formula(NamedSource::new("formula", text))), Some((start, (end - start).max(1))))
+    } else if let Some(l) = &p.location.as_ref().filter(|l| l.line > 0) {
+        let (line, span) = OneLine::new(l);
+        (Some(Source::Line(line)), Some(span))
     } else {
         (None, None)
     };
@@ -97,6 +94,101 @@ fn rendered(p: &Problem, color: bool, severity: miette::Severity) -> String {
         None => report,
     };
     render(&report, color, fallback)
+}
+
+/// What a diagnostic points into: a formula, or a line of a file.
+enum Source {
+    Formula(NamedSource<String>),
+    Line(OneLine),
+}
+
+impl SourceCode for Source {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        match self {
+            Source::Formula(f) => f.read_span(span, before, after),
+            Source::Line(l) => l.read_span(span, before, after),
+        }
+    }
+}
+
+/// One line of a file, as a diagnostic shows it: tabs expanded, and a window around the
+/// offending text when the line is wider than [`WINDOW`]. It tells miette the line's true line
+/// and column numbers, so nothing before the line is needed (a position far down a file costs
+/// nothing to show).
+struct OneLine {
+    name: String,
+    text: String,
+    /// 0-based line and column (in characters) of the offending text in the file.
+    line: usize,
+    col: usize,
+}
+
+impl OneLine {
+    /// The line of `l` and the byte span of the offending text in what is shown.
+    fn new(l: &crate::problem::Location) -> (OneLine, (usize, usize)) {
+        let col = l.col.saturating_sub(1) as usize;
+        let len = (l.len.max(1)) as usize;
+        // Expand tabs, keeping where the offending text starts and ends (in characters).
+        let mut shown: Vec<char> = Vec::with_capacity(l.line_text.len());
+        let (mut start, mut end) = (None, None);
+        for (i, c) in l.line_text.chars().enumerate() {
+            if i == col {
+                start = Some(shown.len());
+            }
+            if i == col + len {
+                end = Some(shown.len());
+            }
+            match c {
+                '\t' => shown.extend(std::iter::repeat_n(' ', TAB - shown.len() % TAB)),
+                c => shown.push(c),
+            }
+        }
+        let start = start.unwrap_or(shown.len());
+        let end = end.unwrap_or(shown.len()).max(start);
+        let (mut from, mut to) = (0, shown.len());
+        if shown.len() > WINDOW {
+            // A third of the window before the offending text, the rest after it.
+            from = start.saturating_sub(WINDOW / 3).min(shown.len().saturating_sub(WINDOW));
+            to = (from + WINDOW).min(shown.len());
+        }
+        let mut text = String::new();
+        if from > 0 {
+            text.push_str("… ");
+        }
+        let bytes = |chars: &[char]| chars.iter().map(|c| c.len_utf8()).sum::<usize>();
+        let label_start = text.len() + bytes(&shown[from..start.clamp(from, to)]);
+        let label_len = bytes(&shown[start.clamp(from, to)..end.clamp(from, to)]).max(1);
+        text.extend(&shown[from..to]);
+        if to < shown.len() {
+            text.push_str(" …");
+        }
+        let line = OneLine { name: l.file.clone(), text, line: l.line.saturating_sub(1) as usize, col };
+        (line, (label_start, label_len))
+    }
+}
+
+impl SourceCode for OneLine {
+    fn read_span<'a>(
+        &'a self,
+        _span: &SourceSpan,
+        _before: usize,
+        _after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        // The whole (shown) line, whatever part is asked for: labels never leave it.
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            self.text.as_bytes(),
+            (0, self.text.len()).into(),
+            self.line,
+            self.col,
+            1,
+        )))
+    }
 }
 
 #[cfg(test)]
@@ -126,6 +218,43 @@ mod tests {
             dialects::creature::compile_texts(&[("f.json".to_owned(), warned.to_owned())]).expect("loads");
         let w = Problem::of_diagnostic(&c.warnings[0]);
         insta::assert_snapshot!("creature_warning", rendered(&w, false, miette::Severity::Warning));
+    }
+
+    /// A PCGen line, tab-separated and over 1,000 columns, is shown as a window around the
+    /// offending text with its tabs expanded; the header keeps the true line and column.
+    #[test]
+    fn a_long_lst_line_shows_a_window_around_the_column() {
+        let filler: Vec<String> = (0..60).map(|i| format!("BONUS:VAR|Filler{i}|{i}")).collect();
+        let line = format!("Longsword\t{}\tMODIFY:ItemLevle|ADD|1\t{}", filler.join("\t"), filler.join("\t"));
+        assert!(line.len() > 2_000, "{}", line.len());
+        let col = line.find("ItemLevle").expect("in the line") + 1;
+        let p = Problem {
+            code: "data.unknown_variable".to_owned(),
+            message: "variable `ItemLevle` is not defined in scope PC.EQUIPMENT or its ancestors".to_owned(),
+            location: Some(Box::new(crate::problem::Location {
+                file: "scr_equip.lst".to_owned(),
+                line: 1234,
+                col: col as u32,
+                line_text: line.clone(),
+                len: 9,
+            })),
+            help: Some("did you mean `ItemLevel`?".to_owned()),
+            ..Default::default()
+        };
+        let shown = problem_in(&p, false);
+        insta::assert_snapshot!("long_lst_line", shown);
+        assert!(shown.contains(&format!("scr_equip.lst:1234:{col}")), "{shown}");
+        assert!(!shown.contains('\t'), "tabs are expanded");
+        assert!(shown.lines().all(|l| l.chars().count() <= 120), "{shown}");
+        // Short lines are shown whole, tabs expanded to the next stop of four.
+        let (one, span) = OneLine::new(&crate::problem::Location {
+            file: "f.lst".to_owned(),
+            line: 1,
+            col: 3,
+            line_text: "A\tB:x".to_owned(),
+            len: 1,
+        });
+        assert_eq!((one.text.as_str(), span), ("A   B:x", (4, 1)), "`B` after the tab");
     }
 
     /// Data, solver and formula problems all render through miette, pointing at the text.

@@ -183,3 +183,100 @@ fn solve_why_explains_the_last_change() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no variable `Nope`"), "{}", text(&out.stderr));
 }
+
+/// A small PCGen campaign in a `data` folder, with a misspelled variable far along a long,
+/// tab-separated `.lst` line.
+fn broken_pcgen_campaign(dir: &Path) -> (PathBuf, usize) {
+    let campaign = dir.join("data/homebrew");
+    std::fs::create_dir_all(&campaign).unwrap();
+    std::fs::write(
+        campaign.join("hb.pcc"),
+        "CAMPAIGN:Homebrew\nDATACONTROL:dc.lst\nVARIABLE:var.lst\nEQUIPMENT:eq.lst\n",
+    )
+    .unwrap();
+    std::fs::write(campaign.join("dc.lst"), "DEFAULTVARIABLEVALUE:NUMBER|0\n").unwrap();
+    std::fs::write(campaign.join("var.lst"), "LOCAL:PC.EQUIPMENT|NUMBER=ItemLevel\n").unwrap();
+    let filler: Vec<String> = (0..40).map(|i| format!("BONUS:VAR|Filler{i}|{i}")).collect();
+    let line = format!("Longsword\t{}\tMODIFY:ItemLevle|SET|3\t{}", filler.join("\t"), filler.join("\t"));
+    let col = line.find("ItemLevle").unwrap() + 1;
+    std::fs::write(campaign.join("eq.lst"), format!("# Equipment\n{line}\n")).unwrap();
+    (campaign.join("hb.pcc"), col)
+}
+
+#[test]
+fn check_reports_for_people_and_for_machines() {
+    let dir = std::env::temp_dir().join(format!("sheetd-check-formats-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (pcc, col) = broken_pcgen_campaign(&dir);
+    let pcc = pcc.display().to_string();
+    let eq = dir.join("data/homebrew/eq.lst").display().to_string();
+
+    // People: a window around the column of the 1,000-column line, tabs expanded, with a hint.
+    let out = sheetd(&["check", &pcc]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("homebrew/eq.lst:2:{col}")), "{stderr}");
+    assert!(stderr.contains("did you mean `ItemLevel`?"), "{stderr}");
+    assert!(!stderr.contains('\t') && stderr.lines().all(|l| l.chars().count() <= 120), "{stderr}");
+
+    // JSON: one document, the file as a path that opens.
+    let out = sheetd(&["check", &pcc, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Json = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["summary"], Json::Null);
+    let e = &doc["errors"][0];
+    assert_eq!(doc["errors"].as_array().unwrap().len(), 1, "{doc:#}");
+    assert_eq!(e["code"], "data.unknown_variable");
+    assert_eq!(e["file"], eq.as_str());
+    assert_eq!((e["line"].as_u64(), e["column"].as_u64()), (Some(2), Some(col as u64)));
+    assert_eq!(e["end_column"].as_u64(), Some(col as u64 + 9));
+    assert_eq!(e["text"], "ItemLevle");
+    assert_eq!(e["help"], "did you mean `ItemLevel`?");
+
+    // GitHub Actions: one annotation per diagnostic, the hint on the message's second line.
+    let out = sheetd(&["check", &pcc, "--format", "github"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "::error file={},line=2,col={col},endColumn={},title=data.unknown_variable::variable `ItemLevle` is not defined in scope PC.EQUIPMENT or its ancestors%0Ahelp: did you mean `ItemLevel`?\n",
+            eq.replace(':', "%3A").replace(',', "%2C"),
+            col + 9
+        )
+    );
+
+    // SARIF 2.1.0: the code as the rule, the place as a region.
+    let out = sheetd(&["check", &pcc, "--format", "sarif"]);
+    assert_eq!(out.status.code(), Some(1));
+    let log: Json = serde_json::from_slice(&out.stdout).expect("a SARIF log");
+    assert_eq!(log["version"], "2.1.0");
+    let run = &log["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "sheetd");
+    assert_eq!(run["tool"]["driver"]["rules"][0]["id"], "data.unknown_variable");
+    let r = &run["results"][0];
+    assert_eq!(
+        (r["ruleId"].as_str(), r["level"].as_str(), r["ruleIndex"].as_u64()),
+        (Some("data.unknown_variable"), Some("error"), Some(0))
+    );
+    let loc = &r["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], eq.as_str());
+    assert_eq!(loc["region"]["startLine"], 2);
+    assert_eq!(loc["region"]["startColumn"].as_u64(), Some(col as u64));
+    assert_eq!(loc["region"]["snippet"]["text"], "ItemLevle");
+
+    // Fixed, every format says so and exits 0; JSON carries the summary.
+    let fixed = std::fs::read_to_string(&eq).unwrap().replace("ItemLevle", "ItemLevel");
+    std::fs::write(&eq, fixed).unwrap();
+    let out = sheetd(&["check", &pcc, "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let doc: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((doc["ok"].as_bool(), doc["summary"]["objects"].as_u64()), (Some(true), Some(1)));
+    assert_eq!(doc["summary"]["skipped_by_kind"]["BONUS"].as_u64(), Some(80), "{doc:#}");
+    for format in ["github", "sarif"] {
+        let out = sheetd(&["check", &pcc, "--format", format]);
+        assert!(out.status.success(), "{format}");
+    }
+    assert_eq!(text(&sheetd(&["check", &pcc, "--format", "github"]).stdout), "");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -937,6 +937,22 @@ impl Rules {
         &self.formats
     }
 
+    /// Calls `each` with the name of every variable visible from `scope` (declared there or
+    /// in an ancestor), for "did you mean" hints (a cold path).
+    pub fn visible_names(&self, scope: ScopeId, each: &mut dyn FnMut(&str)) {
+        let mut chain = Vec::new();
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            chain.push(id);
+            s = self.scopes[id.0 as usize].parent;
+        }
+        for declared in self.by_name.values() {
+            if let Some((_, v)) = declared.iter().find(|(d, _)| chain.contains(d)) {
+                each(&self.vars[v.0 as usize].name);
+            }
+        }
+    }
+
     /// The variable `name` as seen from `scope`: declared there or in an ancestor.
     pub fn resolve(&self, scope: ScopeId, name: &str) -> Option<VarDefId> {
         let declared = if name.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -1045,6 +1061,10 @@ impl Symbols for ScopeSymbols<'_> {
     fn resolve(&self, name: &str) -> Option<(VarId, Format)> {
         let id = self.rules.resolve(self.scope, name)?;
         Some((id.into(), self.rules.var(id).format.clone()))
+    }
+
+    fn names(&self, each: &mut dyn FnMut(&str)) {
+        self.rules.visible_names(self.scope, each);
     }
 
     fn resolve_call(&self, call: &formula::ast::Expr) -> Option<Result<(VarId, Format), String>> {

@@ -50,6 +50,8 @@ struct Tables<'a> {
     rules: &'a Rules,
     kinds: &'a Kinds,
     index: &'a ObjectIndex,
+    /// The draft's objects, by [`ObjectId`] (their keys as written, for hints).
+    objects: &'a [ObjectDraft],
 }
 
 impl Compiler {
@@ -78,7 +80,7 @@ impl Compiler {
         self.catalog = Some(Catalog::new(rules.clone()));
         self.part_scopes(&draft, &kinds, &rules);
         let (index, object_kinds) = self.index_objects(&draft, &kinds);
-        let tables = Tables { rules: &rules, kinds: &kinds, index: &index };
+        let tables = Tables { rules: &rules, kinds: &kinds, index: &index, objects: &draft.objects };
         let objects: Vec<Object> =
             draft.objects.iter().zip(&object_kinds).map(|(o, k)| self.object(&tables, o, *k)).collect();
         let global_mods: Vec<ModTemplate> = draft
@@ -529,7 +531,9 @@ impl Compiler {
             object_kinds.push(kind);
             let Some(k) = kind else {
                 let message = format!("object `{}`: unknown object kind `{}`", o.key, o.kind);
-                self.errors.push(Diagnostic::at(codes::UNKNOWN_KIND, &o.kind, message));
+                let names = kinds.list.iter().map(|k| &*k.name);
+                self.errors
+                    .push(Diagnostic::at(codes::UNKNOWN_KIND, &o.kind, message).suggest(&o.kind.text, names));
                 continue;
             };
             let Some(by_key) = index.get_mut(k.0 as usize) else { continue };
@@ -612,7 +616,9 @@ impl Compiler {
         for g in &o.grants {
             let Some(&gk) = t.kinds.names.get(&g.kind.text.to_ascii_uppercase()) else {
                 let message = format!("GRANT: unknown object kind `{}`", g.kind);
-                self.errors.push(Diagnostic::at(codes::UNKNOWN_KIND, &g.kind, message));
+                let names = t.kinds.list.iter().map(|k| &*k.name);
+                self.errors
+                    .push(Diagnostic::at(codes::UNKNOWN_KIND, &g.kind, message).suggest(&g.kind.text, names));
                 continue;
             };
             let kind = &t.kinds.list[gk.0 as usize];
@@ -623,11 +629,18 @@ impl Compiler {
                     &g.kind,
                     format!("GRANT: {} objects are not granted (only dynamic objects are)", kind.name),
                 )),
-                None => self.errors.push(Diagnostic::at(
-                    codes::UNKNOWN_OBJECT,
-                    &g.key,
-                    format!("GRANT: there is no {} `{}`", kind.name, g.key),
-                )),
+                None => {
+                    let keys = t.index.get(gk.0 as usize).into_iter().flat_map(|m| m.values());
+                    let keys = keys.filter_map(|ids| t.objects.get(ids[0].0 as usize)).map(|o| &*o.key.text);
+                    self.errors.push(
+                        Diagnostic::at(
+                            codes::UNKNOWN_OBJECT,
+                            &g.key,
+                            format!("GRANT: there is no {} `{}`", kind.name, g.key),
+                        )
+                        .suggest(&g.key.text, keys),
+                    )
+                }
             }
         }
         grants
@@ -663,24 +676,15 @@ impl Compiler {
 
     /// Checks one modifier as seen from `scope`; reports and returns `None` when it is wrong.
     fn modifier(&mut self, rules: &Rules, scope: ScopeId, m: &ModDraft, label: &str) -> Option<ModTemplate> {
-        let scope_name = &rules.scope_def(scope).name;
         let Some(def) = rules.resolve(scope, &m.var.text) else {
-            self.errors.push(Diagnostic::at(
-                codes::UNKNOWN_VARIABLE,
-                &m.var,
-                format!("variable `{}` is not defined in scope {scope_name} or its ancestors", m.var),
-            ));
+            self.errors.push(unknown_variable(rules, scope, &m.var));
             return None;
         };
         let var = rules.var(def);
         let kind = match ModKind::parse(&m.kind.text, &var.format) {
             Ok(k) => k,
             Err(msg) => {
-                self.errors.push(Diagnostic::at(
-                    codes::BAD_MODIFIER_TYPE,
-                    &m.kind,
-                    format!("modifier on `{}`: {msg}", var.name),
-                ));
+                self.errors.push(bad_modifier_type(&m.kind, &var.name, msg));
                 return None;
             }
         };
@@ -801,5 +805,29 @@ impl Compiler {
                 None
             }
         }
+    }
+}
+
+/// A modifier's variable that is not visible from `scope`, with the nearest visible name.
+fn unknown_variable(rules: &Rules, scope: ScopeId, var: &Text) -> Diagnostic {
+    let mut names = Vec::new();
+    rules.visible_names(scope, &mut |n| names.push(n.to_owned()));
+    let scope_name = &rules.scope_def(scope).name;
+    Diagnostic::at(
+        codes::UNKNOWN_VARIABLE,
+        var,
+        format!("variable `{var}` is not defined in scope {scope_name} or its ancestors"),
+    )
+    .suggest(&var.text, names.iter().map(String::as_str))
+}
+
+/// A modifier type that is not one, or does not fit variable `var`'s format. A misspelled
+/// type gets a hint; one that does not fit already lists the types that do.
+fn bad_modifier_type(kind: &Text, var: &str, msg: String) -> Diagnostic {
+    let d = Diagnostic::at(codes::BAD_MODIFIER_TYPE, kind, format!("modifier on `{var}`: {msg}"));
+    if ModKind::named(&kind.text).is_err() {
+        d.suggest(&kind.text, ["SET", "MULTIPLY", "DIVIDE", "ADD", "MAX", "MIN", "APPEND"])
+    } else {
+        d
     }
 }

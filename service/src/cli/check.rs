@@ -1,7 +1,11 @@
 //! `sheetd check RULESET...`: load rulesets (each on top of the ones before) and their event
-//! rules, and print a summary, or every problem found with its place and the offending text.
+//! rules, and print a summary, or every problem found with its place and the offending text:
+//! for people (rustc-like, with "did you mean" hints) or, with `--format`, for machines
+//! ([`super::check_format`]).
 
+use super::check_format::{self, Format, Item, Places};
 use clap::Args;
+use data::Diagnostic;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -28,17 +32,32 @@ pub struct CheckArgs {
     /// dialect read.
     #[arg(long, value_name = "DIALECT")]
     pub dialect: Option<String>,
+
+    /// How to report: `human` (rustc-like diagnostics on stderr, a summary on stdout), `json`
+    /// (one document on stdout), `github` (GitHub Actions annotations) or `sarif` (SARIF 2.1.0,
+    /// for code scanning and editors). The exit status is 1 when there are errors, in every
+    /// format.
+    #[arg(long, value_enum, default_value = "human", value_name = "FORMAT")]
+    pub format: Format,
+}
+
+/// What one check found.
+struct Checked {
+    /// The ruleset and its rule book, or the errors.
+    loaded: Result<(std::sync::Arc<data::Ruleset>, events::RuleBook), Vec<Diagnostic>>,
+    /// A dialect's own counts (`features 12`).
+    compiled: Option<Vec<(&'static str, usize)>>,
+    warnings: Vec<Diagnostic>,
+    elapsed: std::time::Duration,
 }
 
 /// Runs `sheetd check`.
-// long: the summary lines, each one line, and the two ways of loading.
 pub fn run(args: CheckArgs) -> ExitCode {
-    let paths: Vec<PathBuf> = args.paths.into_iter().chain(args.rulesets).collect();
+    let paths: Vec<PathBuf> = args.paths.iter().chain(&args.rulesets).cloned().collect();
     if paths.is_empty() {
         eprintln!("error: give at least one ruleset (a .toml file, a directory, or a .pcc)");
         return ExitCode::from(2);
     }
-    let start = Instant::now();
     // With --dialect, the paths are that dialect's: read as `DIALECT:PATH`.
     let specs: Vec<PathBuf> = match &args.dialect {
         None => paths.clone(),
@@ -50,26 +69,99 @@ pub fn run(args: CheckArgs) -> ExitCode {
             }
         },
     };
-    let mut compiled = None;
-    let loaded = crate::dialect::load(&specs).and_then(|l| {
-        for w in &l.warnings {
-            eprint!("{}", crate::render::warning(&crate::problem::Problem::of_diagnostic(w)));
+    let checked = check(&specs);
+    let failed = checked.loaded.is_err();
+    match args.format {
+        Format::Human => human(&args, &paths, checked),
+        format => {
+            let places = Places::new(&paths);
+            let errors: &[Diagnostic] = checked.loaded.as_ref().err().map_or(&[], Vec::as_slice);
+            let rule_warnings: &[Diagnostic] = checked.loaded.as_ref().map_or(&[], |(r, _)| r.warnings());
+            let mut items: Vec<Item<'_>> = Vec::new();
+            for d in errors {
+                items.push(Item { path: place(&places, d), d, warning: false });
+            }
+            for d in checked.warnings.iter().chain(rule_warnings) {
+                items.push(Item { path: place(&places, d), d, warning: true });
+            }
+            let out = match format {
+                Format::Json => {
+                    let summary =
+                        checked.loaded.as_ref().ok().map(|(r, book)| summary_json(&checked, r, book));
+                    check_format::json_report(&items, summary)
+                }
+                Format::Github => check_format::github_report(&items),
+                _ => check_format::sarif_report(&items),
+            };
+            print!("{out}");
+            if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
         }
+    }
+}
+
+fn place(places: &Places, d: &Diagnostic) -> Option<String> {
+    d.at.as_ref().filter(|a| a.line() > 0).map(|a| places.path(a.file()))
+}
+
+/// Loads the rulesets and their rule book, timing it.
+fn check(specs: &[PathBuf]) -> Checked {
+    let start = Instant::now();
+    let mut compiled = None;
+    let mut warnings = Vec::new();
+    let loaded = crate::dialect::load(specs).and_then(|l| {
+        warnings = l.warnings;
         compiled = l.compiled.map(|c| c.counts);
-        let r = l.ruleset;
-        let r = std::sync::Arc::new(r);
+        let r = std::sync::Arc::new(l.ruleset);
         events::RuleBook::compile(r.clone()).map(|book| (r, book))
     });
-    match loaded {
+    Checked { loaded, compiled, warnings, elapsed: start.elapsed() }
+}
+
+/// The summary as JSON: what loaded, the time, the skipped tokens by kind.
+fn summary_json(c: &Checked, r: &data::Ruleset, book: &events::RuleBook) -> serde_json::Value {
+    let s = r.summary();
+    let mut skipped: Vec<(&String, usize)> = r.skipped().iter().map(|(t, p)| (t, p.len())).collect();
+    skipped.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let by_kind: serde_json::Map<String, serde_json::Value> =
+        skipped.into_iter().map(|(t, n)| (t.clone(), n.into())).collect();
+    let dialect: serde_json::Map<String, serde_json::Value> =
+        c.compiled.iter().flatten().map(|(what, n)| ((*what).to_owned(), (*n).into())).collect();
+    serde_json::json!({
+        "elapsed_ms": c.elapsed.as_secs_f64() * 1000.0,
+        "files": s.files,
+        "scopes": s.scopes,
+        "formats": s.formats,
+        "variables": s.variables,
+        "channels": s.channels,
+        "clocks": s.clocks,
+        "stocks": s.stocks,
+        "functions": s.functions,
+        "kinds": s.kinds,
+        "objects": s.objects,
+        "modifiers": s.modifiers,
+        "events": book.events().len(),
+        "rules": book.rules().len(),
+        "dialect": dialect,
+        "skipped_tokens": s.skipped_tokens,
+        "skipped_by_kind": by_kind,
+    })
+}
+
+// long: the summary lines, each one line.
+/// `--format human`: warnings and errors rendered on stderr, the summary on stdout.
+fn human(args: &CheckArgs, paths: &[PathBuf], checked: Checked) -> ExitCode {
+    for w in &checked.warnings {
+        eprint!("{}", crate::render::warning(&crate::problem::Problem::of_diagnostic(w)));
+    }
+    match checked.loaded {
         Ok((r, book)) => {
-            let elapsed = start.elapsed();
             let s = r.summary();
-            println!("ok: {} loaded in {:.1} ms", describe(&paths), elapsed.as_secs_f64() * 1000.0);
+            println!("ok: {} loaded in {:.1} ms", describe(paths), checked.elapsed.as_secs_f64() * 1000.0);
             println!("  files      {:>7}", s.files);
             println!("  scopes     {:>7}", s.scopes);
             println!("  formats    {:>7}", s.formats);
             println!("  variables  {:>7}", s.variables);
-            for (what, n) in compiled.iter().flatten() {
+            for (what, n) in checked.compiled.iter().flatten() {
                 println!("  {what:<10} {n:>7}");
             }
             println!("  channels   {:>7}", s.channels);
@@ -106,7 +198,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
                 println!("             by kind: {}{more}", top.join(", "));
             }
             for w in r.warnings() {
-                eprintln!("warning: {w}");
+                eprint!("{}", crate::render::warning(&crate::problem::Problem::of_diagnostic(w)));
             }
             if args.verbose {
                 let mut skipped: Vec<_> = r.skipped().iter().collect();
@@ -125,7 +217,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             }
             eprintln!(
                 "error: {} could not be loaded: {} error{}",
-                describe(&paths),
+                describe(paths),
                 errors.len(),
                 if errors.len() == 1 { "" } else { "s" }
             );

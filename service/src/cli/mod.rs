@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod check;
+pub mod check_format;
 pub mod client;
 pub mod client_ops;
 pub mod docs;
