@@ -135,3 +135,30 @@ async fn a_flood_of_idle_sockets_does_not_lock_clients_out() {
     assert!(served.is_ok(), "clients locked out by idle sockets");
     drop(flood);
 }
+
+/// `--max-streams` bounds the calls in flight on one connection: with two Watch streams open,
+/// a third call on the same connection waits, and goes through when a stream ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_over_the_stream_limit_wait_for_one_to_end() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &["--max-streams", "2"]);
+    let mut c = server.client().await;
+    let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
+    let id = created.sheet.expect("info").id;
+    let watch = || pb::WatchRequest { sheet_id: id.clone(), variables: vec![], from_revision: None };
+    let first = c.watch(watch()).await.expect("watch").into_inner();
+    let second = c.watch(watch()).await.expect("watch").into_inner();
+    // The same client (one connection) asks a third time: the call waits for a stream.
+    let mut third = c.clone();
+    let waiting = tokio::spawn(async move { third.ping(pb::PingRequest {}).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!waiting.is_finished(), "a third call in flight must wait while two streams are open");
+    // Another connection is not held up.
+    server.client().await.ping(pb::PingRequest {}).await.expect("another connection's call");
+    drop(first);
+    let done = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("goes through once a stream ends");
+    done.expect("joined").expect("ping");
+    drop(second);
+}

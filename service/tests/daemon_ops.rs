@@ -945,6 +945,39 @@ fn offline_batch_solves_jsonl_in_input_order() {
             );
         }
     }
+    // Not a terminal: no progress bar, only the summary.
+    assert!(!summary.contains("ETA") && !summary.contains('\u{1b}'), "{summary}");
+
+    // On a terminal (a pseudo-terminal from util-linux's `script`): a bar with the total, the
+    // rate and the time left, cleared at the end, then the summary.
+    let Some(script) =
+        ["/usr/bin/script", "/bin/script"].into_iter().find(|p| std::path::Path::new(p).exists())
+    else {
+        assert!(std::env::var_os("CI").is_none(), "CI needs util-linux's `script` for the terminal test");
+        eprintln!("notice: no `script`; skipping the progress bar's terminal test");
+        return;
+    };
+    let quote = |p: &std::path::Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    let command = format!(
+        "{} batch --ruleset {} --in {} --out {}",
+        quote(std::path::Path::new(env!("CARGO_BIN_EXE_sheetd"))),
+        quote(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/rulesets/starter"))),
+        quote(&input),
+        quote(&dir.path().join("tty-results.jsonl")),
+    );
+    let tty = Command::new(script)
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env("TERM", "xterm")
+        .output()
+        .expect("run script");
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert_eq!(tty.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("/300 sheets") && shown.contains("ETA") && shown.contains("/s"), "{shown}");
+    assert!(shown.contains("300 sheets: 299 solved, 1 failed"), "{shown}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("tty-results.jsonl")).expect("output").lines().count(),
+        300
+    );
 }
 
 /// The tavern example's game (`docs/examples/tavern-game.json`) over gRPC, with a restart in
@@ -1081,4 +1114,48 @@ async fn a_game_over_grpc_fires_rules_asks_and_replays_after_a_restart() {
     assert_eq!(grpc, in_process);
     drop(c);
     server.stop();
+}
+
+/// A Watch stream has a span of its own for its whole life, inside its call's request (peer,
+/// request id): "watch started" when it opens, "watch ended" with what it sent when it closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_span_covers_the_streams_life() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(&dir.path().join("data"), &["--log-format", "json"]);
+    let mut c = server.client().await;
+    let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
+    let id = created.sheet.expect("info").id;
+    let mut w = c
+        .watch(pb::WatchRequest { sheet_id: id.clone(), variables: vec![], from_revision: None })
+        .await
+        .expect("watch")
+        .into_inner();
+    for (n, v) in ["1", "2"].iter().enumerate() {
+        let add =
+            format!(r#"{{"add_modifier": {{"id": "m{v}", "var": "AC", "type": "ADD", "value": "{v}"}}}}"#);
+        c.apply(apply(&id, Some(n as u64), ops(&[&add]))).await.expect("apply");
+        w.message().await.expect("a message").expect("an event");
+    }
+    drop(w);
+    // The server sees the stream end when the client's reset arrives.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.log().contains("watch ended") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let log = server.stop();
+    let lines: Vec<serde_json::Value> = log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let event = |what: &str| {
+        lines.iter().find(|l| l["message"] == what).unwrap_or_else(|| panic!("{what} in {log}")).clone()
+    };
+    let (started, ended) = (event("watch started"), event("watch ended"));
+    for e in [&started, &ended] {
+        assert_eq!(e["span"]["name"], "watch", "{e}");
+        assert_eq!(e["span"]["sheet"], id.as_str(), "{e}");
+        let request = &e["spans"][0];
+        assert_eq!(request["name"], "request", "{e}");
+        assert!(request["peer"].as_str().is_some_and(|p| p.starts_with("127.0.0.1:")), "{e}");
+    }
+    assert_eq!(started["spans"][0]["request_id"], ended["spans"][0]["request_id"], "one stream, one request");
+    assert_eq!(ended["sent"], 2, "{ended}");
+    assert!(ended["duration_ms"].is_number(), "{ended}");
 }

@@ -105,18 +105,54 @@ pub fn run(args: BatchArgs) -> ExitCode {
     }
 }
 
-/// A spinner on a terminal; nothing otherwise.
-fn progress_bar() -> ProgressBar {
-    if std::io::stderr().is_terminal() {
-        let b = ProgressBar::new_spinner();
-        b.set_style(
-            ProgressStyle::with_template("{spinner} {pos} sheets solved ({per_sec}) {elapsed} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        b
-    } else {
-        ProgressBar::hidden()
+/// On a terminal (stderr), a progress bar: with the number of sheets to solve when it is known
+/// (an input file), the count, rate and time left; else a spinner with the count and rate.
+/// Nothing when stderr is not a terminal (a pipe, a log file, CI).
+fn progress_bar(total: Option<u64>) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
+    match total {
+        Some(n) => {
+            let b = ProgressBar::new(n);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} sheets  {rate}  {elapsed} elapsed, ETA {eta} {msg}",
+                )
+                .map(|s| {
+                    s.with_key("rate", |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0} sheets/s", state.per_sec());
+                    })
+                })
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b
+        }
+        None => {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template("{spinner} {pos} sheets solved ({per_sec}) {elapsed} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            b
+        }
+    }
+}
+
+/// How many sheets an input file holds (its non-blank lines), for the progress bar; `None` for
+/// stdin, or when the file cannot be read (the real read reports why).
+fn count_sheets(input: &std::path::Path) -> Option<u64> {
+    if input.as_os_str() == "-" || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let f = std::fs::File::open(input).ok()?;
+    let mut n = 0u64;
+    for line in BufReader::new(f).split(b'\n') {
+        if line.ok()?.iter().any(|b| !b.is_ascii_whitespace()) {
+            n += 1;
+        }
+    }
+    Some(n)
 }
 
 type Input = Box<dyn BufRead>;
@@ -154,7 +190,7 @@ fn batch(args: &BatchArgs) -> Result<usize, String> {
         .num_threads(args.jobs.unwrap_or(0))
         .build()
         .map_err(|e| format!("cannot start worker threads: {e}"))?;
-    let bar = progress_bar();
+    let bar = progress_bar(count_sheets(&args.input));
     let start = Instant::now();
     let (mut solved, mut failed) = (0usize, 0usize);
     let mut lines =

@@ -97,7 +97,7 @@ pub enum Command {
     /// Each input line is `{"id": "...", "steps": [...], "variables": [...]}` (variables
     /// optional: all when absent); each output line, in input order, is
     /// `{"id": "...", "values": {...}}` or `{"id": "...", "error": [...]}`. Shows a progress bar
-    /// when stderr is a terminal.
+    /// (total, rate, time left) when stderr is a terminal, nothing otherwise.
     Batch(batch::BatchArgs),
 
     /// Inspect a daemon's store (the data directory of `sheetd serve`).

@@ -40,6 +40,9 @@ pub struct Limits {
     pub call_timeout: Duration,
     /// Open connections at once; more are refused until one closes.
     pub max_connections: usize,
+    /// Calls in flight at once on one connection (HTTP/2 streams, a Watch counting for as long
+    /// as it streams); a client's further calls wait for one to end.
+    pub max_streams: u32,
     /// Time for a new connection to complete its TLS and HTTP/2 handshakes.
     pub handshake_timeout: Duration,
     /// A connection with no call in flight for this long is closed.
@@ -86,6 +89,7 @@ impl Default for Limits {
             max_expensive: std::thread::available_parallelism().map_or(2, |n| n.get()),
             call_timeout: Duration::from_secs(60),
             max_connections: 512,
+            max_streams: 128,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
             keepalive_interval: Duration::from_secs(60),

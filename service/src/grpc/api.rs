@@ -521,7 +521,9 @@ impl SheetdService for Api {
             .await?
             .into_inner();
         let crate::engine::Subscription { sheet, rx, replay, current } = sub;
+        let life = WatchLife::start(&req.sheet_id, from, current);
         let state = WatchState {
+            life,
             api: self.clone(),
             sheet,
             rx,
@@ -618,6 +620,8 @@ const SOLVE_CHUNK: usize = 32;
 
 /// A Watch stream's state between events.
 struct WatchState {
+    /// The stream's span, from its start to its end (when this state is dropped).
+    life: WatchLife,
     api: Api,
     sheet: Arc<LiveSheet>,
     rx: broadcast::Receiver<Arc<Event>>,
@@ -631,11 +635,46 @@ struct WatchState {
     done: bool,
 }
 
+/// A Watch stream's life in the logs: a `watch` span opened when the stream starts (inside the
+/// call's span, so with its peer and request id) and closed when the stream ends, however it
+/// ends (the client goes away, the sheet is deleted, the server shuts down), with what it sent.
+struct WatchLife {
+    span: Span,
+    start: std::time::Instant,
+    sent: u64,
+    resyncs: u64,
+}
+
+impl WatchLife {
+    fn start(sheet: &str, from: Option<u64>, current: u64) -> WatchLife {
+        let sheet = LogSafe(&policy::clip(sheet, policy::MAX_ID_BYTES)).to_string();
+        let span = tracing::info_span!("watch", sheet, from_revision = from, current);
+        span.in_scope(|| tracing::info!("watch started"));
+        WatchLife { span, start: std::time::Instant::now(), sent: 0, resyncs: 0 }
+    }
+}
+
+impl Drop for WatchLife {
+    fn drop(&mut self) {
+        let duration_ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (sent, resyncs) = (self.sent, self.resyncs);
+        self.span.in_scope(|| tracing::info!(sent, resyncs, duration_ms, "watch ended"));
+    }
+}
+
 /// The next event for a watcher: replayed revisions first, read from the store one chunk of
 /// `watch_buffer` revisions at a time as the client reads (so a watcher that does not read holds
 /// one chunk at most), then live events. A watcher that fell behind the bounded live buffer gets a
 /// resync (its filtered values now) instead of what it missed.
-async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchResponse, Status>, WatchState)> {
+async fn next_event(st: WatchState) -> Option<(Result<pb::WatchResponse, Status>, WatchState)> {
+    let (item, mut st) = next_event_inner(st).await?;
+    if item.is_ok() {
+        st.life.sent += 1;
+    }
+    Some((item, st))
+}
+
+async fn next_event_inner(mut st: WatchState) -> Option<(Result<pb::WatchResponse, Status>, WatchState)> {
     if st.done {
         return None;
     }
@@ -686,6 +725,8 @@ async fn next_event(mut st: WatchState) -> Option<(Result<pb::WatchResponse, Sta
                 st.rx = st.rx.resubscribe();
                 let reason = format!("the client fell {n} events behind");
                 crate::metrics::METRICS.resyncs.inc();
+                st.life.resyncs += 1;
+                st.life.span.in_scope(|| tracing::info!(behind = n, "watch resynced"));
                 let ev = st.api.engine.resync(&st.sheet, &st.filter, &reason);
                 st.last = ev.revision;
                 return Some((Ok(convert::event(&ev)), st));

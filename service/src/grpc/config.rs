@@ -29,6 +29,7 @@
 //! max_expensive = 2                   # default: the number of cores
 //! call_timeout = 60                   # seconds
 //! max_connections = 512
+//! max_streams = 128                   # calls in flight on one connection
 //! handshake_timeout = 10              # seconds
 //! idle_timeout = 300                  # seconds
 //! keepalive_interval = 60             # seconds
@@ -150,6 +151,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", env = "SHEETD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
 
+    /// Calls in flight at once on one connection (HTTP/2 streams; a Watch counts while it
+    /// streams); a client's further calls wait for one to end [default: 128].
+    #[arg(long, value_name = "N", env = "SHEETD_MAX_STREAMS")]
+    pub max_streams: Option<u32>,
+
     /// Seconds a new connection has to complete its TLS and HTTP handshakes [default: 10].
     #[arg(long, value_name = "SECONDS", env = "SHEETD_HANDSHAKE_TIMEOUT")]
     pub handshake_timeout: Option<u64>,
@@ -264,6 +270,7 @@ struct FileLimits {
     max_expensive: Option<usize>,
     call_timeout: Option<u64>,
     max_connections: Option<usize>,
+    max_streams: Option<u32>,
     handshake_timeout: Option<u64>,
     idle_timeout: Option<u64>,
     keepalive_interval: Option<u64>,
@@ -440,6 +447,7 @@ impl ServeArgs {
             max_expensive: self.max_expensive.or(f.max_expensive).unwrap_or(d.max_expensive).max(1),
             call_timeout: secs(self.call_timeout, f.call_timeout, d.call_timeout),
             max_connections: self.max_connections.or(f.max_connections).unwrap_or(d.max_connections).max(1),
+            max_streams: self.max_streams.or(f.max_streams).unwrap_or(d.max_streams).max(1),
             handshake_timeout: secs(self.handshake_timeout, f.handshake_timeout, d.handshake_timeout),
             idle_timeout: secs(self.idle_timeout, f.idle_timeout, d.idle_timeout),
             keepalive_interval: secs(self.keepalive_interval, f.keepalive_interval, d.keepalive_interval),

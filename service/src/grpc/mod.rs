@@ -81,6 +81,7 @@ pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Resul
         .accept_http1(true)
         .http2_keepalive_interval(Some(limits.keepalive_interval))
         .http2_keepalive_timeout(Some(limits.keepalive_timeout))
+        .max_concurrent_streams(Some(limits.max_streams))
         .layer(conn::TrackLayer)
         .layer(cors(&config.cors_origins)?)
         .layer(inspector::InspectorLayer { enabled: config.inspector })
