@@ -130,6 +130,15 @@ pub struct GrantDraft {
     pub key: Text,
 }
 
+/// A data table as written: its name, its columns' names and formats, its rows' cells.
+#[derive(Clone, Debug)]
+pub struct TableDraft {
+    pub name: Text,
+    pub columns: Vec<Text>,
+    pub formats: Vec<Text>,
+    pub rows: Vec<Vec<Text>>,
+}
+
 /// An object as written.
 #[derive(Clone, Debug)]
 pub struct ObjectDraft {
@@ -191,6 +200,8 @@ pub struct Draft {
     pub objects: Vec<ObjectDraft>,
     /// Modifiers that always apply, on the global scope (PCGen GLOBALMODIFIER files).
     pub global_mods: Vec<ModDraft>,
+    /// Data tables (PCGen DATATABLE files), for `lookup`.
+    pub tables: Vec<TableDraft>,
     /// Tokens read but not used, by token name, with where each was.
     pub skipped: BTreeMap<String, Vec<Origin>>,
     /// Files read, in order.

@@ -36,6 +36,7 @@ pub mod pcgen;
 pub mod record;
 mod ruleset;
 pub mod source;
+pub mod tables;
 
 pub use character::{
     ChannelKind, Character, Expired, Placed, SheetCode, SheetError, SheetOp, Until, codes as sheet_codes,

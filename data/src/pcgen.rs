@@ -12,6 +12,8 @@
 //!   are keyed by it), `TYPE:` (groups), `CATEGORY:` (abilities); `Key.MOD`, `Key.COPY=New` and
 //!   `Key.FORGET` lines, applied after the base objects of their kind, as PCGen does.
 //! - ALIGNMENT and DEITY files give the values of the ALIGNMENT and DEITY formats.
+//! - DATATABLE files give the tables `lookup(TABLE, VALUE, COLUMN)` reads
+//!   ([`crate::tables`]).
 //!
 //! Declarations are read as strictly as PCGen's token tests: one declaration per line, names
 //! of a letter then letters, digits and `_`, exactly one `|` and one `=` where the syntax has one,
@@ -24,7 +26,7 @@ use crate::Map;
 use crate::diag::{Diagnostic, Origin, SourceFile, Text, codes};
 use crate::draft::{
     Draft, FormatDecl, FormatKind, GrantDraft, KindDecl, ModDraft, ObjectDraft, OtherDraft, Presence,
-    ScopeDecl, Selector, VarDecl,
+    ScopeDecl, Selector, TableDraft, VarDecl,
 };
 use crate::source::Files;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,7 @@ use std::sync::Arc;
 /// The file kinds a campaign lists, in the order they are read (definitions before users).
 pub const READ_ORDER: &[&str] = &[
     "DATACONTROL",
+    "DATATABLE",
     "ALIGNMENT",
     "DEITY",
     "VARIABLE",
@@ -55,7 +58,6 @@ const OTHER_FILES: &[&str] = &[
     "BIOSET",
     "CLASS",
     "COMPANIONMOD",
-    "DATATABLE",
     "DOMAIN",
     "KIT",
     "LANGUAGE",
@@ -273,6 +275,10 @@ impl<'d> PcgenReader<'d> {
         };
         self.draft.files.push(shown.to_owned());
         let file = SourceFile::new(shown, text);
+        if kind == "DATATABLE" {
+            self.datatable_file(&file);
+            return;
+        }
         for (_, tokens) in lines(&file) {
             let Some(first) = tokens.first() else { continue };
             // Source header lines (SOURCELONG:..., SOURCESHORT:...) describe the file.
@@ -330,6 +336,62 @@ impl<'d> PcgenReader<'d> {
                 }
                 _ => self.object_line(kind, &tokens, pending),
             }
+        }
+    }
+
+    /// A DATATABLE file: tables written `STARTTABLE:Name`, a row of column names, a row of
+    /// their formats, the rows, `ENDTABLE:Name`; cells separated by commas (a cell may be
+    /// quoted, `"a, b"`); blank lines and `#` comments between.
+    fn datatable_file(&mut self, file: &Arc<SourceFile>) {
+        let mut open: Option<(TableDraft, usize)> = None;
+        for cells in csv_lines(file) {
+            let Some(first) = cells.first() else { continue };
+            let (tag, value) = split_tag(first);
+            match (tag.to_ascii_uppercase().as_str(), value, open.as_mut()) {
+                ("STARTTABLE", Some(name), None) => {
+                    let table =
+                        TableDraft { name, columns: Vec::new(), formats: Vec::new(), rows: Vec::new() };
+                    open = Some((table, 0));
+                }
+                ("STARTTABLE", _, Some((t, _))) => self.draft.errors.push(Diagnostic::at(
+                    codes::SYNTAX,
+                    first,
+                    format!("STARTTABLE inside table `{}`, which has no ENDTABLE before it", t.name),
+                )),
+                ("ENDTABLE", name, Some(_)) => {
+                    let Some((t, _)) = open.take() else { continue };
+                    if name.as_ref().is_some_and(|n| !n.text.eq_ignore_ascii_case(&t.name.text)) {
+                        self.draft.errors.push(Diagnostic::at(
+                            codes::SYNTAX,
+                            first,
+                            format!("ENDTABLE names another table than `{}`, the one it ends", t.name),
+                        ));
+                    }
+                    self.draft.tables.push(t);
+                }
+                ("ENDTABLE", _, None) => self.draft.errors.push(Diagnostic::at(
+                    codes::SYNTAX,
+                    first,
+                    "ENDTABLE with no STARTTABLE before it",
+                )),
+                (_, _, Some((t, seen))) => {
+                    match seen {
+                        0 => t.columns = cells,
+                        1 => t.formats = cells,
+                        _ => t.rows.push(cells),
+                    }
+                    *seen += 1;
+                }
+                (_, _, None) => self.draft.errors.push(Diagnostic::at(
+                    codes::SYNTAX,
+                    first,
+                    "a table's line outside STARTTABLE … ENDTABLE",
+                )),
+            }
+        }
+        if let Some((t, _)) = open {
+            let message = format!("table `{}` has no ENDTABLE", t.name);
+            self.draft.errors.push(Diagnostic::at(codes::SYNTAX, &t.name, message));
         }
     }
 
@@ -885,6 +947,45 @@ fn lines(file: &Arc<SourceFile>) -> impl Iterator<Item = (u32, Vec<Text>)> + '_ 
             }
         }
         (!tokens.is_empty()).then_some((n as u32 + 1, tokens))
+    })
+}
+
+/// The non-comment lines of a comma-separated file (a DATATABLE), each as its cells: trimmed,
+/// a quoted cell (`"a, b"`) without its quotes, empty trailing cells dropped (PCGen's table
+/// lines end in commas). Each cell's origin is its place in the file.
+fn csv_lines(file: &Arc<SourceFile>) -> impl Iterator<Item = Vec<Text>> + '_ {
+    let text = file.text();
+    let base = text.as_ptr() as usize;
+    text.split('\n').filter_map(move |raw| {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let line = line.strip_prefix('\u{feff}').unwrap_or(line);
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            return None;
+        }
+        let bytes = line.as_bytes();
+        let mut cells = Vec::new();
+        let (mut start, mut quoted) = (0usize, false);
+        for i in 0..=bytes.len() {
+            match bytes.get(i) {
+                Some(b'"') => quoted = !quoted,
+                Some(b',') if !quoted => {}
+                Some(_) => continue,
+                None => {}
+            }
+            if quoted || bytes.get(i) == Some(&b'"') {
+                continue;
+            }
+            // At a separating comma or the end of the line: the cell before it.
+            let field = line[start..i].trim();
+            let field = field.strip_prefix('"').and_then(|f| f.strip_suffix('"')).unwrap_or(field);
+            // `field` is a slice of the file's text: its offset is its distance from the start.
+            cells.push(Text::new(field, file.origin(field.as_ptr() as usize - base)));
+            start = i + 1;
+        }
+        while cells.last().is_some_and(|c| c.text.is_empty()) {
+            cells.pop();
+        }
+        (!cells.is_empty()).then_some(cells)
     })
 }
 

@@ -183,8 +183,12 @@ fn starfinder_sizes_and_sheet_errors() {
     assert_eq!(e.code, data::sheet_codes::DUPLICATE_ID);
 }
 
-/// Copies the Starfinder core dataset (and `_universal`) into a temporary `data/` folder.
-fn broken_copy(name: &str, edit: impl FnOnce(&Path)) -> Option<(PathBuf, Vec<data::Diagnostic>)> {
+/// Copies the Starfinder core dataset (and `_universal`) into a temporary `data/` folder, edits
+/// it and loads it.
+fn edited_copy(
+    name: &str,
+    edit: impl FnOnce(&Path),
+) -> Option<(PathBuf, Result<Ruleset, Vec<data::Diagnostic>>)> {
     let root = pcgen_data()?;
     let tmp = std::env::temp_dir().join(format!("sheetd-broken-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
@@ -202,9 +206,35 @@ fn broken_copy(name: &str, edit: impl FnOnce(&Path)) -> Option<(PathBuf, Vec<dat
     }
     let core = data_dir.join("starfinder/paizo/core");
     edit(&core);
-    let errors = data::load(&[core.join("_starfinder_core_rulebook.pcc")]).unwrap_err();
+    let loaded = data::load(&[core.join("_starfinder_core_rulebook.pcc")]);
     let _ = std::fs::remove_dir_all(&tmp);
-    Some((core, errors))
+    Some((core, loaded))
+}
+
+/// A copy of the Starfinder core dataset, edited, that fails to load: its errors.
+fn broken_copy(name: &str, edit: impl FnOnce(&Path)) -> Option<(PathBuf, Vec<data::Diagnostic>)> {
+    let (core, loaded) = edited_copy(name, edit)?;
+    Some((core, loaded.err().unwrap_or_else(|| panic!("{name}: the edited copy loaded"))))
+}
+
+#[test]
+fn starfinder_data_tables_are_looked_up() {
+    let Some((_, loaded)) = edited_copy("tables", |dir| {
+        append(dir, "scr__variables.lst", "GLOBAL:NUMBER=ArmorPrice\nGLOBAL:NUMBER=CarryLimit");
+        append(
+            dir,
+            "scr__globalmodifiers.lst",
+            "MODIFY:ArmorPrice|SET|lookup(\"Item Level Cost\",5,\"Price\")\nMODIFY:CarryLimit|SET|lookup(\"Encumbrance\",STRSCORE,\"Overloaded\")",
+        );
+    }) else {
+        return;
+    };
+    let r = loaded.unwrap_or_else(|e| panic!("{e:#?}"));
+    let mut c = Character::new(Arc::new(r)).unwrap();
+    assert_eq!(num(&c, "ArmorPrice"), "720", "scr__datatables.lst: level 5 costs 720");
+    c.apply(&[input("StatScore", "STR", 9)]).unwrap();
+    assert_eq!(num(&c, "STRSCORE"), "9");
+    assert_eq!(num(&c, "CarryLimit"), "10", "the row `09,04,09,10`");
 }
 
 fn append(dir: &Path, file: &str, line: &str) -> u32 {

@@ -15,6 +15,8 @@
 //! - [`cli`]: one file per subcommand; offline subcommands call the library crates directly.
 //! - [`json`] and [`render`]: the JSON encoding of values and the rustc-like renderer of
 //!   diagnostics, shared by every output.
+//! - [`metrics`] and [`telemetry`]: Prometheus metrics from the calls' spans, and the optional
+//!   OpenTelemetry export of the spans (OTLP, with `traceparent` from the caller).
 //!
 //! ## What it does not do
 //! No language, solving or data logic lives here; that is in `sheetd-formula` and the crates
@@ -33,4 +35,5 @@ pub mod metrics;
 pub mod problem;
 pub mod render;
 pub mod store;
+pub mod telemetry;
 pub mod wire;

@@ -91,13 +91,7 @@ async fn a_watch_stream_is_a_call_in_flight_not_an_idle_connection() {
         &["--handshake-timeout", "1", "--idle-timeout", "1", "--keepalive-interval", "1"],
     );
     let mut c = server.client().await;
-    let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
-    let id = created.sheet.expect("info").id;
-    let mut w = c
-        .watch(pb::WatchRequest { sheet_id: id.clone(), variables: vec![], from_revision: None })
-        .await
-        .expect("watch")
-        .into_inner();
+    let (id, mut w) = server::new_watched_sheet(&mut c).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let mut other = server.client().await;
     let add = r#"{"add_modifier": {"id": "m", "var": "AC", "type": "ADD", "value": "1"}}"#;

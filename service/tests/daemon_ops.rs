@@ -1123,13 +1123,7 @@ async fn a_watch_span_covers_the_streams_life() {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(&dir.path().join("data"), &["--log-format", "json"]);
     let mut c = server.client().await;
-    let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
-    let id = created.sheet.expect("info").id;
-    let mut w = c
-        .watch(pb::WatchRequest { sheet_id: id.clone(), variables: vec![], from_revision: None })
-        .await
-        .expect("watch")
-        .into_inner();
+    let (id, mut w) = server::new_watched_sheet(&mut c).await;
     for (n, v) in ["1", "2"].iter().enumerate() {
         let add =
             format!(r#"{{"add_modifier": {{"id": "m{v}", "var": "AC", "type": "ADD", "value": "{v}"}}}}"#);

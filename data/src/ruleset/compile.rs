@@ -11,7 +11,7 @@ use crate::Map;
 use crate::diag::{Diagnostic, Origin, Text, codes};
 use crate::draft::{Draft, FormatKind, ModDraft, ObjectDraft, Presence, Raw, RawValue, Selector, VarDecl};
 use crate::formats::{Dice, Enumeration, OrderedPair};
-use formula::{ErrorCode, Format, Value};
+use formula::{ErrorCode, ExternalFunction, Format, Value};
 use solver::{
     Catalog, Instruction, InstructionError, ModKind, Order, Rules, RulesBuilder, ScopeId, TemplateSpec,
     VarDefId,
@@ -66,6 +66,7 @@ impl Compiler {
         let declared = self.variables(&draft, &mut b);
         let channels: crate::Set<VarDefId> = declared.channels.iter().map(|&c| VarDefId(c)).collect();
         self.input_function(&draft, &mut b, declared.channels.clone());
+        self.lookup_function(&draft, &mut b);
         let kinds = self.kinds(&draft, &b);
         let aggregates = self.aggregates(&draft, &mut b);
         let rules = Arc::new(b.build());
@@ -449,16 +450,31 @@ impl Compiler {
         }
     }
 
+    /// The data tables and `lookup(TABLE, VALUE, COLUMN)` over them.
+    fn lookup_function(&mut self, draft: &Draft, b: &mut RulesBuilder) {
+        let tables =
+            crate::tables::Tables::compile(&draft.tables, |f| b.formats().parse(f), &mut self.errors);
+        let lookup = crate::tables::Lookup { tables: Arc::new(tables) };
+        self.external(draft, b, Arc::new(lookup), "reads data tables");
+    }
+
     /// `input("CHANNEL")`, which reads the channels declared.
     fn input_function(&mut self, draft: &Draft, b: &mut RulesBuilder, channels: HashSet<u32>) {
-        let Err(e) = b.library_mut().add_external(Arc::new(Input { channels })) else { return };
-        // Only possible when the data defines its own `input` function.
-        let at = draft.functions.iter().find(|(n, _)| n.text.eq_ignore_ascii_case("input"));
+        self.external(draft, b, Arc::new(Input { channels }), "reads channels");
+    }
+
+    /// Adds a function of sheetd's own to the library; the data defining a function of the same
+    /// name is an error at its definition (`does` says what sheetd's does).
+    fn external(&mut self, draft: &Draft, b: &mut RulesBuilder, f: Arc<dyn ExternalFunction>, does: &str) {
+        let name = f.name().to_owned();
+        let Err(e) = b.library_mut().add_external(f) else { return };
+        // Only possible when the data defines its own function of that name.
+        let at = draft.functions.iter().find(|(n, _)| n.text.eq_ignore_ascii_case(&name));
         self.errors.push(match at {
             Some((n, _)) => Diagnostic::at(
                 codes::BAD_FUNCTION,
                 n,
-                format!("`input` reads channels and cannot be redefined ({})", e.message),
+                format!("`{name}` {does} and cannot be redefined ({})", e.message),
             ),
             None => Diagnostic::nowhere(codes::BAD_FUNCTION, e.message),
         });

@@ -13,7 +13,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(config.log_format);
     tune_memory();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
@@ -22,9 +21,25 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // The trace exporter's connection runs on the runtime.
+    let telemetry = match config.otlp_endpoint.as_deref().map(|e| {
+        let _on_the_runtime = runtime.enter();
+        crate::telemetry::Telemetry::start(e)
+    }) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(config.log_format, telemetry.as_ref());
     // One line on stdout for people and scripts (tests read the port from it).
     let announce = |l: &crate::grpc::Listening| println!("sheetd serving on {} (store {})", l.url, l.store);
     let result = runtime.block_on(crate::grpc::serve(config, announce));
+    if let Some(Err(e)) = telemetry.map(crate::telemetry::Telemetry::shutdown) {
+        eprintln!("warning: {e}");
+    }
     // Blocking work still running past the grace period (a call stuck in a slow disk, say) must
     // not keep the process alive: every accepted change is already durable.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -73,8 +88,9 @@ fn limit_malloc_arenas() {
 }
 
 /// Logs to stderr, as text or JSON lines; `RUST_LOG` sets levels (default `info`). The calls'
-/// spans also feed the metrics ([`crate::metrics::CallLayer`]), whatever the log level.
-fn init_logging(format: LogFormat) {
+/// spans also feed the metrics ([`crate::metrics::CallLayer`]), whatever the log level; and,
+/// with an OTLP endpoint, sheetd's own spans and events at `info` and above go to it.
+fn init_logging(format: LogFormat, telemetry: Option<&crate::telemetry::Telemetry>) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::{EnvFilter, Layer, filter::filter_fn, fmt};
@@ -88,5 +104,10 @@ fn init_logging(format: LogFormat) {
         }
     };
     let calls = crate::metrics::CallLayer.with_filter(filter_fn(|m| m.is_span() && m.name() == "call"));
-    let _ = tracing_subscriber::registry().with(logs.with_filter(filter)).with(calls).try_init();
+    let traces = telemetry.map(|t| {
+        let sheetd_only =
+            tracing_subscriber::filter::Targets::new().with_target("sheetd", tracing::Level::INFO);
+        tracing_opentelemetry::layer().with_tracer(t.tracer()).with_filter(sheetd_only)
+    });
+    let _ = tracing_subscriber::registry().with(logs.with_filter(filter)).with(calls).with(traces).try_init();
 }

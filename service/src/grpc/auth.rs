@@ -204,6 +204,7 @@ where
         let request_id = request_id(req.headers().get("x-request-id"));
         let echo = http::HeaderValue::from_str(&request_id).ok();
         let span = tracing::info_span!("request", peer = %peer, request_id = %request_id);
+        crate::telemetry::join_caller_trace(&span, req.headers());
         let header = req.headers().get(http::header::AUTHORIZATION).map(|v| v.as_bytes());
         let path = req.uri().path().to_owned();
         let with_id = move |mut r: http::Response<R>| {

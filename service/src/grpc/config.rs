@@ -8,6 +8,7 @@
 //! log_format = "text"                 # or "json"
 //! inspector = true                    # the web inspector at / (--no-inspector)
 //! metrics_listen = "127.0.0.1:9090"   # Prometheus metrics at /metrics (off when absent)
+//! otlp_endpoint = "http://127.0.0.1:4317"  # OpenTelemetry traces over OTLP/gRPC (off when absent)
 //! ruleset_roots = ["/srv/sheetd/rulesets"]  # where LoadRuleset may read (docs/api.md#security)
 //!
 //! [rulesets]                          # preloaded: id = [paths], loaded in order
@@ -212,6 +213,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", env = "SHEETD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
 
+    /// Export traces to an OpenTelemetry collector over OTLP/gRPC (`http://host:4317`): the
+    /// request, call and Watch spans; a request's W3C `traceparent` joins the caller's trace.
+    /// Off by default.
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+
     /// Do not serve the web inspector's page at `/` (it is served by default; its calls need
     /// the same tokens as any client's).
     #[arg(long, env = "SHEETD_NO_INSPECTOR")]
@@ -236,6 +243,7 @@ pub enum LogFormat {
 struct FileConfig {
     listen: Option<SocketAddr>,
     metrics_listen: Option<SocketAddr>,
+    otlp_endpoint: Option<String>,
     inspector: Option<bool>,
     data_dir: Option<PathBuf>,
     default_ruleset: Option<String>,
@@ -318,6 +326,8 @@ pub struct ServeConfig {
     pub inspector: bool,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// Where traces are exported, if anywhere.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// The default data directory: `$XDG_DATA_HOME/sheetd`, else `~/.local/share/sheetd`, else
@@ -400,6 +410,7 @@ impl ServeArgs {
             log_format: self.log_format.or(file.log_format).unwrap_or_default(),
             inspector: !self.no_inspector && file.inspector.unwrap_or(true),
             metrics_listen: self.metrics_listen.or(file.metrics_listen),
+            otlp_endpoint: self.otlp_endpoint.or(file.otlp_endpoint).filter(|e| !e.is_empty()),
         })
     }
 

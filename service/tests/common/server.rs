@@ -178,6 +178,19 @@ impl Drop for Server {
     }
 }
 
+/// A new empty sheet, and a Watch on it from its current revision.
+#[allow(dead_code, reason = "not every test file uses it")]
+pub async fn new_watched_sheet(c: &mut Client) -> (String, tonic::Streaming<pb::WatchResponse>) {
+    let created = c.create_sheet(pb::CreateSheetRequest::default()).await.expect("create").into_inner();
+    let id = created.sheet.expect("info").id;
+    let w = c
+        .watch(pb::WatchRequest { sheet_id: id.clone(), variables: vec![], from_revision: None })
+        .await
+        .expect("watch")
+        .into_inner();
+    (id, w)
+}
+
 /// Operations from JSON steps, as `sheetd client --step` takes them.
 #[allow(dead_code, reason = "not every test file uses it")]
 pub fn ops(steps: &[&str]) -> Vec<pb::Operation> {
