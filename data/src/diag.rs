@@ -274,6 +274,8 @@ pub enum DiagCode {
     LiteralLikeFormula,
     /// A declared variable name outside PCGen's rule: a letter, then letters, digits and `_`.
     BadName,
+    /// A `FACT:` no `FACTDEF` declares for its object's kind.
+    UnknownFact,
     /// A code of a layer above this crate that reports through its diagnostics (the events
     /// layer's `events.unknown_event`): documented by that layer.
     Layer(&'static str),
@@ -307,6 +309,7 @@ impl DiagCode {
             DiagCode::BadReference => "data.bad_reference",
             DiagCode::LiteralLikeFormula => "data.literal_like_formula",
             DiagCode::BadName => "data.bad_name",
+            DiagCode::UnknownFact => "data.unknown_fact",
             DiagCode::Layer(code) => code,
         }
     }
@@ -351,4 +354,5 @@ pub mod codes {
     pub const BAD_REFERENCE: DiagCode = DiagCode::BadReference;
     pub const LITERAL_LIKE_FORMULA: DiagCode = DiagCode::LiteralLikeFormula;
     pub const BAD_NAME: DiagCode = DiagCode::BadName;
+    pub const UNKNOWN_FACT: DiagCode = DiagCode::UnknownFact;
 }

@@ -6,6 +6,7 @@
 
 use crate::diag::{Diagnostic, Origin, Text};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// How a kind's objects come to be on a sheet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +140,25 @@ pub struct TableDraft {
     pub rows: Vec<Vec<Text>>,
 }
 
+/// A fact objects of a kind may carry (PCGen `FACTDEF:KIND|Name` with `DATAFORMAT:`).
+#[derive(Clone, Debug)]
+pub struct FactDef {
+    pub kind: Text,
+    pub name: Text,
+    /// The format of its values; `None`: STRING.
+    pub format: Option<Text>,
+}
+
+/// The facts and visibility of a value of an enumeration read from files (a PCGen DEITY).
+#[derive(Clone, Debug)]
+pub struct EnumFacts {
+    /// The enumeration format (`DEITY`).
+    pub kind: Arc<str>,
+    pub key: Text,
+    pub facts: Vec<(Text, Text)>,
+    pub visible: Option<Text>,
+}
+
 /// An object as written.
 #[derive(Clone, Debug)]
 pub struct ObjectDraft {
@@ -157,6 +177,11 @@ pub struct ObjectDraft {
     pub parts: Vec<(u32, ModDraft)>,
     /// How many parts the object has at least (native `parts = n`).
     pub part_count: u32,
+    /// Facts about it (PCGen `FACT:Name|value`), read by `getFact`; a later one of the same
+    /// name replaces an earlier one.
+    pub facts: Vec<(Text, Text)>,
+    /// Where it shows (PCGen `VISIBLE:YES|NO|DISPLAY|EXPORT|QUALIFY`), for `listAll`'s views.
+    pub visible: Option<Text>,
     pub at: Origin,
 }
 
@@ -174,6 +199,8 @@ impl ObjectDraft {
             grants: Vec::new(),
             parts: Vec::new(),
             part_count: 0,
+            facts: Vec::new(),
+            visible: None,
             at,
         }
     }
@@ -202,6 +229,10 @@ pub struct Draft {
     pub global_mods: Vec<ModDraft>,
     /// Data tables (PCGen DATATABLE files), for `lookup`.
     pub tables: Vec<TableDraft>,
+    /// The facts objects may carry (PCGen FACTDEF), for `getFact`.
+    pub fact_defs: Vec<FactDef>,
+    /// The facts of enumeration values read from files (PCGen DEITY and ALIGNMENT lines).
+    pub enum_facts: Vec<EnumFacts>,
     /// Tokens read but not used, by token name, with where each was.
     pub skipped: BTreeMap<String, Vec<Origin>>,
     /// Files read, in order.

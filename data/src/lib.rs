@@ -10,6 +10,9 @@
 //! - Checks the draft once ([`Ruleset::compile`]): scopes, formats (ORDEREDPAIR, DICE,
 //!   enumerations — [`formats`]), defaults, functions, declarations, every object's modifiers.
 //!   Every problem is a [`Diagnostic`] pointing at file:line:col with the offending text.
+//! - Adds the functions that read the data rather than the character: `input` (channels),
+//!   `lookup` over data tables ([`tables`]), `getFact` and `listAll` over objects' facts
+//!   ([`facts`]); each call checked when its formula compiles.
 //! - [`Character`]: a ruleset plus the objects a character has, channel inputs and ad-hoc
 //!   modifiers, changed by atomic batches of [`SheetOp`]s, following PCGen's activation rules.
 //!
@@ -29,6 +32,7 @@ type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 mod character;
 pub mod diag;
 pub mod draft;
+pub mod facts;
 pub mod formats;
 pub mod history;
 pub mod native;

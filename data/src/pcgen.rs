@@ -25,8 +25,8 @@
 use crate::Map;
 use crate::diag::{Diagnostic, Origin, SourceFile, Text, codes};
 use crate::draft::{
-    Draft, FormatDecl, FormatKind, GrantDraft, KindDecl, ModDraft, ObjectDraft, OtherDraft, Presence,
-    ScopeDecl, Selector, TableDraft, VarDecl,
+    Draft, EnumFacts, FactDef, FormatDecl, FormatKind, GrantDraft, KindDecl, ModDraft, ObjectDraft,
+    OtherDraft, Presence, ScopeDecl, Selector, TableDraft, VarDecl,
 };
 use crate::source::Files;
 use std::path::{Path, PathBuf};
@@ -47,9 +47,14 @@ pub const READ_ORDER: &[&str] = &[
     "RACE",
     "TEMPLATE",
     "ABILITY",
+    "DOMAIN",
+    "COMPANIONMOD",
     "EQUIPMENT",
     "EQUIPMOD",
 ];
+
+/// How a FACT token is written, for its error.
+const FACT_SHAPE: &str = "FACT is written FACT:Name|value, e.g. FACT:BaseSize|M";
 
 /// Campaign tokens that name data files sheetd does not read (their existence is checked).
 const OTHER_FILES: &[&str] = &[
@@ -57,8 +62,6 @@ const OTHER_FILES: &[&str] = &[
     "ARMORPROF",
     "BIOSET",
     "CLASS",
-    "COMPANIONMOD",
-    "DOMAIN",
     "KIT",
     "LANGUAGE",
     "SHIELDPROF",
@@ -75,6 +78,8 @@ const OBJECT_FILES: &[(&str, &str, Option<&str>)] = &[
     ("RACE", "RACE", None),
     ("TEMPLATE", "TEMPLATE", None),
     ("ABILITY", "ABILITY", None),
+    ("DOMAIN", "DOMAIN", None),
+    ("COMPANIONMOD", "COMPANIONMOD", None),
     ("EQUIPMENT", "EQUIPMENT", None),
     ("EQUIPMOD", "EQUIPMOD", None),
 ];
@@ -149,6 +154,8 @@ impl<'d> PcgenReader<'d> {
                 kind("RACE", "PC.RACE", Presence::Listed, false, None),
                 kind("TEMPLATE", "PC", Presence::Listed, false, None),
                 kind("ABILITY", "PC", Presence::Listed, false, None),
+                kind("DOMAIN", "PC", Presence::Listed, false, None),
+                kind("COMPANIONMOD", "PC", Presence::Listed, false, None),
                 kind("EQUIPMENT", "PC.EQUIPMENT", Presence::Listed, false, Some("PC.EQUIPMENT.PART")),
                 kind("EQUIPMOD", "PC.EQUIPMENT.PART", Presence::Listed, true, None),
             ]);
@@ -304,19 +311,7 @@ impl<'d> PcgenReader<'d> {
                         }
                     }
                 }
-                "ALIGNMENT" | "DEITY" => {
-                    let key = tokens[1..]
-                        .iter()
-                        .find_map(|tok| match split_tag(tok) {
-                            (tag, Some(v)) if tag.eq_ignore_ascii_case("KEY") => Some(v),
-                            _ => None,
-                        })
-                        .unwrap_or_else(|| first.clone());
-                    self.draft.enum_values.push((kind.to_owned(), key));
-                    for tok in &tokens[1..] {
-                        self.draft.skip(split_tag(tok).0, tok.at.clone());
-                    }
-                }
+                "ALIGNMENT" | "DEITY" => self.enum_value_line(kind, &tokens),
                 "DYNAMIC" => {
                     let (tag, value) = split_tag(first);
                     let Some(key) = value.filter(|v| !v.text.is_empty()) else {
@@ -395,6 +390,32 @@ impl<'d> PcgenReader<'d> {
         }
     }
 
+    /// An ALIGNMENT or DEITY line: a value of that enumeration format (its `KEY:`, else its
+    /// name), with its facts and visibility.
+    fn enum_value_line(&mut self, kind: &str, tokens: &[Text]) {
+        let first = &tokens[0];
+        let key = tokens[1..]
+            .iter()
+            .find_map(|tok| match split_tag(tok) {
+                (tag, Some(v)) if tag.eq_ignore_ascii_case("KEY") => Some(v),
+                _ => None,
+            })
+            .unwrap_or_else(|| first.clone());
+        self.draft.enum_values.push((kind.to_owned(), key.clone()));
+        let mut value = EnumFacts { kind: Arc::from(kind), key, facts: Vec::new(), visible: None };
+        for tok in &tokens[1..] {
+            match split_tag(tok) {
+                (tag, Some(v)) if tag.eq_ignore_ascii_case("FACT") => match v.text.find('|') {
+                    Some(i) if i > 0 => value.facts.push((v.slice(0, i), v.slice(i + 1, v.text.len()))),
+                    _ => self.draft.errors.push(Diagnostic::at(codes::SYNTAX, &v, FACT_SHAPE)),
+                },
+                (tag, Some(v)) if tag.eq_ignore_ascii_case("VISIBLE") => value.visible = Some(v),
+                (tag, _) => self.draft.skip(tag, tok.at.clone()),
+            }
+        }
+        self.draft.enum_facts.push(value);
+    }
+
     fn datacontrol_line(&mut self, tokens: &[Text]) {
         let first = &tokens[0];
         let (tag, value) = split_tag(first);
@@ -404,6 +425,7 @@ impl<'d> PcgenReader<'d> {
                 self.skip_rest(&tokens[1..]);
             }
             ("FUNCTION", Some(name)) => self.function(name, &tokens[1..]),
+            ("FACTDEF", Some(v)) => self.fact_def(v, &tokens[1..]),
             ("DYNAMICSCOPE", Some(name)) => {
                 let upper = name.text.to_ascii_uppercase();
                 let scope = Text::new(&format!("PC.{upper}"), name.at.clone());
@@ -452,6 +474,32 @@ impl<'d> PcgenReader<'d> {
                 "DEFAULTVARIABLEVALUE is written FORMAT|value, e.g. NUMBER|0",
             )),
         }
+    }
+
+    /// `FACTDEF:KIND|Name` with its `DATAFORMAT:` among `rest` (STRING when absent): a fact
+    /// objects of `KIND` may carry, for `getFact`.
+    fn fact_def(&mut self, v: Text, rest: &[Text]) {
+        let bars: Vec<usize> = v.text.match_indices('|').map(|(i, _)| i).collect();
+        let (kind, name) = match bars[..] {
+            [i] if i > 0 && i + 1 < v.text.len() => (v.slice(0, i), v.slice(i + 1, v.text.len())),
+            _ => {
+                let e = Diagnostic::at(
+                    codes::SYNTAX,
+                    &v,
+                    "FACTDEF is written FACTDEF:KIND|Name, e.g. FACTDEF:RACE|BaseSize",
+                );
+                self.draft.errors.push(e);
+                return;
+            }
+        };
+        let mut format = None;
+        for tok in rest {
+            match split_tag(tok) {
+                (tag, Some(f)) if tag.eq_ignore_ascii_case("DATAFORMAT") => format = Some(f),
+                (tag, _) => self.draft.skip(&tag.to_ascii_uppercase(), tok.at.clone()),
+            }
+        }
+        self.draft.fact_defs.push(FactDef { kind, name, format });
     }
 
     /// `FUNCTION:name` with its `VALUE:` body among `rest`.
@@ -614,6 +662,12 @@ impl<'d> PcgenReader<'d> {
             }
             None => (None, first.clone()),
         };
+        // A companion mod's line starts with what it applies to, `FOLLOWER:Class=Level`; PCGen
+        // names it nothing of its own, sheetd keys it by that (`AnimalCompanionLVL=1`).
+        let name = match split_tag(&name) {
+            (tag, Some(v)) if obj_kind == "COMPANIONMOD" && tag.eq_ignore_ascii_case("FOLLOWER") => v,
+            _ => name,
+        };
         let special = [(".MOD", 0), (".FORGET", 1)]
             .into_iter()
             .find(|(suffix, _)| name.text.ends_with(suffix))
@@ -760,6 +814,11 @@ impl<'d> PcgenReader<'d> {
                 }
                 self.draft.skip(&upper, tok.at.clone());
             }
+            "FACT" => match v.text.find('|') {
+                Some(i) if i > 0 => obj.facts.push((v.slice(0, i), v.slice(i + 1, v.text.len()))),
+                _ => errors.push(Diagnostic::at(codes::SYNTAX, &v, FACT_SHAPE)),
+            },
+            "VISIBLE" => obj.visible = Some(v),
             "KEY" | "CATEGORY" => {}
             _ if key_token.is_some_and(|k| k == upper) => {}
             _ => self.draft.skip(&upper, tok.at.clone()),

@@ -155,3 +155,37 @@ fn aggregates_written_wrong_are_errors_at_their_text() {
         assert!(shown.contains(code), "{modify}: {shown}");
     }
 }
+
+/// PCGen's `getOther("SCOPE", OBJECT, Var)` in a native ruleset: with the object's key as a
+/// literal it reads the instance added under that key; with a variable that holds instances of
+/// SCOPE it reads through it, as `Foreman.STR` does.
+#[test]
+fn get_other_reads_by_key_or_through_a_holder() {
+    let guild = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/guild/guild.toml"),
+    )
+    .unwrap();
+    let text = guild
+        .replace(
+            "  { var = \"ForemanSTR\", set = \"Foreman.STR\" },",
+            "  { var = \"ForemanSTR\", set = \"getOther(\\\"PC.WORKER\\\", Foreman, STR)\" },\n  { var = \"KeySTR\", set = \"getOther(\\\"PC.WORKER\\\", \\\"Smith\\\", STR)\" },",
+        )
+        .replace("[variables.PC]\n", "[variables.PC]\nKeySTR = \"NUMBER\"\n");
+    assert_ne!(text, guild);
+    let r = data::load_str(&text, "guild.toml").unwrap_or_else(|e| panic!("{e:#?}"));
+    let mut c = Character::new(Arc::new(r)).unwrap();
+    c.apply(&[
+        add("WORKER", "Smith", Some("smith"), None),
+        add("WORKER", "Porter", None, None),
+        foreman("Porter"),
+    ])
+    .unwrap();
+    assert_eq!(value(&c, "ForemanSTR"), "14", "through the holder");
+    c.apply(&[foreman("smith")]).unwrap();
+    assert_eq!(value(&c, "ForemanSTR"), "16", "the edge moved with the holder");
+    // `"Smith"` is the key: the instance added as `smith` is not it, so KeySTR has no value.
+    let e = c.sheet().value("KeySTR").unwrap().unwrap_err();
+    assert_eq!(e.code, "solver.depends_on_error");
+    c.apply(&[SheetOp::RemoveObject("smith".into()), add("WORKER", "Smith", None, None)]).unwrap();
+    assert_eq!(value(&c, "KeySTR"), "16", "the instance added under the key");
+}

@@ -193,6 +193,9 @@ pub struct Reference {
     pub var: VarDefId,
     /// The variable read, compiled as a formula in each scope where the name resolves.
     pub reads: Vec<(ScopeId, Arc<Formula>)>,
+    /// The scope the instance must be of (PCGen's `getOther("PC.STAT", "STR", Score)`); `None`
+    /// for `@id.Var`, which reads the instance whatever its scope.
+    pub within: Option<ScopeId>,
 }
 
 /// A read through a variable that holds an instance's id, `creature.STR`, kept as a variable
@@ -210,6 +213,10 @@ pub struct Pointer {
     /// The variable read (`STR`), compiled in `held`.
     pub read: Arc<Formula>,
 }
+
+/// A reference declared: its variable, the instance's key, the name read, the scope the
+/// instance must be of.
+type PendingReference = (VarDefId, Arc<str>, Arc<str>, Option<ScopeId>);
 
 /// An aggregate declared, its formulas not compiled yet.
 struct PendingAggregate {
@@ -236,8 +243,9 @@ pub struct RulesBuilder {
     /// Aggregates declared, by canonical text in lower case.
     aggregates: Vec<PendingAggregate>,
     aggregate_names: Map<String, usize>,
-    /// References declared (`@id.Var`): the variable, the key, the name read.
-    references: Vec<(VarDefId, Arc<str>, Arc<str>)>,
+    /// References declared (`@id.Var`, `getOther`): the variable, the key, the name read, the
+    /// scope the instance must be of.
+    references: Vec<PendingReference>,
     /// Reads through holders declared (`creature.STR`): the variable, the holder, the name read.
     pointers: Vec<(VarDefId, VarDefId, Arc<str>)>,
 }
@@ -454,8 +462,9 @@ impl RulesBuilder {
         self.aggregates.iter().map(|a| &*a.text)
     }
 
-    /// Whether formula `text` may call an aggregate or read a reference — it holds `@`, or a
-    /// `count(`, `sum(`, `min(` or `max(` whose first argument names a scope — by a look at the
+    /// Whether formula `text` may call an aggregate or read a reference — it holds `@`,
+    /// `getOther(`, or a `count(`, `sum(`, `min(` or `max(` whose first argument names a scope,
+    /// or a `.` where a variable holds instances — by a look at the
     /// text, without parsing it (a ruleset's formulas are mostly neither, and PCGen's use
     /// `min` and `max` of numbers a great deal).
     pub fn may_declare(&self, text: &str) -> bool {
@@ -463,6 +472,9 @@ impl RulesBuilder {
             return true;
         }
         let lower = text.to_ascii_lowercase();
+        if lower.contains("getother(") {
+            return true;
+        }
         ["count(", "sum(", "min(", "max("].iter().any(|call| {
             lower.match_indices(call).any(|(at, _)| {
                 let rest = &text[at + call.len()..];
@@ -500,6 +512,9 @@ impl RulesBuilder {
                 self.reference(name)?;
                 self.pointer(name)?;
                 self.aggregates_in(index)
+            }
+            ExprKind::Call { name, args, .. } if name.eq_ignore_ascii_case("getOther") => {
+                self.get_other(e, args)
             }
             ExprKind::Call { name, args, .. } => {
                 for a in args {
@@ -541,13 +556,101 @@ impl RulesBuilder {
                 self.scopes[b.scope.0 as usize].name
             )));
         }
+        self.declare_reference(name, key, var, format, None)
+    }
+
+    /// Declares the global variable `name` reading `var` (of `format`) of the instance keyed
+    /// `key`, of scope `within` if given; declaring it again is harmless.
+    fn declare_reference(
+        &mut self,
+        name: &str,
+        key: &str,
+        var: &str,
+        format: Format,
+        within: Option<ScopeId>,
+    ) -> Result<(), SolveError> {
         if self.references.iter().any(|(v, ..)| self.vars[v.0 as usize].name.eq_ignore_ascii_case(name)) {
             return Ok(());
         }
         let global = self.scopes[0].name.clone();
         let id = self.declare(name, &global, format, true)?;
         self.vars[id.0 as usize].aggregate = Some(AggKind::Ref);
-        self.references.push((id, Arc::from(key), Arc::from(var)));
+        self.references.push((id, Arc::from(key), Arc::from(var), within));
+        Ok(())
+    }
+
+    /// Declares PCGen's `getOther("SCOPE", OBJECT, Var)` — `Var` as seen from the instance of
+    /// `SCOPE` that `OBJECT` names — as a variable named by the call's canonical text: a
+    /// reference when `OBJECT` is the instance's key as a string literal
+    /// (`getOther("PC.STAT", "STR", Score)`), a read through a holder when it is a variable
+    /// that holds instances of `SCOPE`.
+    fn get_other(
+        &mut self,
+        call: &formula::ast::Expr,
+        args: &[formula::ast::Expr],
+    ) -> Result<(), SolveError> {
+        use formula::ast::ExprKind;
+        let text = call.to_string();
+        let bad = |m: String| SolveError::new(codes::BAD_REFERENCE, format!("`{text}`: {m}"));
+        let [scope, object, var] = args else {
+            return Err(bad(format!(
+                "getOther takes 3 arguments, a scope, an object and a variable (getOther(\"PC.STAT\", \"STR\", Score)); this has {}",
+                args.len()
+            )));
+        };
+        let ExprKind::Str(scope) = &scope.kind else {
+            return Err(bad("the scope is a string literal, e.g. \"PC.SKILL\"".to_owned()));
+        };
+        let scope = lookup_scope(&self.scope_names, &self.scopes, scope)?;
+        let scope_name = self.scopes[scope.0 as usize].name.clone();
+        let ExprKind::Var(var) = &var.kind else {
+            return Err(bad("the variable read is a name, e.g. Score".to_owned()));
+        };
+        let read = self.var_names.get(&var.to_ascii_lowercase()).and_then(|ds| {
+            ds.iter().copied().find(|d| ancestor_or_self(&self.scopes, self.vars[d.0 as usize].scope, scope))
+        });
+        let Some(read) = read else {
+            return Err(bad(format!("scope {scope_name} has no variable `{var}`")));
+        };
+        let format = self.vars[read.0 as usize].format.clone();
+        match &object.kind {
+            ExprKind::Str(key) => self.declare_reference(&text, key, var, format, Some(scope)),
+            ExprKind::Var(holder) => {
+                let holders = self.var_names.get(&holder.to_ascii_lowercase()).cloned().unwrap_or_default();
+                let Some(h) = holders.into_iter().find(|h| self.vars[h.0 as usize].holds == Some(scope))
+                else {
+                    return Err(bad(format!(
+                        "`{holder}` is not a variable that holds instances of {scope_name} (the object is its key as a string literal, or such a variable)"
+                    )));
+                };
+                self.declare_pointer(&text, h, var, format)
+            }
+            _ => Err(bad(format!(
+                "the object is its key as a string literal (\"STR\") or a variable that holds instances of {scope_name}"
+            ))),
+        }
+    }
+
+    /// Declares the variable `name`, in holder `h`'s scope, reading `field` (of `format`) of the
+    /// instance `h` names; declaring it again is harmless.
+    fn declare_pointer(
+        &mut self,
+        name: &str,
+        h: VarDefId,
+        field: &str,
+        format: Format,
+    ) -> Result<(), SolveError> {
+        if self
+            .pointers
+            .iter()
+            .any(|(v, holder, _)| *holder == h && self.vars[v.0 as usize].name.eq_ignore_ascii_case(name))
+        {
+            return Ok(());
+        }
+        let scope_name = self.scopes[self.vars[h.0 as usize].scope.0 as usize].name.clone();
+        let id = self.declare(name, &scope_name, format, true)?;
+        self.vars[id.0 as usize].aggregate = Some(AggKind::Via);
+        self.pointers.push((id, h, Arc::from(field)));
         Ok(())
     }
 
@@ -568,9 +671,8 @@ impl RulesBuilder {
             .filter(|h| self.vars[h.0 as usize].holds.is_some())
             .collect();
         for h in holders {
-            let (scope, held) = (self.vars[h.0 as usize].scope, self.vars[h.0 as usize].holds);
             // Filtered above: a holder holds a scope.
-            let Some(held) = held else { continue };
+            let Some(held) = self.vars[h.0 as usize].holds else { continue };
             let read = self.var_names.get(&field.to_ascii_lowercase()).and_then(|ds| {
                 ds.iter()
                     .copied()
@@ -586,10 +688,7 @@ impl RulesBuilder {
                 ));
             };
             let format = self.vars[read.0 as usize].format.clone();
-            let scope_name = self.scopes[scope.0 as usize].name.clone();
-            let id = self.declare(name, &scope_name, format, true)?;
-            self.vars[id.0 as usize].aggregate = Some(AggKind::Via);
-            self.pointers.push((id, h, Arc::from(field)));
+            self.declare_pointer(name, h, field, format)?;
         }
         Ok(())
     }
@@ -837,17 +936,17 @@ impl Rules {
     /// declared: the variable each reads, in the scopes it is read from.
     fn compile_reads(
         &mut self,
-        references: Vec<(VarDefId, Arc<str>, Arc<str>)>,
+        references: Vec<PendingReference>,
         pointers: Vec<(VarDefId, VarDefId, Arc<str>)>,
     ) {
         // References: the variable read, compiled in every scope where its name resolves.
-        for (var, key, name) in references {
+        for (var, key, name, within) in references {
             let reads = (0..self.scopes.len() as u32)
                 .map(ScopeId)
-                .filter(|&s| self.resolve(s, &name).is_some())
+                .filter(|&s| within.is_none_or(|w| w == s) && self.resolve(s, &name).is_some())
                 .filter_map(|s| Some((s, self.compile(&name, s, None, None).ok()?)))
                 .collect();
-            self.references.entry(key.clone()).or_default().push(Reference { key, var, reads });
+            self.references.entry(key.clone()).or_default().push(Reference { key, var, reads, within });
         }
         // Reads through holders: the variable read, compiled in the scope held.
         self.pointers_of = vec![Vec::new(); self.scopes.len()];
@@ -866,6 +965,11 @@ impl Rules {
                 }
             }
         }
+    }
+
+    /// Every reference (`@id.Var`, `getOther`), in no particular order.
+    pub fn references(&self) -> impl Iterator<Item = &Reference> {
+        self.references.values().flatten()
     }
 
     /// The references (`@id.Var`) to the instance keyed `key`.
@@ -1070,6 +1174,19 @@ impl Symbols for ScopeSymbols<'_> {
     fn resolve_call(&self, call: &formula::ast::Expr) -> Option<Result<(VarId, Format), String>> {
         use formula::ast::ExprKind;
         let r = self.rules;
+        if let ExprKind::Call { name, .. } = &call.kind
+            && name.eq_ignore_ascii_case("getOther")
+        {
+            // Declared at load (a reference, global; or a read through a holder, in the
+            // holder's scope), named by the call's text.
+            let text = call.to_string();
+            return Some(match r.resolve(self.scope, &text) {
+                Some(id) => Ok((id.into(), r.var(id).format.clone())),
+                None => Err(format!(
+                    "`{text}` is not set up here: getOther is set up at load, from the formulas the ruleset writes, and a read through a holder is seen where the holder is"
+                )),
+            });
+        }
         if aggregate_call(&r.scope_names, &r.scopes, call).is_none() {
             // `count(PC.NOPE, …)`: an aggregate over a scope that does not exist (a first
             // argument that is neither a scope nor a variable here).

@@ -67,6 +67,7 @@ impl Compiler {
         let channels: crate::Set<VarDefId> = declared.channels.iter().map(|&c| VarDefId(c)).collect();
         self.input_function(&draft, &mut b, declared.channels.clone());
         self.lookup_function(&draft, &mut b);
+        self.fact_functions(&draft, &mut b);
         let kinds = self.kinds(&draft, &b);
         let aggregates = self.aggregates(&draft, &mut b);
         let rules = Arc::new(b.build());
@@ -296,6 +297,9 @@ impl Compiler {
             if !b.may_declare(&t.text) {
                 continue;
             }
+            if t.text.to_ascii_lowercase().contains("getother(") {
+                self.get_other_objects(draft, t);
+            }
             let before = b.aggregate_count();
             match b.declare_aggregates(&t.text) {
                 Ok(()) => {
@@ -314,6 +318,65 @@ impl Compiler {
             }
         }
         first
+    }
+
+    /// Checks each `getOther("SCOPE", "key", Var)` in formula `t` names an object of a kind
+    /// whose instances are of SCOPE (the solver checks the rest of the call).
+    fn get_other_objects(&mut self, draft: &Draft, t: &Text) {
+        use formula::ast::{Expr, ExprKind};
+        fn walk<'e>(e: &'e Expr, out: &mut Vec<(&'e str, &'e Expr)>) {
+            match &e.kind {
+                ExprKind::Call { name, args, .. } => {
+                    if name.eq_ignore_ascii_case("getOther")
+                        && let [scope, key, _] = &args[..]
+                        && let ExprKind::Str(scope) = &scope.kind
+                        && matches!(key.kind, ExprKind::Str(_))
+                    {
+                        out.push((scope, key));
+                    }
+                    args.iter().for_each(|a| walk(a, out));
+                }
+                ExprKind::Unary { expr, .. } => walk(expr, out),
+                ExprKind::Binary { lhs, rhs, .. } => {
+                    walk(lhs, out);
+                    walk(rhs, out);
+                }
+                ExprKind::Index { index, .. } => walk(index, out),
+                ExprKind::Number(_) | ExprKind::Str(_) | ExprKind::Var(_) => {}
+            }
+        }
+        // A STRING modifier's formula is marked `=`: offsets count from after it.
+        let (text, skip) = match t.text.strip_prefix('=') {
+            Some(f) if !f.starts_with('=') => (f, 1),
+            _ => (&*t.text, 0),
+        };
+        let Ok(e) = formula::parse(text, &formula::Limits::default()) else { return };
+        let mut calls = Vec::new();
+        walk(&e, &mut calls);
+        for (scope, key) in calls {
+            let ExprKind::Str(k) = &key.kind else { continue };
+            let kinds: Vec<&str> = draft
+                .kinds
+                .iter()
+                .filter(|kd| kd.scope.text.eq_ignore_ascii_case(scope))
+                .map(|kd| &*kd.name.text)
+                .collect();
+            let of_scope =
+                |o: &&crate::draft::ObjectDraft| kinds.iter().any(|kd| o.kind.text.eq_ignore_ascii_case(kd));
+            if kinds.is_empty() || draft.objects.iter().filter(of_scope).any(|o| *o.key.text == **k) {
+                // A scope no kind has is the solver's to report (or an instance added by id).
+                continue;
+            }
+            let at = t.slice(key.span.start as usize + skip, key.span.end as usize + skip);
+            let keys = draft.objects.iter().filter(of_scope).map(|o| &*o.key.text);
+            let e = Diagnostic::at(
+                codes::UNKNOWN_OBJECT,
+                &at,
+                format!("getOther: there is no object `{k}` of {} (the object is its key, as its instances are added)", kinds.join(" or ")),
+            )
+            .suggest(k, keys);
+            self.errors.push(e);
+        }
     }
 
     /// Aggregates whose `EXPR` or `WHERE` did not compile, each reported where the ruleset
@@ -456,6 +519,20 @@ impl Compiler {
             crate::tables::Tables::compile(&draft.tables, |f| b.formats().parse(f), &mut self.errors);
         let lookup = crate::tables::Lookup { tables: Arc::new(tables) };
         self.external(draft, b, Arc::new(lookup), "reads data tables");
+    }
+
+    /// The objects' facts, and `getFact(KIND, OBJECT, "Fact")` and `listAll(KIND[, VIEW])`
+    /// over them.
+    fn fact_functions(&mut self, draft: &Draft, b: &mut RulesBuilder) {
+        let facts = crate::facts::Facts::compile(draft, |f| b.formats().parse(f), &mut self.errors);
+        let facts = Arc::new(facts);
+        self.external(
+            draft,
+            b,
+            Arc::new(crate::facts::GetFact { facts: facts.clone() }),
+            "reads objects' facts",
+        );
+        self.external(draft, b, Arc::new(crate::facts::ListAll { facts }), "lists a kind's objects");
     }
 
     /// `input("CHANNEL")`, which reads the channels declared.
