@@ -1,5 +1,6 @@
 //! Where sheets and rulesets are kept: the [`Store`] trait, the domain types it stores, and its
-//! first implementation, the embedded redb store ([`RedbStore`], one file in the data directory).
+//! two implementations: the embedded redb store ([`RedbStore`], one file in the data directory,
+//! the default) and the PostgreSQL store ([`PostgresStore`], which several servers share).
 //!
 //! What a store keeps:
 //! - rulesets: where each loads from and its current version ([`RulesetRecord`]), and the exact
@@ -25,9 +26,12 @@
 //!   be reached is [`StoreError::Failed`].
 
 mod journal;
+mod postgres;
 mod records;
 mod redb;
+mod seal;
 
+pub use self::postgres::PostgresStore;
 pub use self::redb::{Damage, RedbStore, verify};
 pub use records::{FileRecord, RulesetRecord, RulesetVersion, SheetRecord};
 
@@ -78,6 +82,21 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// A change another server made to a store several servers share, for the engine to follow
+/// ([`Store::changes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreChange {
+    /// Sheet `id` has revisions up to `revision` (0 when it was just created).
+    Sheet { id: String, revision: u64 },
+    /// Sheet `id` was deleted.
+    Deleted { id: String },
+    /// Ruleset `id` is at `version`.
+    Ruleset { id: String, version: u64 },
+    /// Changes may have been missed (the connection they come through was lost, and is back):
+    /// compare everything with the store.
+    Resync,
+}
+
 /// A record read from a table keyed by id: decoded, or its id and why it could not be.
 pub type Record<M> = Result<M, (String, StoreError)>;
 
@@ -98,6 +117,8 @@ pub trait Store: Send + Sync {
     fn rulesets(&self) -> Result<Vec<Record<RulesetRecord>>, StoreError>;
 
     /// Saves a ruleset's record, and the content of its current version when given, together.
+    /// `Conflict` when the stored record is at a later version, or when that version was stored
+    /// with other content (another server saved it first); saving the same again is harmless.
     fn put_ruleset(&self, record: &RulesetRecord, content: Option<&RulesetVersion>)
     -> Result<(), StoreError>;
 
@@ -135,6 +156,36 @@ pub trait Store: Send + Sync {
 
     /// Removes a sheet with its log and snapshots.
     fn delete_sheet(&self, sheet: &str) -> Result<(), StoreError>;
+
+    /// Each sheet's last revision.
+    fn heads(&self) -> Result<Vec<(String, u64)>, StoreError>;
+
+    /// A sheet's last revision; `None` when there is no such sheet.
+    fn head(&self, id: &str) -> Result<Option<u64>, StoreError>;
+
+    /// One sheet's record; `None` when there is no such sheet.
+    fn sheet_record(&self, id: &str) -> Result<Option<SheetRecord>, StoreError> {
+        for r in self.sheets()? {
+            match r {
+                Ok(r) if r.id == id => return Ok(Some(r)),
+                Err((rid, e)) if rid == id => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether other servers write this store too (then the engine checks a sheet's head before
+    /// using its copy, and follows [`Store::changes`]). No, unless an implementation says so.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// For a shared store, the changes other servers make, as they are committed (taken once);
+    /// `None` for a store only this process writes.
+    fn changes(&self) -> Option<std::sync::mpsc::Receiver<StoreChange>> {
+        None
+    }
 }
 
 /// Every logged revision in `from..=to` of a sheet.

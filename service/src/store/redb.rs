@@ -37,6 +37,7 @@
 
 use super::journal::{Append, Journal};
 use super::records::{LogRecord, RulesetRecord, RulesetVersion, SheetRecord, SnapshotRecord};
+use super::seal::{SEAL, decode, id_key, rev_key, seal, seal_log, seal_message};
 use super::{Logged, Record, Snapshot, Store, StoreError};
 use prost::Message;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
@@ -65,94 +66,6 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T
             .unwrap_or_default();
         Err(StoreError::Damaged(format!("store: {what}: the store file is damaged ({why})")))
     })
-}
-
-/// The start of every sealed record: 0xFF is never the first byte of a protobuf message.
-const SEAL: [u8; 2] = [0xFF, b'S'];
-
-fn checksum(key: &str, payload: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(key.as_bytes());
-    h.update(&[0]);
-    h.update(payload);
-    h.finalize()
-}
-
-/// A record as stored: the seal, the checksum of its key and payload, the payload.
-fn seal(key: &str, payload: &[u8]) -> Vec<u8> {
-    sealed(key, payload.len(), |out| out.extend_from_slice(payload))
-}
-
-/// A record sealed as [`seal`] seals it, its payload written by `write` into the same buffer
-/// (room for about `size_hint` bytes of it): no copy of the payload.
-fn sealed(key: &str, size_hint: usize, write: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let head = SEAL.len() + 4;
-    let mut out = Vec::with_capacity(head + size_hint);
-    out.extend_from_slice(&SEAL);
-    out.extend_from_slice(&[0; 4]);
-    write(&mut out);
-    let sum = checksum(key, &out[head..]);
-    out[SEAL.len()..head].copy_from_slice(&sum.to_le_bytes());
-    out
-}
-
-/// `m` encoded and sealed (what `seal(key, &m.encode_to_vec())` gives), written once into
-/// one buffer: no pass to measure it first and no copy of the payload.
-fn seal_message(key: &str, m: &impl Message, size_hint: usize) -> Vec<u8> {
-    sealed(key, size_hint, |out| m.encode_raw(out))
-}
-
-/// A revision's log record, sealed: what `seal(key, &LogRecord::of(entry).encode_to_vec())`
-/// gives, with the changes written straight from the entry (`crate::wire`) instead of copied
-/// into records first. The fields go in prost's order: revision, ruleset version, operations,
-/// changes, the version moved from, the game step.
-fn seal_log(key: &str, entry: &Logged) -> Vec<u8> {
-    let hint = 64 * (entry.revision.operations.len() + entry.changes.len()) + 32;
-    sealed(key, hint, |out| {
-        let ops = LogRecord {
-            revision: entry.revision.number,
-            ruleset_version: entry.revision.ruleset_version,
-            operations: LogRecord::operations_of(&entry.revision),
-            changes: Vec::new(),
-            moved_from_version: None,
-            step: None,
-        };
-        ops.encode_raw(out);
-        for c in &entry.changes {
-            crate::wire::put_change(4, c, out);
-        }
-        if let Some(v) = entry.revision.moved_from {
-            prost::encoding::uint64::encode(5, &v, out);
-        }
-        if let Some(step) = &entry.step {
-            prost::encoding::message::encode(6, &super::records::step_record(step), out);
-        }
-    })
-}
-
-/// A stored record's payload, checked; `key` names it in errors ("log sheet-1@5").
-fn unseal<'a>(key: &str, raw: &'a [u8]) -> Result<&'a [u8], StoreError> {
-    let damaged = |why: &str| StoreError::Damaged(format!("store: record {key} is damaged: {why}"));
-    let rest = raw.strip_prefix(&SEAL).ok_or_else(|| damaged("it has no checksum"))?;
-    let (sum, payload) = rest.split_at_checked(4).ok_or_else(|| damaged("it is truncated"))?;
-    let sum = u32::from_le_bytes([sum[0], sum[1], sum[2], sum[3]]);
-    if sum != checksum(key, payload) {
-        return Err(damaged("its checksum does not match"));
-    }
-    Ok(payload)
-}
-
-fn decode<M: Message + Default>(key: &str, raw: &[u8]) -> Result<M, StoreError> {
-    M::decode(unseal(key, raw)?)
-        .map_err(|e| StoreError::Damaged(format!("store: record {key} is damaged: it does not decode: {e}")))
-}
-
-fn id_key(table: &str, id: &str) -> String {
-    format!("{table} {id}")
-}
-
-fn rev_key(table: &str, sheet: &str, revision: u64) -> String {
-    format!("{table} {sheet}@{revision}")
 }
 
 /// The embedded store. Cheap to share: redb serializes writers and lets readers run
@@ -486,15 +399,40 @@ impl Store for RedbStore {
 
     fn put_ruleset(&self, r: &RulesetRecord, content: Option<&RulesetVersion>) -> Result<(), StoreError> {
         let bytes = seal(&id_key("rulesets", &r.id), &r.encode_to_vec());
-        let version = content
-            .map(|v| (v.version, seal(&rev_key("ruleset_versions", &r.id, v.version), &v.encode_to_vec())));
-        self.write("save ruleset", |tx| {
-            tx.open_table(RULESETS)?.insert(r.id.as_str(), bytes.as_slice())?;
-            if let Some((v, b)) = &version {
-                tx.open_table(RULESET_VERSIONS)?.insert((r.id.as_str(), *v), b.as_slice())?;
+        let version = content.map(|v| {
+            (
+                v.version,
+                &v.content_hash,
+                seal(&rev_key("ruleset_versions", &r.id, v.version), &v.encode_to_vec()),
+            )
+        });
+        // The stored record and version, read in the write transaction: what they say decides.
+        let conflict = self.write("save ruleset", |tx| {
+            let mut rulesets = tx.open_table(RULESETS)?;
+            let stored = rulesets.get(r.id.as_str())?.map(|v| v.value().to_vec());
+            if let Some(Ok(stored)) = stored.map(|b| decode::<RulesetRecord>(&id_key("rulesets", &r.id), &b))
+                && stored.version > r.version
+            {
+                return Ok(Some(format!("ruleset `{}` is stored at a version after {}", r.id, r.version)));
             }
-            Ok(())
-        })
+            let mut versions = tx.open_table(RULESET_VERSIONS)?;
+            if let Some((v, hash, b)) = &version {
+                let key = rev_key("ruleset_versions", &r.id, *v);
+                let before = versions.get((r.id.as_str(), *v))?.map(|x| x.value().to_vec());
+                if let Some(Ok(before)) = before.map(|x| decode::<RulesetVersion>(&key, &x))
+                    && before.content_hash != **hash
+                {
+                    return Ok(Some(format!(
+                        "version {v} of ruleset `{}` was stored with other content",
+                        r.id
+                    )));
+                }
+                versions.insert((r.id.as_str(), *v), b.as_slice())?;
+            }
+            rulesets.insert(r.id.as_str(), bytes.as_slice())?;
+            Ok(None)
+        })?;
+        conflict.map_or(Ok(()), |m| Err(StoreError::Conflict(m)))
     }
 
     fn ruleset_version(&self, id: &str, version: u64) -> Result<Option<RulesetVersion>, StoreError> {
@@ -528,9 +466,7 @@ impl Store for RedbStore {
         snapshot: &Snapshot,
     ) -> Result<(), StoreError> {
         let id = sheet.id.as_str();
-        let s = seal(&id_key("sheets", id), &sheet.encode_to_vec());
-        let l = seal_log(&rev_key("log", id, 0), first);
-        let n = seal(&rev_key("snapshots", id, 0), &SnapshotRecord::of(snapshot).encode_to_vec());
+        let [s, l, n] = super::seal::new_sheet(sheet, first, snapshot);
         let created = self.write("create sheet", |tx| {
             let mut sheets = tx.open_table(SHEETS)?;
             if sheets.get(id)?.is_some() {
@@ -633,6 +569,31 @@ impl Store for RedbStore {
         })?;
         self.wal().last.remove(sheet);
         Ok(())
+    }
+
+    fn heads(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.settle()?;
+        let mut out = Vec::new();
+        for r in self.sheets()? {
+            let id = match r {
+                Ok(r) => r.id,
+                Err((id, _)) => id,
+            };
+            if let Some(h) = self.last_logged(&id)? {
+                out.push((id, h));
+            }
+        }
+        Ok(out)
+    }
+
+    fn head(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        if !self.has_sheet(id)? {
+            return Ok(None);
+        }
+        if let Some(&last) = self.wal().last.get(id) {
+            return Ok(Some(last));
+        }
+        self.last_logged(id)
     }
 }
 

@@ -1,0 +1,163 @@
+//! A real PostgreSQL server for tests, from Debian's `postgresql` package: `initdb` and `pg_ctl`
+//! on a temporary folder, listening on a Unix socket only (no TCP port), with trust
+//! authentication for the user `sheetd`; stopped and removed when dropped.
+//!
+//! Where the binaries are missing the tests print a notice and skip — unless `CI` is set, where
+//! they must run (`.ci/run` installs the package). PostgreSQL refuses to run as root: as root the
+//! server runs as the `postgres` user the package creates, through `runuser`.
+
+#![allow(dead_code, reason = "each test file uses a part")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A running PostgreSQL server.
+pub struct Postgres {
+    bin: PathBuf,
+    /// Holds the cluster (`data/`) and the socket; removed when dropped.
+    dir: tempfile::TempDir,
+    /// Run the server's commands as this user (`postgres` when the tests run as root).
+    user: Option<String>,
+}
+
+/// Where `initdb` and `pg_ctl` are: on the PATH, or the newest of Debian's versions.
+fn binaries() -> Option<PathBuf> {
+    let on_path =
+        std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>());
+    if let Some(dir) = on_path.into_iter().find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+    {
+        // Through a symbolic link, to the folder holding psql too.
+        let real = std::fs::canonicalize(dir.join("initdb")).ok();
+        return Some(real.and_then(|r| r.parent().map(Path::to_path_buf)).unwrap_or(dir));
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|b| b.join("initdb").is_file() && b.join("pg_ctl").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+static DATABASES: AtomicU32 = AtomicU32::new(0);
+
+impl Postgres {
+    /// Starts a server, or `None` (with a notice) where PostgreSQL is not installed and the
+    /// tests are not in CI.
+    pub fn start() -> Option<Postgres> {
+        let Some(bin) = binaries() else {
+            let missing = "PostgreSQL's initdb and pg_ctl are not installed (Debian: postgresql)";
+            assert!(std::env::var_os("CI").is_none(), "{missing}; CI must run the PostgreSQL tests");
+            eprintln!("notice: skipping a PostgreSQL test: {missing}");
+            return None;
+        };
+        let dir = tempfile::Builder::new().prefix("sheetd-pg-").tempdir().expect("temp dir");
+        let user = is_root().then(|| "postgres".to_owned());
+        if let Some(u) = &user {
+            // The server's user owns its folder.
+            let status = Command::new("chown").args(["-R", u]).arg(dir.path()).status().expect("chown");
+            assert!(status.success(), "chown {u} {}", dir.path().display());
+        }
+        let pg = Postgres { bin, dir, user };
+        let data = pg.data();
+        pg.run("initdb", &["-D", &data, "-U", "sheetd", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+        pg.start_server();
+        Some(pg)
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    /// The folder holding the server's socket.
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs one of the server's commands (as its user), panicking with its output on failure.
+    fn run(&self, tool: &str, args: &[&str]) -> Output {
+        let exe = self.bin.join(tool);
+        let mut c = match &self.user {
+            Some(u) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", u, "--"]).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let out =
+            c.args(args).current_dir(self.dir.path()).output().unwrap_or_else(|e| panic!("{tool}: {e}"));
+        assert!(
+            out.status.success(),
+            "{tool} {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn start_server(&self) {
+        let options = format!("-k {} -c listen_addresses='' -c fsync=on", self.dir.path().display());
+        let log = self.dir.path().join("server.log").display().to_string();
+        self.run("pg_ctl", &["-D", &self.data(), "-o", &options, "-l", &log, "-w", "-t", "60", "start"]);
+    }
+
+    /// Stops the server (fast: connections are closed, transactions rolled back).
+    pub fn stop(&self) {
+        self.run("pg_ctl", &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
+    }
+
+    /// Starts the server again after [`Postgres::stop`].
+    pub fn restart(&self) {
+        self.start_server();
+    }
+
+    /// A URL for database `db` over the socket.
+    pub fn url(&self, db: &str) -> String {
+        format!("postgres://sheetd@/{db}?host={}", self.dir.path().display())
+    }
+
+    /// A new, empty database; its URL.
+    pub fn database(&self) -> String {
+        let name = format!("t{}_{}", std::process::id(), DATABASES.fetch_add(1, Ordering::Relaxed));
+        let socket = self.dir.path().display().to_string();
+        let psql = self.bin.join("psql");
+        let mut c = Command::new(psql);
+        c.args(["-h", &socket, "-U", "sheetd", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c"])
+            .arg(format!("CREATE DATABASE {name}"));
+        let out = c.output().expect("psql");
+        assert!(out.status.success(), "CREATE DATABASE: {}", String::from_utf8_lossy(&out.stderr));
+        self.url(&name)
+    }
+
+    /// Runs SQL on database `url`'s database with psql; its output, unaligned.
+    pub fn psql(&self, url: &str, sql: &str) -> String {
+        let db =
+            url.strip_prefix("postgres://sheetd@/").and_then(|s| s.split('?').next()).unwrap_or("postgres");
+        let socket = self.dir.path().display().to_string();
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-h", &socket, "-U", "sheetd", "-d", db, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .expect("psql");
+        assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let exe = self.bin.join("pg_ctl");
+        let data = self.data();
+        let args = ["-D", data.as_str(), "-m", "immediate", "-w", "stop"];
+        let _ = match &self.user {
+            Some(u) => Command::new("runuser").args(["-u", u, "--"]).arg(&exe).args(args).output(),
+            None => Command::new(&exe).args(args).output(),
+        };
+    }
+}
