@@ -1153,3 +1153,59 @@ async fn a_watch_span_covers_the_streams_life() {
     assert_eq!(ended["sent"], 2, "{ended}");
     assert!(ended["duration_ms"].is_number(), "{ended}");
 }
+
+/// `sheetd batch --shard I/N`: N runs, each solving its share, whose outputs concatenated in
+/// order are the unsharded output — from a file and from stdin, with more shards than some
+/// shares have sheets; a shard written wrong is refused before anything runs.
+#[test]
+fn sharded_batches_concatenate_to_the_whole() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("sheets.jsonl");
+    let mut lines = String::new();
+    for i in 0..23 {
+        let armor = if i % 3 == 0 {
+            r#"{"remove_object": "armor"}"#
+        } else {
+            r#"{"set_input": {"channel": "Rolled", "on": "STR", "value": 15}}"#
+        };
+        let ops = if i == 7 { r#"[{"remove_object": "ghost"}]"#.to_owned() } else { format!("[{armor}]") };
+        lines.push_str(&format!("{{\"id\": {i}, \"steps\": {ops}, \"variables\": [\"AC\"]}}\n"));
+        if i % 5 == 0 {
+            lines.push('\n');
+        }
+    }
+    std::fs::write(&input, &lines).expect("write");
+    let batch = |shard: Option<&str>, stdin: bool| -> String {
+        let out = dir.path().join(format!("out-{}.jsonl", shard.unwrap_or("all").replace('/', "-")));
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sheetd"));
+        c.args(["batch", "--in"])
+            .arg(if stdin { std::path::Path::new("-") } else { &input })
+            .arg("--out")
+            .arg(&out);
+        if let Some(s) = shard {
+            c.args(["--shard", s]);
+        }
+        if stdin {
+            c.stdin(std::fs::File::open(&input).expect("input"));
+        }
+        let status = c.output().expect("run batch").status;
+        assert!(status.code().is_some_and(|c| c <= 1), "{shard:?}: {status}");
+        std::fs::read_to_string(out).expect("output")
+    };
+    let whole = batch(None, false);
+    assert_eq!(whole.lines().count(), 23);
+    for n in [1, 2, 3, 7, 30] {
+        let parts: Vec<String> = (0..n).map(|i| batch(Some(&format!("{i}/{n}")), n == 3)).collect();
+        assert_eq!(parts.concat(), whole, "{n} shards");
+        let sizes: Vec<usize> = parts.iter().map(|p| p.lines().count()).collect();
+        assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "even shares: {sizes:?}");
+    }
+    for bad in ["3/3", "1", "a/2", "0/0"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sheetd"))
+            .args(["batch", "--in", "-", "--out", "-", "--shard", bad])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("a shard is I/N"), "{bad}");
+    }
+}

@@ -5,6 +5,11 @@
 //! files; `variables` optional). Output lines, in input order:
 //! `{"id": "...", "values": {"AC": "17", ...}}` or `{"id": "...", "error": [diagnostics]}`.
 //! Values are encoded as everywhere in sheetd's JSON (numbers as canonical decimal strings).
+//!
+//! `--shard I/N` solves a deterministic share of the input: of its L sheets (non-blank lines),
+//! those numbered `I·L/N` up to `(I+1)·L/N` (rounded down; `0 ≤ I < N`), so that N processes —
+//! a Kubernetes Indexed Job, say — split one input without coordinating, and their outputs,
+//! concatenated in shard order, are the unsharded output.
 
 use crate::json;
 use crate::problem::Problem;
@@ -13,7 +18,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json, json};
-use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,6 +42,40 @@ pub struct BatchArgs {
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+
+    /// Solve only share I of N (0 ≤ I < N): a contiguous run of the input's sheets, the same
+    /// for every run; the N outputs concatenated in order are the whole output
+    /// (docs/deploy.md). E.g. `--shard $(JOB_COMPLETION_INDEX)/8` in an Indexed Job.
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+}
+
+/// A share of a batch's input: `index` of `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    /// `I/N` with `0 ≤ I < N`.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || format!("`{s}`: a shard is I/N, two whole numbers with 0 ≤ I < N (e.g. 0/4)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) =
+            (i.trim().parse::<u64>().map_err(|_| bad())?, n.trim().parse::<u64>().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// The sheets (numbered from 0 among the input's non-blank lines) of this share, of `total`.
+    pub fn range(&self, total: u64) -> std::ops::Range<u64> {
+        // In u128: `total * count` cannot overflow.
+        let at = |i: u64| (u128::from(total) * u128::from(i) / u128::from(self.count)) as u64;
+        at(self.index)..at(self.index + 1)
+    }
 }
 
 /// One input line: a sheet to solve (also `sheetd client batch`'s, sent to SolveBatch).
@@ -177,6 +216,26 @@ fn open_files(args: &BatchArgs) -> Result<(Input, Output), String> {
     Ok((input, output))
 }
 
+/// Counts the non-blank lines of `input`, then gives it back from its start: a file is read
+/// again, stdin is kept in memory.
+fn count_lines(args: &BatchArgs, input: Input) -> Result<(u64, Input), String> {
+    let nonblank = |l: &[u8]| l.iter().any(|b| !b.is_ascii_whitespace());
+    if args.input.as_os_str() == "-" {
+        let mut all = Vec::new();
+        let mut input = input;
+        input.read_to_end(&mut all).map_err(|e| format!("reading input: {e}"))?;
+        let n = all.split(|&b| b == b'\n').filter(|l| nonblank(l)).count() as u64;
+        return Ok((n, Box::new(std::io::Cursor::new(all))));
+    }
+    let mut n = 0;
+    for line in input.split(b'\n') {
+        n += u64::from(nonblank(&line.map_err(|e| format!("reading input: {e}"))?));
+    }
+    let f =
+        std::fs::File::open(&args.input).map_err(|e| format!("cannot read {}: {e}", args.input.display()))?;
+    Ok((n, Box::new(BufReader::new(f))))
+}
+
 fn batch(args: &BatchArgs) -> Result<usize, String> {
     let loaded = if args.ruleset.is_empty() { data::load_starter() } else { data::load(&args.ruleset) };
     let ruleset = Arc::new(loaded.map_err(|errors| {
@@ -190,11 +249,25 @@ fn batch(args: &BatchArgs) -> Result<usize, String> {
         .num_threads(args.jobs.unwrap_or(0))
         .build()
         .map_err(|e| format!("cannot start worker threads: {e}"))?;
-    let bar = progress_bar(count_sheets(&args.input));
+    let (input, share) = match args.shard {
+        Some(shard) => {
+            let (total, input) = count_lines(args, input)?;
+            (input, shard.range(total))
+        }
+        None => (input, 0..u64::MAX),
+    };
+    let total = if args.shard.is_some() { Some(share.end - share.start) } else { count_sheets(&args.input) };
+    let bar = progress_bar(total);
     let start = Instant::now();
     let (mut solved, mut failed) = (0usize, 0usize);
-    let mut lines =
-        input.lines().enumerate().filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()));
+    let mut lines = input
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()))
+        .enumerate()
+        .skip_while(|(k, _)| (*k as u64) < share.start)
+        .take_while(|(k, _)| (*k as u64) < share.end)
+        .map(|(_, line)| line);
     loop {
         let chunk: Vec<(usize, String)> = lines
             .by_ref()

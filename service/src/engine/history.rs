@@ -49,7 +49,7 @@ impl Engine {
         variables: &[String],
         revision: Option<u64>,
     ) -> Result<(u64, Vec<Variable>), EngineError> {
-        let sheet = self.sheet(id)?;
+        let sheet = self.fresh_sheet(id)?;
         let st = sheet.state();
         let revision = revision.unwrap_or(st.revision);
         if revision > st.revision {
@@ -118,7 +118,7 @@ impl Engine {
         variable: &str,
         depth: Option<usize>,
     ) -> Result<Explanation, EngineError> {
-        let sheet = self.sheet(id)?;
+        let sheet = self.fresh_sheet(id)?;
         let st = sheet.state();
         let s = st.game.character().sheet();
         let var = s.lookup(variable).map_err(|e| EngineError::NotFound {
@@ -140,7 +140,7 @@ impl Engine {
     /// The instances of `scope` on sheet `id` whose BOOLEAN formula `where_` is true now
     /// ([`solver::Sheet::select`]), with the sheet's revision.
     pub fn select(&self, id: &str, scope: &str, where_: &str) -> Result<(u64, Vec<String>), EngineError> {
-        let sheet = self.sheet(id)?;
+        let sheet = self.fresh_sheet(id)?;
         let st = sheet.state();
         let ids = st
             .game
@@ -159,7 +159,7 @@ impl Engine {
         from: u64,
         to: Option<u64>,
     ) -> Result<WhyChanged, EngineError> {
-        let sheet = self.sheet(id)?;
+        let sheet = self.fresh_sheet(id)?;
         let current = sheet.state().revision;
         let to = to.unwrap_or(current);
         if to > current || from > to {

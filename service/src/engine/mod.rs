@@ -10,6 +10,7 @@
 //! Read in this order: [`rulesets`] (load, reload, versions), [`sheets`] (create, apply, upgrade,
 //! delete: `migrate` then `apply_and_log`), [`history`] (values now and past, explain,
 //! why-changed), `watch` (change events), `batch` (independent sheets), `checkpoints`,
+//! `replicas` (several servers over one shared store: catching up, following the others),
 //! [`policy`] (limits and ids), [`error`].
 //!
 //! Concurrency:
@@ -25,6 +26,7 @@ mod checkpoints;
 pub mod error;
 pub mod history;
 pub mod policy;
+mod replicas;
 pub mod rulesets;
 pub mod sheets;
 pub mod watch;
@@ -51,6 +53,9 @@ pub const CHECKPOINT_EVERY: u64 = 128;
 #[derive(Clone, Debug, Default)]
 pub struct EngineConfig {
     pub data_dir: PathBuf,
+    /// A PostgreSQL URL: the store several servers share; `None`: the embedded store in
+    /// `data_dir`.
+    pub store: Option<String>,
     /// Rulesets to load at start (id → paths), besides the starter and those in the store.
     pub preload: Vec<(String, Vec<PathBuf>)>,
     /// The ruleset used when a request names none.
@@ -86,17 +91,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Engine {
-    /// Opens the embedded store in the data directory, then as [`Engine::with_store`].
+    /// Opens the store — PostgreSQL when a URL is given, else the embedded store in the data
+    /// directory — then as [`Engine::with_store`].
     ///
     /// The preloaded rulesets are compiled first: when any fails, every error of every one is
     /// reported (at file:line:col, paths as given) and no store is created.
     pub fn open(config: EngineConfig) -> Result<Engine, String> {
         let compiled = preload(&config)?;
-        let store =
-            RedbStore::open(&config.data_dir, config.limits.store_cache_bytes).map_err(|e| e.to_string())?;
+        let store: Box<dyn Store> = match &config.store {
+            Some(url) => Box::new(crate::store::PostgresStore::open(url).map_err(|e| e.to_string())?),
+            None => Box::new(
+                RedbStore::open(&config.data_dir, config.limits.store_cache_bytes)
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
         // The default ruleset root, ready for the operator's files.
         let _ = std::fs::create_dir_all(config.data_dir.join("rulesets"));
-        Engine::with_compiled(config, Box::new(store), compiled)
+        Engine::with_compiled(config, store, compiled)
     }
 
     /// Loads the starter, configured and stored rulesets, and replays every stored sheet. A
@@ -238,7 +249,8 @@ impl Engine {
         let ruleset = self.ruleset_at(&entry, version)?;
         let game =
             self.replay_checkpointed(&rec.id, ruleset, version, &log).map_err(EngineError::precondition)?;
-        let state = SheetState { game, version, revision, deleted: false, recent: Default::default() };
+        let state =
+            SheetState { game, version, revision, deleted: false, recent: Default::default(), stale: false };
         let sheet = LiveSheet::new(&rec.id, entry, state, self.limits.watch_buffer);
         self.write_sheets().insert(rec.id.clone(), sheet);
         Ok(())

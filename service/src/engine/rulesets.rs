@@ -62,11 +62,11 @@ impl Version {
 /// A loaded ruleset.
 pub struct RulesetEntry {
     pub id: String,
-    source: Mutex<Source>,
+    pub(super) source: Mutex<Source>,
     /// The version serving now; swapped whole by a successful reload.
     pub current: ArcSwap<Version>,
     /// Earlier versions compiled again from their stored content, for replaying history.
-    earlier: Mutex<HashMap<u64, Arc<RuleBook>>>,
+    pub(super) earlier: Mutex<HashMap<u64, Arc<RuleBook>>>,
 }
 
 /// A compiled ruleset (its rules compiled too) and the content it was compiled from.
@@ -133,7 +133,15 @@ impl Engine {
         let Compiled { book, mut content, .. } = compiled;
         content.version = version;
         let record = record_of(id, &source, version, &content);
-        self.store.put_ruleset(&record, Some(&content))?;
+        self.store.put_ruleset(&record, Some(&content)).map_err(|e| match e {
+            // Another server stored this version of it first, from other content.
+            crate::store::StoreError::Conflict(m) => EngineError::already_exists(
+                Resource::Ruleset,
+                id,
+                format!("ruleset `{id}` is already loaded by another server: {m}"),
+            ),
+            e => e.into(),
+        })?;
         let entry = Arc::new(RulesetEntry {
             id: id.to_owned(),
             source: Mutex::new(source),
@@ -183,7 +191,17 @@ impl Engine {
     /// A loaded ruleset by id; the default ruleset for an empty id.
     pub fn ruleset_entry(&self, id: &str) -> Result<Arc<RulesetEntry>, EngineError> {
         let id = if id.is_empty() { &self.default_ruleset } else { id };
-        self.read_rulesets().get(id).cloned().ok_or_else(|| EngineError::not_found(Resource::Ruleset, id))
+        if let Some(e) = self.read_rulesets().get(id) {
+            return Ok(e.clone());
+        }
+        // Over a shared store, one another server loaded is served here on first use.
+        if self.store.shared() {
+            self.refresh_ruleset(id)?;
+            if let Some(e) = self.read_rulesets().get(id) {
+                return Ok(e.clone());
+            }
+        }
+        Err(EngineError::not_found(Resource::Ruleset, id))
     }
 
     /// Compiles a ruleset, reading files through the policy: confined to the ruleset roots when a
@@ -270,6 +288,10 @@ impl Engine {
     /// problem.
     pub fn load_ruleset(&self, id: &str, new: NewRuleset) -> Result<RulesetOutcome, EngineError> {
         policy::check_id("ruleset", id)?;
+        if self.store.shared() {
+            // Loaded through another server, perhaps: then it is here now.
+            self.refresh_ruleset(id)?;
+        }
         if self.read_rulesets().contains_key(id) {
             let message = format!("ruleset `{id}` is already loaded (use ReloadRuleset to change it)");
             return Err(EngineError::already_exists(Resource::Ruleset, id, message));
@@ -315,6 +337,10 @@ impl Engine {
         inline_text: Option<String>,
         expected_version: Option<u64>,
     ) -> Result<RulesetOutcome, EngineError> {
+        if self.store.shared() {
+            // The version checked is the latest any server made.
+            self.refresh_ruleset(id)?;
+        }
         let entry = self.ruleset_entry(id)?;
         // Reloads take the source's lock: the version checked is the one replaced.
         let mut source = lock(&entry.source);
@@ -348,7 +374,23 @@ impl Engine {
                 let version = serving + 1;
                 content.version = version;
                 let record = record_of(&entry.id, &new_source, version, &content);
-                self.store.put_ruleset(&record, Some(&content))?;
+                if let Err(e) = self.store.put_ruleset(&record, Some(&content)) {
+                    drop(source);
+                    return Err(match e {
+                        // Another server made this version first, with other content.
+                        crate::store::StoreError::Conflict(_) => {
+                            let _ = self.refresh_ruleset(id);
+                            let actual = entry.current.load().version.max(version);
+                            EngineError::Conflict {
+                                what: Resource::Ruleset,
+                                name: entry.id.clone(),
+                                expected: serving,
+                                actual,
+                            }
+                        }
+                        e => e.into(),
+                    });
+                }
                 entry.current.store(Arc::new(Version { version, book }));
                 *source = new_source;
                 drop(source);
@@ -395,7 +437,7 @@ pub(super) fn content_hash(c: &RulesetVersion) -> Vec<u8> {
 }
 
 /// Compiles a stored version's content, and its rules, without reading any file.
-fn compile_content(id: &str, c: &RulesetVersion) -> Result<RuleBook, Vec<data::Diagnostic>> {
+pub(super) fn compile_content(id: &str, c: &RulesetVersion) -> Result<RuleBook, Vec<data::Diagnostic>> {
     RuleBook::compile(Arc::new(compile_ruleset(id, c)?))
 }
 

@@ -39,6 +39,9 @@ pub(super) struct SheetState {
     /// The last [`RECENT_REQUESTS`] Applies that carried a request id, oldest first, with
     /// their answers: a retry gets the first answer back instead of applying again.
     pub recent: VecDeque<Answered>,
+    /// The game may hold a step the store did not take (its write failed, and so did reading
+    /// the log back): it is replayed from the store before its next use.
+    pub stale: bool,
 }
 
 /// How many request-id'd Applies a sheet remembers (docs/api.md, `request_id`).
@@ -262,6 +265,7 @@ impl Engine {
             revision: 0,
             deleted: false,
             recent: VecDeque::new(),
+            stale: false,
         };
         let sheet = LiveSheet::new(&id, ruleset, state, self.limits.watch_buffer);
         let info = sheet.info();
@@ -312,7 +316,7 @@ impl Engine {
 
     /// What a sheet is now, with what is on it.
     pub fn sheet_info(&self, id: &str) -> Result<SheetInfo, EngineError> {
-        let sheet = self.sheet(id)?;
+        let sheet = self.fresh_sheet(id)?;
         let mut info = sheet.info();
         let st = sheet.state();
         let c = st.game.character();
@@ -364,8 +368,9 @@ impl Engine {
             self.write_unservable().remove(id);
             return Ok(self.store.delete_sheet(id)?);
         }
-        let sheet = self.sheet(id)?;
+        let sheet = self.sheet_or_stored(id)?;
         let mut st = sheet.live_state()?;
+        self.catch_up(&sheet, &mut st)?;
         if let Some(expected) = expected
             && expected != st.revision
         {
@@ -403,37 +408,56 @@ impl Engine {
         step: impl Into<Step>,
         key: Option<RequestKey>,
     ) -> Result<Applied, EngineError> {
-        let step = step.into();
-        let sheet = self.sheet(id)?;
+        let mut step = step.into();
+        let sheet = self.sheet_or_stored(id)?;
         policy::check_step(&step, &self.limits.ops)?;
-        let mut st = sheet.live_state()?;
-        if let Some(key) = &key
-            && let Some(seen) = st.recent.iter().find(|a| a.key.id == key.id)
-        {
-            if seen.key.fingerprint != key.fingerprint {
-                let message = format!(
-                    "request id `{}` was used on sheet `{id}` for other operations; a retry sends the same ones",
-                    key.id
-                );
-                let problem = Problem::of(Code::RequestIdReused, message.clone());
-                return Err(EngineError::Invalid { message, problems: vec![problem] });
+        // Over a shared store, another server may append between this server's catching up and
+        // its own append: then it catches up and tries once more (see `replicas`).
+        let mut tries = if self.store.shared() { 2 } else { 1 };
+        loop {
+            tries -= 1;
+            let mut st = sheet.live_state()?;
+            self.catch_up(&sheet, &mut st)?;
+            if let Some(key) = &key
+                && let Some(seen) = st.recent.iter().find(|a| a.key.id == key.id)
+            {
+                if seen.key.fingerprint != key.fingerprint {
+                    let message = format!(
+                        "request id `{}` was used on sheet `{id}` for other operations; a retry sends the same ones",
+                        key.id
+                    );
+                    let problem = Problem::of(Code::RequestIdReused, message.clone());
+                    return Err(EngineError::Invalid { message, problems: vec![problem] });
+                }
+                return Ok(seen.applied.clone());
             }
-            return Ok(seen.applied.clone());
-        }
-        if let Some(expected) = expected
-            && expected != st.revision
-        {
-            return Err(EngineError::revision_conflict(id, expected, st.revision));
-        }
-        let migrated = self.migrate(&sheet, &st)?;
-        let applied = self.apply_and_log(&sheet, &mut st, migrated, step)?;
-        if let Some(key) = key {
-            if st.recent.len() == RECENT_REQUESTS {
-                st.recent.pop_front();
+            if let Some(expected) = expected
+                && expected != st.revision
+            {
+                return Err(EngineError::revision_conflict(id, expected, st.revision));
             }
-            st.recent.push_back(Answered { key, applied: applied.clone() });
+            let migrated = self.migrate(&sheet, &st)?;
+            // The last try takes the step; an earlier one plays a copy.
+            let this_try =
+                if tries > 0 { step.clone() } else { std::mem::replace(&mut step, Step::Ops(Vec::new())) };
+            let applied = match self.apply_and_log(&sheet, &mut st, migrated, this_try) {
+                Ok(a) => a,
+                Err(Failure::Raced(_)) if tries > 0 => continue,
+                Err(Failure::Raced(m)) => {
+                    let head = self.store.head(id)?.unwrap_or(st.revision);
+                    tracing::warn!(sheet = %policy::LogSafe(id), "{m}");
+                    return Err(EngineError::revision_conflict(id, st.revision, head));
+                }
+                Err(Failure::Failed(e)) => return Err(e),
+            };
+            if let Some(key) = key {
+                if st.recent.len() == RECENT_REQUESTS {
+                    st.recent.pop_front();
+                }
+                st.recent.push_back(Answered { key, applied: applied.clone() });
+            }
+            return Ok(applied);
         }
-        Ok(applied)
     }
 
     /// What [`Engine::apply`] would do, on a copy: the same answer (its revision the one it
@@ -447,9 +471,10 @@ impl Engine {
         explain: &[String],
     ) -> Result<(u64, Applied, Vec<ExpiringTrace>), EngineError> {
         let step = step.into();
-        let sheet = self.sheet(id)?;
+        let sheet = self.sheet_or_stored(id)?;
         policy::check_step(&step, &self.limits.ops)?;
-        let st = sheet.live_state()?;
+        let mut st = sheet.live_state()?;
+        self.catch_up(&sheet, &mut st)?;
         if let Some(expected) = expected
             && expected != st.revision
         {
@@ -483,8 +508,9 @@ impl Engine {
 
     /// Moves a sheet to its ruleset's current version: a new revision when any value moved.
     pub fn upgrade(&self, id: &str) -> Result<Applied, EngineError> {
-        let sheet = self.sheet(id)?;
+        let sheet = self.sheet_or_stored(id)?;
         let mut st = sheet.live_state()?;
+        self.catch_up(&sheet, &mut st)?;
         let Some(migrated) = self.migrate(&sheet, &st)? else {
             return Ok(Applied { revision: st.revision, ..Default::default() });
         };
@@ -494,7 +520,12 @@ impl Engine {
             st.game = migrated.game;
             return Ok(Applied { revision: st.revision, moved: Some(migrated.moved), ..Default::default() });
         }
-        self.apply_and_log(&sheet, &mut st, Some(migrated), Step::Ops(Vec::new()))
+        self.apply_and_log(&sheet, &mut st, Some(migrated), Step::Ops(Vec::new())).map_err(|f| match f {
+            Failure::Raced(m) => {
+                EngineError::precondition(format!("the store changed meanwhile: {m}; upgrade again"))
+            }
+            Failure::Failed(e) => e,
+        })
     }
 
     /// The sheet replayed against its ruleset's current version, when that is not the one it
@@ -525,7 +556,7 @@ impl Engine {
         st: &mut SheetState,
         migrated: Option<Migrated>,
         step: Step,
-    ) -> Result<Applied, EngineError> {
+    ) -> Result<Applied, Failure> {
         // The step plays on a copy when the sheet moves (the move is only real once logged)
         // and in place otherwise (a refused step changes nothing; a failed write is undone).
         let (mut moved_to, moved) = match migrated {
@@ -569,7 +600,10 @@ impl Engine {
             if moved_to.is_none() {
                 self.restore_from_log(sheet, st);
             }
-            return Err(e.into());
+            return Err(match e {
+                StoreError::Conflict(m) => Failure::Raced(m),
+                e => Failure::Failed(e.into()),
+            });
         }
         if let Some(g) = moved_to {
             st.game = g;
@@ -601,9 +635,24 @@ impl Engine {
         match restored {
             Ok(g) => st.game = g,
             Err(e) => {
-                tracing::error!(sheet = %sheet.id, error = %e, "cannot restore the sheet after a store failure")
+                // Replayed from the store before its next use (`catch_up`).
+                st.stale = true;
+                tracing::error!(sheet = %sheet.id, error = %e, "cannot restore the sheet after a store failure; it is read again before its next use")
             }
         }
+    }
+}
+
+/// Why a change was not made: another server appended the revision first (over a shared
+/// store), or anything else.
+pub(super) enum Failure {
+    Raced(String),
+    Failed(EngineError),
+}
+
+impl From<EngineError> for Failure {
+    fn from(e: EngineError) -> Failure {
+        Failure::Failed(e)
     }
 }
 

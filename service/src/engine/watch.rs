@@ -66,7 +66,7 @@ impl Engine {
     /// Subscribes to a sheet's events; with `from`, the revisions after `from` up to the one at
     /// subscription are to be replayed first (later ones arrive on the receiver).
     pub fn watch(&self, id: &str, from: Option<u64>) -> Result<Subscription, EngineError> {
-        let sheet = self.sheet(id)?;
+        let sheet = self.fresh_sheet(id)?;
         let (rx, current) = {
             let st = sheet.state();
             (sheet.events.subscribe(), st.revision)

@@ -4,6 +4,7 @@
 //! ```toml
 //! listen = "127.0.0.1:50051"
 //! data_dir = "/var/lib/sheetd"
+//! store = "postgres://sheetd@db.internal/sheetd"  # a shared PostgreSQL store (default: embedded)
 //! default_ruleset = "starter"
 //! log_format = "text"                 # or "json"
 //! inspector = true                    # the web inspector at / (--no-inspector)
@@ -75,6 +76,13 @@ pub struct ServeArgs {
     /// ~/.local/share/sheetd].
     #[arg(long, value_name = "DIR", env = "SHEETD_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+
+    /// Keep sheets and rulesets in PostgreSQL instead of the embedded store: a URL,
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or `postgres://USER@/DB?host=/socket/dir`.
+    /// Any number of servers may share one database (docs/deploy.md); the schema is created
+    /// and migrated at start. [default: the embedded store in --data-dir]
+    #[arg(long, value_name = "URL", env = "SHEETD_STORE")]
+    pub store: Option<String>,
 
     /// Preload a ruleset: `ID=PATH[,PATH...]` (native directory or .toml, or PCGen .pcc; later
     /// paths load on top). Repeatable. The bundled starter ruleset is always loaded as `starter`.
@@ -246,6 +254,7 @@ struct FileConfig {
     otlp_endpoint: Option<String>,
     inspector: Option<bool>,
     data_dir: Option<PathBuf>,
+    store: Option<String>,
     default_ruleset: Option<String>,
     log_format: Option<LogFormat>,
     ruleset_roots: Option<Vec<PathBuf>>,
@@ -313,6 +322,8 @@ struct FileCors {
 pub struct ServeConfig {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
+    /// A PostgreSQL URL, when the store is PostgreSQL (else the embedded store in `data_dir`).
+    pub store: Option<String>,
     pub rulesets: Vec<(String, Vec<PathBuf>)>,
     /// Where paths named by clients may lead.
     pub ruleset_roots: Vec<PathBuf>,
@@ -387,6 +398,16 @@ impl ServeArgs {
             .map(|(i, t)| TokenSpec::parse(t).map_err(|e| format!("token {}: {e}", i + 1)))
             .collect::<Result<Vec<_>, _>>()?;
         let data_dir = self.data_dir.or(file.data_dir.map(rel)).unwrap_or_else(default_data_dir);
+        let store = match self.store.or(file.store).filter(|s| !s.is_empty()) {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => Some(url),
+            Some(other) => {
+                return Err(format!(
+                    "--store `{}`: a store is a PostgreSQL URL (postgres://user@host/db); leave it out for the embedded store in --data-dir",
+                    crate::engine::policy::LogSafe(&other)
+                ));
+            }
+            None => None,
+        };
         let ruleset_roots = if !self.ruleset_roots.is_empty() {
             self.ruleset_roots
         } else if let Some(roots) = file.ruleset_roots {
@@ -397,6 +418,7 @@ impl ServeArgs {
         Ok(ServeConfig {
             listen: self.listen.or(file.listen).unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 50051))),
             data_dir,
+            store,
             rulesets,
             ruleset_roots,
             default_ruleset: self

@@ -51,6 +51,7 @@ pub struct Listening {
 pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Result<(), String> {
     let engine_config = EngineConfig {
         data_dir: config.data_dir.clone(),
+        store: config.store.clone(),
         preload: config.rulesets.clone(),
         default_ruleset: config.default_ruleset.clone(),
         limits: config.limits,
@@ -60,6 +61,8 @@ pub async fn serve(config: ServeConfig, ready: impl FnOnce(&Listening)) -> Resul
         .await
         .map_err(|e| format!("starting the engine failed: {e}"))??;
     let engine = Arc::new(engine);
+    // Over a shared store: other servers' changes, followed on a thread of its own.
+    let _follower = engine.follow();
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;

@@ -148,7 +148,7 @@ impl PostgresStore {
     pub fn open(url: &str) -> Result<PostgresStore, StoreError> {
         let mut config: tokio_postgres::Config = url
             .parse()
-            .map_err(|e| StoreError::Failed(format!("store: `{url}` is not a PostgreSQL URL: {e}")))?;
+            .map_err(|e| StoreError::Failed(format!("store: the store URL is not a PostgreSQL URL: {e}")))?;
         config.connect_timeout(CONNECT_TIMEOUT);
         if config.get_application_name().is_none() {
             config.application_name("sheetd");
