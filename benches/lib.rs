@@ -247,10 +247,16 @@ pub mod load {
         /// Starts the binary at `path` (logging warnings only, to this process's stderr
         /// unless `quiet`) and waits for its "serving on" line.
         pub fn start(path: &str, data_dir: &std::path::Path, quiet: bool) -> Server {
+            Server::start_with(path, data_dir, &[], quiet)
+        }
+
+        /// [`Server::start`] with more arguments (`--store URL`, say).
+        pub fn start_with(path: &str, data_dir: &std::path::Path, args: &[&str], quiet: bool) -> Server {
             use std::process::{Command, Stdio};
             let mut child = Command::new(path)
                 .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
                 .arg(data_dir)
+                .args(args)
                 .env("RUST_LOG", "warn")
                 .stdout(Stdio::piped())
                 .stderr(if quiet { Stdio::null() } else { Stdio::inherit() })

@@ -6,7 +6,9 @@
 //! - each TOML block after a `<!-- check: ruleset -->` marker must load: `sheetd check` on it
 //!   succeeds;
 //! - each JSON block after a `<!-- check: scenario -->` marker runs with `sheetd solve --scenario`
-//!   with every step accepted.
+//!   with every step accepted;
+//! - each YAML block after a `<!-- check: manifest -->` marker (Kubernetes manifests) runs
+//!   sheetd with arguments its CLI accepts.
 
 #[path = "common/server.rs"]
 mod server;
@@ -205,4 +207,40 @@ fn expected_lines_match_in_order_with_ellipses() {
         words(r#"sheetd client x --step '{"a": 1}' y"#),
         ["sheetd", "client", "x", "--step", r#"{"a": 1}"#, "y"]
     );
+}
+
+/// The `sheetd` command lines of the YAML manifests marked `<!-- check: manifest -->`
+/// (docs/deploy.md): each `args:` (and each `command:` running sheetd) is a flow sequence of
+/// strings, parsed as the CLI parses its arguments, with `$(JOB_COMPLETION_INDEX)` as Kubernetes
+/// would give it.
+#[test]
+fn the_manifests_shown_in_the_docs_run_sheetd_with_valid_arguments() {
+    use clap::Parser;
+    let mut checked = 0;
+    for (page, text) in documents() {
+        for (i, yaml) in marked(&text, "manifest", "yaml").into_iter().enumerate() {
+            for line in yaml.lines() {
+                let t = line.trim_start().trim_start_matches("- ");
+                let list = t.strip_prefix("args: ").or_else(|| {
+                    t.find("command: ").map(|at| t[at + "command: ".len()..].trim_end_matches(" }"))
+                });
+                let Some(list) = list else { continue };
+                let words: Vec<String> = serde_json::from_str(list).unwrap_or_else(|e| {
+                    panic!("{page}: manifest {i}: `{list}` is not a list of strings: {e}")
+                });
+                let words: Vec<String> =
+                    words.into_iter().map(|w| w.replace("$(JOB_COMPLETION_INDEX)", "3")).collect();
+                let words = match words.first() {
+                    Some(w) if w.ends_with("/sheetd") => words[1..].to_vec(),
+                    _ => words,
+                };
+                let argv = std::iter::once("sheetd".to_owned()).chain(words.iter().cloned());
+                if let Err(e) = sheetd::cli::Cli::try_parse_from(argv) {
+                    panic!("{page}: manifest {i}: sheetd {words:?}:\n{e}");
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 3, "docs/deploy.md's Deployment (args, probe) and Job are checked: {checked}");
 }

@@ -541,6 +541,21 @@ mod tests {
     }
 
     #[test]
+    fn the_store_is_embedded_unless_a_postgres_url_is_given() {
+        assert_eq!(ServeArgs::default().resolve().expect("defaults").store, None);
+        let url = "postgres://sheetd@/sheets?host=/run/postgresql";
+        let c = ServeArgs { store: Some(url.into()), ..Default::default() }.resolve().expect("a URL");
+        assert_eq!(c.store.as_deref(), Some(url));
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("sheetd.toml");
+        std::fs::write(&file, "store = \"postgresql://db.internal/sheetd\"\n").expect("write");
+        let c = ServeArgs { config: Some(file), ..Default::default() }.resolve().expect("from the file");
+        assert_eq!(c.store.as_deref(), Some("postgresql://db.internal/sheetd"));
+        let e = ServeArgs { store: Some("mysql://x".into()), ..Default::default() }.resolve().unwrap_err();
+        assert!(e.contains("--store `mysql://x`: a store is a PostgreSQL URL"), "{e}");
+    }
+
+    #[test]
     fn flags_win_over_the_file_and_file_paths_are_relative_to_it() {
         let dir = tempfile::tempdir().expect("temp dir");
         let file = dir.path().join("sheetd.toml");

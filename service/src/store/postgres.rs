@@ -14,11 +14,12 @@
 //! Records are the same sealed protobuf messages the embedded store keeps ([`super::seal`]), so a
 //! damaged one is named when read.
 //!
-//! **One truth for several writers.** An append moves the sheet's `head` from `revision - 1` to
-//! `revision` with a conditional `UPDATE` in the transaction that inserts the revision: of two
-//! servers appending revision N, the second finds the head moved (the row lock makes it wait for
-//! the first's commit) and gets [`StoreError::Conflict`]; the (sheet, revision) key backs that
-//! up. Every write returns only once PostgreSQL has committed it.
+//! **One truth for several writers.** An append is one statement (one round trip, its own
+//! transaction): it moves the sheet's `head` from `revision - 1` to `revision` with a
+//! conditional `UPDATE`, and inserts the revision (and a snapshot) and notifies only for the row
+//! it moved. Of two servers appending revision N, the second finds the head moved (the row lock
+//! makes it wait for the first's commit) and gets [`StoreError::Conflict`]; the (sheet,
+//! revision) key backs that up. Every write returns only once PostgreSQL has committed it.
 //!
 //! **Changes for the other servers.** Each write's transaction also sends a notification on the
 //! channel `sheetd` (delivered at commit): `s REVISION ID` (a sheet's new head), `d ID` (deleted),
@@ -502,43 +503,40 @@ impl Store for PostgresStore {
                 ))
             })
             .transpose()?;
-        self.transaction(what, async |tx| {
-            let moved = tx
-                .execute(
-                    "UPDATE sheetd_sheets SET head = $2::bigint WHERE id = $1 AND head = $2::bigint - 1",
-                    &[&sheet, &revision],
-                )
-                .await
-                .map_err(failed(what))?;
-            if moved == 0 {
-                let row = tx
-                    .query_opt("SELECT head FROM sheetd_sheets WHERE id = $1", &[&sheet])
-                    .await
-                    .map_err(failed(what))?;
-                return Err(StoreError::Conflict(match row {
-                    Some(r) => format!(
-                        "sheet `{sheet}` is at revision {}, so revision {number} cannot follow it",
-                        r.get::<_, i64>(0)
-                    ),
-                    None => format!("sheet `{sheet}` does not exist"),
-                }));
-            }
-            tx.execute(
-                "INSERT INTO sheetd_log (sheet, revision, entry) VALUES ($1, $2, $3)",
-                &[&sheet, &revision, &log],
+        let (snap_revision, snap_bytes) = match snap {
+            Some((r, b)) => (Some(r), Some(b)),
+            None => (None, None),
+        };
+        let payload = StoreChange::Sheet { id: sheet.to_owned(), revision: number }.payload();
+        // One statement, so one round trip and its own transaction: the head moved, the
+        // revision (and the snapshot) inserted and the other servers notified only if the head
+        // was the revision before; else nothing is written, and the head found is returned.
+        let rows = self.query(
+            what,
+            "WITH moved AS (
+                UPDATE sheetd_sheets SET head = $2::bigint WHERE id = $1 AND head = $2::bigint - 1 RETURNING id
+            ), logged AS (
+                INSERT INTO sheetd_log (sheet, revision, entry) SELECT id, $2::bigint, $3 FROM moved RETURNING sheet
+            ), snapped AS (
+                INSERT INTO sheetd_snapshots (sheet, revision, snapshot)
+                SELECT id, $4::bigint, $5 FROM moved WHERE $4::bigint IS NOT NULL RETURNING sheet
+            ), told AS (
+                SELECT pg_notify('sheetd', $6) FROM moved
             )
-            .await
-            .map_err(failed(what))?;
-            if let Some((r, bytes)) = &snap {
-                tx.execute(
-                    "INSERT INTO sheetd_snapshots (sheet, revision, snapshot) VALUES ($1, $2, $3)",
-                    &[&sheet, r, bytes],
-                )
-                .await
-                .map_err(failed(what))?;
+            SELECT (SELECT count(*) FROM logged), (SELECT count(*) FROM told), (SELECT count(*) FROM snapped),
+                   (SELECT head FROM sheetd_sheets WHERE id = $1)",
+            &[&sheet, &revision, &log, &snap_revision, &snap_bytes, &payload],
+        )?;
+        let row = rows.first().ok_or_else(|| StoreError::Failed(format!("store: {what}: no answer")))?;
+        if row.get::<_, i64>(0) == 1 {
+            return Ok(());
+        }
+        Err(StoreError::Conflict(match row.get::<_, Option<i64>>(3) {
+            Some(head) => {
+                format!("sheet `{sheet}` is at revision {head}, so revision {number} cannot follow it")
             }
-            notify(tx, &StoreChange::Sheet { id: sheet.to_owned(), revision: number }, what).await
-        })
+            None => format!("sheet `{sheet}` does not exist"),
+        }))
     }
 
     fn log(&self, sheet: &str, from: u64, to: u64, max: usize) -> Result<Vec<Logged>, StoreError> {
