@@ -164,6 +164,11 @@ async fn a_watch_on_one_replica_sees_every_change_made_through_the_other() {
     assert!(matches!(m.and_then(|m| m.event), Some(pb::watch_response::Event::Deleted(_)) | None));
     let gone = ca.get_sheet(pb::GetSheetRequest { sheet_id: "w".into() }).await.unwrap_err();
     assert_eq!(gone.code(), tonic::Code::NotFound);
+    // Made anew under the same id through B: A serves the new one, from revision 0.
+    create(&mut cb, "w").await;
+    assert_eq!(revision(&mut ca, "w").await, 0);
+    apply(&mut cb, "w", 1, Some(0)).await.expect("the new sheet's first change");
+    assert_eq!(revision(&mut ca, "w").await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -90,7 +90,16 @@ impl Engine {
         if st.stale {
             return self.reload(sheet, st);
         }
-        if head <= st.revision {
+        if head < st.revision {
+            // Its log is shorter than this copy: the sheet was deleted and made anew under the
+            // same id. This copy is of the old one.
+            self.drop_sheet(sheet, st);
+            return Err(EngineError::Unavailable(format!(
+                "sheet `{}` was deleted and created again through another server meanwhile: try again",
+                sheet.id
+            )));
+        }
+        if head == st.revision {
             return Ok(());
         }
         let log = self.store.log(&sheet.id, st.revision + 1, head, usize::MAX)?;
@@ -249,11 +258,10 @@ impl Engine {
         match change {
             StoreChange::Sheet { id, revision } => self.follow_sheet(&id, Some(revision)),
             StoreChange::Deleted { id } => {
+                // Dropped even when the id is taken again already (deleted, then created anew
+                // through another server): that is another sheet, loaded when next used.
                 if let Ok(sheet) = self.sheet(&id) {
-                    let mut st = sheet.state();
-                    if !self.store.has_sheet(&id)? {
-                        self.drop_sheet(&sheet, &mut st);
-                    }
+                    self.drop_sheet(&sheet, &mut sheet.state());
                 }
                 Ok(())
             }

@@ -103,7 +103,10 @@ impl Postgres {
     }
 
     fn start_server(&self) {
-        let options = format!("-k {} -c listen_addresses='' -c fsync=on -c shared_buffers=16MB -c max_connections=60", self.dir.path().display());
+        let options = format!(
+            "-k {} -c listen_addresses='' -c fsync=on -c shared_buffers=16MB -c max_connections=60",
+            self.dir.path().display()
+        );
         let log = self.dir.path().join("server.log").display().to_string();
         self.run("pg_ctl", &["-D", &self.data(), "-o", &options, "-l", &log, "-w", "-t", "60", "start"]);
     }
