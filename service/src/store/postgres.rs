@@ -244,6 +244,8 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
     let mut conn = pool.get().await.map_err(pool_failed(what))?;
     let tx = conn.transaction().await.map_err(failed(what))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await.map_err(failed(what))?;
+    // `CREATE … IF NOT EXISTS` says NOTICE when it exists: not worth a log line each start.
+    tx.batch_execute("SET LOCAL client_min_messages = warning").await.map_err(failed(what))?;
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS sheetd_schema (
             version integer PRIMARY KEY,
