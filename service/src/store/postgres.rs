@@ -106,14 +106,36 @@ pub struct PostgresStore {
     changes: Mutex<Option<mpsc::Receiver<StoreChange>>>,
 }
 
-/// A database error as the store reports it: `what` failed, and why (tokio-postgres says the
-/// kind and its cause: `error connecting to server: Connection refused`).
+/// An error and its causes, each once: `error connecting to server: Connection refused (os
+/// error 111)`, `db error: FATAL: database "x" does not exist`.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !out.contains(&said) {
+            out.push_str(": ");
+            out.push_str(&said);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// A database error as the store reports it: `what` failed, and why.
 fn failed(what: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
-    move |e| StoreError::Failed(format!("store: {what}: {e}"))
+    move |e| StoreError::Failed(format!("store: {what}: {}", chain(&e)))
 }
 
 fn pool_failed(what: &str) -> impl Fn(deadpool_postgres::PoolError) -> StoreError + '_ {
-    move |e| StoreError::Failed(format!("store: {what}: the database is unreachable: {e}"))
+    move |e| {
+        let why = match &e {
+            // The connection's own error, with its causes.
+            deadpool_postgres::PoolError::Backend(b) => chain(b),
+            _ => chain(&e),
+        };
+        StoreError::Failed(format!("store: {what}: cannot connect to the database: {why}"))
+    }
 }
 
 /// A revision or version as PostgreSQL's `bigint`.
@@ -627,6 +649,24 @@ mod tests {
         }
         assert_eq!(StoreChange::parse("q 1 x"), None, "a kind this version does not know");
         assert_eq!(StoreChange::parse("s x y"), None);
+    }
+
+    #[test]
+    fn errors_say_their_causes() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("error connecting to server")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        assert_eq!(chain(&Outer(io)), "error connecting to server: Connection refused");
     }
 
     #[test]
