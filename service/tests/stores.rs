@@ -228,3 +228,38 @@ fn another_servers_writes_arrive_as_changes() {
     create(&b, "after").unwrap();
     expect_change(&rx, StoreChange::Sheet { id: "after".into(), revision: 0 });
 }
+
+/// TLS to the database: verified against `sslrootcert`; refused when the certificate is not
+/// trusted; `sslmode=disable` refused by a server that takes TLS only.
+#[test]
+fn the_postgres_store_connects_over_verified_tls() {
+    let Some(pg) = postgres::Postgres::start_tls() else { return };
+    let (port, pem) = pg.tls.clone().expect("TLS");
+    let over_socket = pg.database();
+    let db = over_socket.split('?').next().unwrap().rsplit('/').next().unwrap().to_owned();
+    let ca = pg.socket_dir().join("ca.pem");
+    std::fs::write(&ca, pem).unwrap();
+    let tcp = format!("postgres://sheetd@localhost:{port}/{db}");
+    let store = PostgresStore::open(&format!("{tcp}?sslmode=require&sslrootcert={}", ca.display()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    create(&store, "t").unwrap();
+    let encrypted = pg.psql(
+        &over_socket,
+        "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'sheetd' AND s.ssl",
+    );
+    assert_ne!(encrypted, "0", "the store's connections are encrypted");
+    drop(store);
+    let Err(StoreError::Failed(m)) = PostgresStore::open(&format!("{tcp}?sslmode=require")) else {
+        panic!("connected to a server whose certificate nobody trusts")
+    };
+    assert!(m.contains("certificate"), "{m}");
+    let Err(StoreError::Failed(m)) = PostgresStore::open(&format!("{tcp}?sslmode=disable")) else {
+        panic!("connected in plain text to a server that takes TLS only")
+    };
+    assert!(m.contains("no encryption") || m.contains("pg_hba.conf"), "{m}");
+    let Err(StoreError::Failed(m)) = PostgresStore::open(&format!("{tcp}?sslrootcert=/nonexistent.pem"))
+    else {
+        panic!("opened with a CA file that does not exist")
+    };
+    assert!(m.contains("sslrootcert /nonexistent.pem"), "{m}");
+}

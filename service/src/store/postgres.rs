@@ -35,18 +35,26 @@
 //! with [`StoreError::Failed`] (connecting gives up after 5 s); the pool makes new connections
 //! once it is back.
 //!
-//! What it does not do: TLS to the database (connect over a Unix socket, loopback or a private
-//! network), or keep any state a restart would need: everything is in the database.
+//! **TLS.** Connections to the database use TLS as the URL's `sslmode` says (tokio-postgres's
+//! `prefer` when it says nothing: TLS when the server offers it; `require`: TLS or no
+//! connection; `disable`: never), always verifying the server's certificate and name with
+//! rustls against the system's CAs, and those of the PEM file `sslrootcert=FILE` names.
+//!
+//! What it does not do: client certificates, or keep any state a restart would need:
+//! everything is in the database.
 
 use super::records::{LogRecord, RulesetRecord, RulesetVersion, SheetRecord, SnapshotRecord};
 use super::seal::{decode, id_key, rev_key, seal, seal_log, seal_message};
 use super::{Logged, Record, Snapshot, Store, StoreChange, StoreError};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use prost::Message;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::Duration;
-use tokio_postgres::{NoTls, Transaction};
+use tokio_postgres::Transaction;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// The notification channel every write notifies on.
 const CHANNEL: &str = "sheetd";
@@ -169,6 +177,8 @@ impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user@host/db`, or with `?host=/socket/dir`),
     /// runs the migrations it lacks, and starts listening for other servers' changes.
     pub fn open(url: &str) -> Result<PostgresStore, StoreError> {
+        let (url, root) = split_root_cert(url);
+        let tls = tls(root.as_deref())?;
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::Failed(format!("store: the store URL is not a PostgreSQL URL: {e}")))?;
@@ -185,7 +195,7 @@ impl PostgresStore {
             .map_err(|e| StoreError::Failed(format!("store: cannot start its threads: {e}")))?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
         let pool = Pool::builder(manager)
@@ -201,7 +211,7 @@ impl PostgresStore {
             other => other,
         })?;
         let (tx, rx) = mpsc::channel();
-        runtime.spawn(listen(config, tx));
+        runtime.spawn(listen(config, tls, tx));
         Ok(PostgresStore { runtime: Some(runtime), pool, location, changes: Mutex::new(Some(rx)) })
     }
 
@@ -260,6 +270,74 @@ impl PostgresStore {
     }
 }
 
+/// The URL without its `sslrootcert=FILE` parameter (tokio-postgres does not take it), and
+/// the file.
+fn split_root_cert(url: &str) -> (String, Option<PathBuf>) {
+    let Some((base, query)) = url.split_once('?') else { return (url.to_owned(), None) };
+    let mut root = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| match p.strip_prefix("sslrootcert=") {
+            Some(file) => {
+                root = Some(PathBuf::from(percent_decoded(file)));
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let url = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
+    (url, root)
+}
+
+/// `%2F` and the like decoded (a URL's parameter); text that is not an escape stays as it is.
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, ..) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// TLS for the database's connections: rustls, trusting the system's CAs and those of `root`.
+fn tls(root: Option<&Path>) -> Result<MakeRustlsConnect, StoreError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+    if let Some(file) = root {
+        let bad = |e: String| StoreError::Failed(format!("store: sslrootcert {}: {e}", file.display()));
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(file)
+            .map_err(|e| bad(e.to_string()))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| bad(e.to_string()))?;
+        if certs.is_empty() {
+            return Err(bad("no PEM certificate in it".to_owned()));
+        }
+        for c in certs {
+            roots.add(c).map_err(|e| bad(e.to_string()))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| StoreError::Failed(format!("store: TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
 /// Applies the migrations the database lacks, under the migration lock.
 async fn migrate(pool: &Pool) -> Result<(), StoreError> {
     let what = "migrate the schema";
@@ -303,11 +381,11 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
 
 /// Listens on [`CHANNEL`] for as long as the store's runtime runs, connecting again whenever
 /// the connection drops; sends each change, and a [`StoreChange::Resync`] after each (re)connect.
-async fn listen(config: tokio_postgres::Config, tx: mpsc::Sender<StoreChange>) {
+async fn listen(config: tokio_postgres::Config, tls: MakeRustlsConnect, tx: mpsc::Sender<StoreChange>) {
     use futures_util::StreamExt;
     let mut backoff = Duration::from_millis(200);
     loop {
-        match config.connect(NoTls).await {
+        match config.connect(tls.clone()).await {
             Ok((client, mut connection)) => {
                 let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
                 let listening = async {

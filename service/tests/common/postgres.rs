@@ -19,6 +19,10 @@ pub struct Postgres {
     dir: tempfile::TempDir,
     /// Run the server's commands as this user (`postgres` when the tests run as root).
     user: Option<String>,
+    /// Options the server starts with besides the socket's (TLS on a TCP port, say).
+    options: String,
+    /// With TLS: the loopback port, and the certificate's PEM (its own CA).
+    pub tls: Option<(u16, String)>,
 }
 
 /// Where `initdb` and `pg_ctl` are: on the PATH, or the newest of Debian's versions.
@@ -51,6 +55,16 @@ impl Postgres {
     /// Starts a server, or `None` (with a notice) where PostgreSQL is not installed and the
     /// tests are not in CI.
     pub fn start() -> Option<Postgres> {
+        Postgres::start_with(false)
+    }
+
+    /// [`Postgres::start`], also listening on a loopback TCP port with TLS only there
+    /// (`hostssl`), its certificate for `localhost` self-signed.
+    pub fn start_tls() -> Option<Postgres> {
+        Postgres::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Option<Postgres> {
         let Some(bin) = binaries() else {
             let missing = "PostgreSQL's initdb and pg_ctl are not installed (Debian: postgresql)";
             assert!(std::env::var_os("CI").is_none(), "{missing}; CI must run the PostgreSQL tests");
@@ -64,9 +78,12 @@ impl Postgres {
             let status = Command::new("chown").args(["-R", u]).arg(dir.path()).status().expect("chown");
             assert!(status.success(), "chown {u} {}", dir.path().display());
         }
-        let pg = Postgres { bin, dir, user };
+        let mut pg = Postgres { bin, dir, user, options: String::new(), tls: None };
         let data = pg.data();
         pg.run("initdb", &["-D", &data, "-U", "sheetd", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+        if tls {
+            pg.tls_on();
+        }
         pg.start_server();
         Some(pg)
     }
@@ -102,10 +119,41 @@ impl Postgres {
         out
     }
 
+    /// A certificate and key for `localhost` in the cluster's folder, TLS on, a free loopback
+    /// port, and TCP connections accepted with TLS only.
+    fn tls_on(&mut self) {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("certificate");
+        let (pem, key) = (cert.cert.pem(), cert.signing_key.serialize_pem());
+        let data = self.dir.path().join("data");
+        std::fs::write(data.join("server.crt"), &pem).expect("write");
+        std::fs::write(data.join("server.key"), key).expect("write");
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(data.join("server.key"), private).expect("chmod");
+        // Only TLS over TCP: the socket stays as it is.
+        let hba = std::fs::read_to_string(data.join("pg_hba.conf")).expect("pg_hba.conf");
+        let hba: String = hba
+            .lines()
+            .map(|l| if l.starts_with("host ") { l.replacen("host ", "hostssl ", 1) } else { l.to_owned() })
+            .map(|l| l + "\n")
+            .collect();
+        std::fs::write(data.join("pg_hba.conf"), hba).expect("write");
+        if let Some(u) = &self.user {
+            let status = Command::new("chown").args(["-R", u]).arg(&data).status().expect("chown");
+            assert!(status.success());
+        }
+        let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = free.local_addr().expect("address").port();
+        drop(free);
+        self.options = format!("-p {port} -c listen_addresses=127.0.0.1 -c ssl=on");
+        self.tls = Some((port, pem));
+    }
+
     fn start_server(&self) {
         let options = format!(
-            "-k {} -c listen_addresses='' -c fsync=on -c shared_buffers=16MB -c max_connections=60",
-            self.dir.path().display()
+            "-k {} -c listen_addresses='' -c fsync=on -c shared_buffers=16MB -c max_connections=60 {}",
+            self.dir.path().display(),
+            self.options
         );
         let log = self.dir.path().join("server.log").display().to_string();
         self.run("pg_ctl", &["-D", &self.data(), "-o", &options, "-l", &log, "-w", "-t", "60", "start"]);
@@ -121,9 +169,14 @@ impl Postgres {
         self.start_server();
     }
 
+    /// The server's port (its socket's name has it too).
+    pub fn port(&self) -> u16 {
+        self.tls.as_ref().map_or(5432, |(p, _)| *p)
+    }
+
     /// A URL for database `db` over the socket.
     pub fn url(&self, db: &str) -> String {
-        format!("postgres://sheetd@/{db}?host={}", self.dir.path().display())
+        format!("postgres://sheetd@/{db}?host={}&port={}", self.dir.path().display(), self.port())
     }
 
     /// A new, empty database; its URL.
@@ -132,7 +185,8 @@ impl Postgres {
         let socket = self.dir.path().display().to_string();
         let psql = self.bin.join("psql");
         let mut c = Command::new(psql);
-        c.args(["-h", &socket, "-U", "sheetd", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c"])
+        let port = self.port().to_string();
+        c.args(["-h", &socket, "-p", &port, "-U", "sheetd", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c"])
             .arg(format!("CREATE DATABASE {name}"));
         let out = c.output().expect("psql");
         assert!(out.status.success(), "CREATE DATABASE: {}", String::from_utf8_lossy(&out.stderr));
@@ -145,7 +199,21 @@ impl Postgres {
             url.strip_prefix("postgres://sheetd@/").and_then(|s| s.split('?').next()).unwrap_or("postgres");
         let socket = self.dir.path().display().to_string();
         let out = Command::new(self.bin.join("psql"))
-            .args(["-h", &socket, "-U", "sheetd", "-d", db, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .args([
+                "-h",
+                &socket,
+                "-p",
+                &self.port().to_string(),
+                "-U",
+                "sheetd",
+                "-d",
+                db,
+                "-At",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ])
             .output()
             .expect("psql");
         assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
