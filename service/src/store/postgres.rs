@@ -182,7 +182,9 @@ impl PostgresStore {
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::Failed(format!("store: the store URL is not a PostgreSQL URL: {e}")))?;
-        config.connect_timeout(CONNECT_TIMEOUT);
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
         if config.get_application_name().is_none() {
             config.application_name("sheetd");
         }
