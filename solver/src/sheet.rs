@@ -555,6 +555,14 @@ impl Sheet {
         }
     }
 
+    /// Whether the native code computes variable `r` now (it compiled its entry, and the entry
+    /// is that one again), for tests.
+    #[cfg(test)]
+    pub(crate) fn native_computes(&self, r: &str) -> bool {
+        let Ok(var) = self.lookup(r) else { return false };
+        self.shape.plan.native().is_some_and(|(_, ok)| ok.get(var.0.index()) == Some(&1))
+    }
+
     /// Replaces every whole value by another whole number, as if the values were stale, so that
     /// a full solve must compute each again (for tests).
     #[cfg(test)]

@@ -153,7 +153,17 @@ pub(super) struct Plan {
     /// Per variable: 1 while the native code computes its current entry, 0 once its modifiers
     /// changed (the code then hands it to the interpreter).
     native_ok: Vec<u8>,
+    /// Per variable: its entry's length when the code was compiled, while the entry has only
+    /// had whole-number constants appended at its end since ([`Plan::appended`]) and taken off
+    /// again ([`Plan::popped`]): once it is back at that length it is the entry the code was
+    /// compiled from, and the code computes it again (an effect added and then expired costs
+    /// the code nothing). [`NO_LEN`] once the entry was written anew, or the code would not wake
+    /// a dependent of it.
+    native_len: Vec<u32>,
 }
+
+/// [`Plan::native_len`] of an entry that is not the one the code was compiled from.
+const NO_LEN: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct PlanVar {
@@ -418,6 +428,7 @@ impl Clone for Plan {
             succ: self.succ.clone(),
             native: self.native.clone(),
             native_ok: with_room(&self.native_ok),
+            native_len: with_room(&self.native_len),
         }
     }
 }
@@ -468,6 +479,9 @@ impl Plan {
                 if let Some(ok) = self.native_ok.get_mut(from.index()) {
                     *ok = 0;
                 }
+                if let Some(len) = self.native_len.get_mut(from.index()) {
+                    *len = NO_LEN;
+                }
             } else {
                 self.drop_native();
             }
@@ -484,6 +498,9 @@ impl Plan {
     pub(super) fn touch(&mut self, n: NodeIndex) {
         if let Some(ok) = self.native_ok.get_mut(n.index()) {
             *ok = 0;
+        }
+        if let Some(len) = self.native_len.get_mut(n.index()) {
+            *len = NO_LEN;
         }
         if let Some(v) = self.vars.get_mut(n.index())
             && !v.stale
@@ -510,6 +527,7 @@ impl Plan {
         if self.native.is_some() {
             self.native = None;
             self.native_ok = Vec::new();
+            self.native_len = Vec::new();
         }
     }
 
@@ -522,6 +540,12 @@ impl Plan {
         }
         if let Ok(code) = native::compile(self, &self.order) {
             self.native_ok = vec![1; code.span];
+            self.native_len = (0..code.span)
+                .map(|i| match self.vars.get(i) {
+                    Some(v) if v.start.is_some() && !v.stale => v.end - v.first,
+                    _ => NO_LEN,
+                })
+                .collect();
             self.native = Some(Arc::new(code));
         }
     }
@@ -605,6 +629,10 @@ impl Plan {
     /// Writes variable `i`'s entry from the sheet: its default and modifiers, in place when they
     /// fit in the records reserved for it, else appended — with `room`, with room to grow.
     fn write(&mut self, sheet: &Source<'_>, i: usize, room: bool) {
+        // Written anew (perhaps otherwise than the code was compiled from, perhaps not).
+        if let Some(len) = self.native_len.get_mut(i) {
+            *len = NO_LEN;
+        }
         let old = self.vars[i];
         // Decimal constants are written again with the entry: the old ones are garbage. (A plan
         // without any has nothing to count: most plans, and the scan is a pass over the entry.)
@@ -667,6 +695,13 @@ impl Plan {
         if let Some(ok) = self.native_ok.get_mut(i) {
             *ok = 0;
         }
+        // Constants leading an empty entry fold into its start, which the code was compiled
+        // with: taking them off again does not restore it.
+        if v.first == v.end
+            && let Some(len) = self.native_len.get_mut(i)
+        {
+            *len = NO_LEN;
+        }
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         if self.push_steps(key, m, body, &mut scratch).is_none() {
@@ -714,10 +749,13 @@ impl Plan {
                     && v.end > v.first
                     && self.steps.get(v.end as usize - 1) == Some(&Step::fold_whole(kind, k)) =>
             {
-                if let Some(ok) = self.native_ok.get_mut(i) {
-                    *ok = 0;
-                }
                 self.vars[i].end -= 1;
+                // Back to the entry the code was compiled from, or not.
+                let len = self.vars[i].end - self.vars[i].first;
+                let compiled = self.native_len.get(i) == Some(&len);
+                if let Some(ok) = self.native_ok.get_mut(i) {
+                    *ok = u8::from(compiled);
+                }
             }
             _ => self.touch(n),
         }
@@ -898,6 +936,7 @@ impl Plan {
             + self.level.len() * 8
             + self.int_ops.len() * size_of::<IntOp>()
             + self.native_ok.len()
+            + self.native_len.len() * 4
     }
 
     /// An entry's value on machine integers from `cur`, or `None` when a step does not stay
