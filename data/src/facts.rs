@@ -138,12 +138,13 @@ impl Facts {
                 add_kind(kind, f);
             }
         }
+        let names = kind_names(draft);
         for d in &draft.fact_defs {
             let Some(kind) = kinds.get_mut(&d.kind.text.to_ascii_uppercase()) else {
                 // Facts of kinds sheetd does not read (CLASS, SKILL, …) are not kept.
                 continue;
             };
-            let Some(f) = fact_format(d.format.as_ref(), &kind_names(draft), &format, errors) else {
+            let Some(f) = fact_format(d.format.as_ref(), &names, &format, errors) else {
                 continue;
             };
             kind.defs.insert(d.name.text.to_lowercase(), (d.name.text.clone(), f));

@@ -263,3 +263,19 @@ pub fn summary(problems: &[Problem]) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+/// An error with its causes: `transport error: tcp connect error: Connection refused (os error
+/// 111)`, each cause once.
+pub fn causes(e: &dyn std::error::Error) -> String {
+    let mut said = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !said.contains(&text) {
+            said.push_str(": ");
+            said.push_str(&text);
+        }
+        next = cause.source();
+    }
+    said
+}

@@ -288,25 +288,12 @@ pub async fn channel(server: &str, ca_cert: Option<&[u8]>) -> Result<Channel, St
         if let Some(ca) = ca_cert {
             tls = tls.ca_certificate(Certificate::from_pem(ca));
         }
-        endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS: {}", causes(&e)))?;
+        endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS: {}", crate::problem::causes(&e)))?;
     }
-    endpoint.connect().await.map_err(|e| format!("cannot connect to {server}: {}", causes(&e)))
-}
-
-/// An error with its causes: `transport error: tcp connect error: Connection refused (os error
-/// 111)`, each cause once.
-pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut said = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        let text = cause.to_string();
-        if !said.contains(&text) {
-            said.push_str(": ");
-            said.push_str(&text);
-        }
-        next = cause.source();
-    }
-    said
+    endpoint
+        .connect()
+        .await
+        .map_err(|e| format!("cannot connect to {server}: {}", crate::problem::causes(&e)))
 }
 
 /// Parses JSON steps (sheet-file syntax) into API operations.

@@ -44,8 +44,9 @@
 //! everything is in the database.
 
 use super::records::{LogRecord, RulesetRecord, RulesetVersion, SheetRecord, SnapshotRecord};
-use super::seal::{decode, id_key, rev_key, seal, seal_log, seal_message};
+use super::seal::{decode, domain, id_key, rev_key, seal, seal_log, seal_message};
 use super::{Logged, Record, Snapshot, Store, StoreChange, StoreError};
+use crate::problem::causes;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use prost::Message;
 use std::path::{Path, PathBuf};
@@ -114,33 +115,17 @@ pub struct PostgresStore {
     changes: Mutex<Option<mpsc::Receiver<StoreChange>>>,
 }
 
-/// An error and its causes, each once: `error connecting to server: Connection refused (os
-/// error 111)`, `db error: FATAL: database "x" does not exist`.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let said = c.to_string();
-        if !out.contains(&said) {
-            out.push_str(": ");
-            out.push_str(&said);
-        }
-        cause = c.source();
-    }
-    out
-}
-
 /// A database error as the store reports it: `what` failed, and why.
 fn failed(what: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
-    move |e| StoreError::Failed(format!("store: {what}: {}", chain(&e)))
+    move |e| StoreError::Failed(format!("store: {what}: {}", causes(&e)))
 }
 
 fn pool_failed(what: &str) -> impl Fn(deadpool_postgres::PoolError) -> StoreError + '_ {
     move |e| {
         let why = match &e {
             // The connection's own error, with its causes.
-            deadpool_postgres::PoolError::Backend(b) => chain(b),
-            _ => chain(&e),
+            deadpool_postgres::PoolError::Backend(b) => causes(b),
+            _ => causes(&e),
         };
         StoreError::Failed(format!("store: {what}: cannot connect to the database: {why}"))
     }
@@ -657,9 +642,7 @@ impl Store for PostgresStore {
         rows.iter()
             .map(|r| {
                 let key = rev_key("log", sheet, r.get::<_, i64>(0) as u64);
-                decode::<LogRecord>(&key, r.get(1))?
-                    .into_domain()
-                    .map_err(|e| StoreError::Damaged(format!("store: record {key} is damaged: {e}")))
+                domain(&key, r.get(1), LogRecord::into_domain)
             })
             .collect()
     }
@@ -673,9 +656,7 @@ impl Store for PostgresStore {
         rows.first()
             .map(|r| {
                 let key = rev_key("snapshots", sheet, r.get::<_, i64>(0) as u64);
-                decode::<SnapshotRecord>(&key, r.get(1))?
-                    .into_domain()
-                    .map_err(|e| StoreError::Damaged(format!("store: record {key} is damaged: {e}")))
+                domain(&key, r.get(1), SnapshotRecord::into_domain)
             })
             .transpose()
     }
@@ -746,7 +727,7 @@ mod tests {
                 Some(&self.0)
             }
         }
-        assert_eq!(chain(&Outer(io)), "error connecting to server: Connection refused");
+        assert_eq!(causes(&Outer(io)), "error connecting to server: Connection refused");
     }
 
     #[test]

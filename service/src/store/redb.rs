@@ -37,7 +37,7 @@
 
 use super::journal::{Append, Journal};
 use super::records::{LogRecord, RulesetRecord, RulesetVersion, SheetRecord, SnapshotRecord};
-use super::seal::{SEAL, decode, id_key, rev_key, seal, seal_log, seal_message};
+use super::seal::{SEAL, decode, domain, id_key, rev_key, seal, seal_log, seal_message};
 use super::{Logged, Record, Snapshot, Store, StoreError};
 use prost::Message;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
@@ -370,16 +370,6 @@ impl RedbStore {
         let name = table.name();
         Ok(raw.into_iter().map(|(k, b)| decode(&id_key(name, &k), &b).map_err(|e| (k, e))).collect())
     }
-
-    /// Decodes a stored log or snapshot record and converts it to its domain type.
-    fn domain<R: Message + Default, T>(
-        key: &str,
-        raw: &[u8],
-        into: impl FnOnce(R) -> Result<T, String>,
-    ) -> Result<T, StoreError> {
-        into(decode(key, raw)?)
-            .map_err(|e| StoreError::Damaged(format!("store: record {key} is damaged: {e}")))
-    }
 }
 
 impl Store for RedbStore {
@@ -536,9 +526,7 @@ impl Store for RedbStore {
             }
             Ok(out)
         })?;
-        raw.iter()
-            .map(|(rev, b)| Self::domain(&rev_key("log", sheet, *rev), b, LogRecord::into_domain))
-            .collect()
+        raw.iter().map(|(rev, b)| domain(&rev_key("log", sheet, *rev), b, LogRecord::into_domain)).collect()
     }
 
     fn snapshot_at_or_before(&self, sheet: &str, revision: u64) -> Result<Option<Snapshot>, StoreError> {
@@ -554,7 +542,7 @@ impl Store for RedbStore {
                 None => None,
             })
         })?;
-        raw.map(|(rev, b)| Self::domain(&rev_key("snapshots", sheet, rev), &b, SnapshotRecord::into_domain))
+        raw.map(|(rev, b)| domain(&rev_key("snapshots", sheet, rev), &b, SnapshotRecord::into_domain))
             .transpose()
     }
 
@@ -664,8 +652,8 @@ pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
         for (sheet, rev, bytes) in raw {
             let key = rev_key(table, &sheet, rev);
             let result = match table {
-                "log" => RedbStore::domain(&key, &bytes, LogRecord::into_domain).map(|_| ()),
-                "snapshots" => RedbStore::domain(&key, &bytes, SnapshotRecord::into_domain).map(|_| ()),
+                "log" => domain(&key, &bytes, LogRecord::into_domain).map(|_| ()),
+                "snapshots" => domain(&key, &bytes, SnapshotRecord::into_domain).map(|_| ()),
                 _ => decode::<RulesetVersion>(&key, &bytes).map(|_| ()),
             };
             if let Err(e) = result {
@@ -683,12 +671,12 @@ pub fn verify(dir: &Path) -> Result<Vec<Damage>, StoreError> {
             Ok((_, _, appends)) => {
                 for a in appends {
                     let key = rev_key("log", &a.sheet, a.revision);
-                    if let Err(e) = RedbStore::domain(&key, &a.log, LogRecord::into_domain) {
+                    if let Err(e) = domain(&key, &a.log, LogRecord::into_domain) {
                         damage.push(Damage { record: format!("journal {key}"), why: e.to_string() });
                     }
                     if let Some((r, bytes)) = &a.snapshot {
                         let key = rev_key("snapshots", &a.sheet, *r);
-                        if let Err(e) = RedbStore::domain(&key, bytes, SnapshotRecord::into_domain) {
+                        if let Err(e) = domain(&key, bytes, SnapshotRecord::into_domain) {
                             damage.push(Damage { record: format!("journal {key}"), why: e.to_string() });
                         }
                     }

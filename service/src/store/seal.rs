@@ -86,6 +86,15 @@ pub(super) fn decode<M: Message + Default>(key: &str, raw: &[u8]) -> Result<M, S
         .map_err(|e| StoreError::Damaged(format!("store: record {key} is damaged: it does not decode: {e}")))
 }
 
+/// Decodes a stored log or snapshot record and converts it to its domain type.
+pub(super) fn domain<R: Message + Default, T>(
+    key: &str,
+    raw: &[u8],
+    into: impl FnOnce(R) -> Result<T, String>,
+) -> Result<T, StoreError> {
+    into(decode(key, raw)?).map_err(|e| StoreError::Damaged(format!("store: record {key} is damaged: {e}")))
+}
+
 pub(super) fn id_key(table: &str, id: &str) -> String {
     format!("{table} {id}")
 }
