@@ -22,7 +22,7 @@ use std::fmt;
 use std::sync::Arc;
 
 mod clocks;
-pub use clocks::{Expired, Until};
+pub use clocks::{Expired, ExpiredEffect, Until};
 
 /// One change to a character.
 #[derive(Clone, Debug)]
@@ -317,6 +317,28 @@ pub struct Character {
     state: State,
     /// What the last batch's clock moves expired.
     expired: Vec<Expired>,
+    buffers: Buffers,
+}
+
+/// The vectors a batch fills and leaves empty, kept from one batch to the next so that each
+/// writes memory still in cache, not fresh allocations (a tick expiring a hundred effects
+/// wrote about 10 KB of new memory otherwise). A copy of the character starts without them;
+/// a batch that grew them past `Buffers::KEEP` entries gives them back.
+#[derive(Default)]
+struct Buffers {
+    steps: Vec<Step>,
+    owner: Vec<usize>,
+    expiring: Vec<clocks::Expiring>,
+}
+
+impl Buffers {
+    const KEEP: usize = 1024;
+}
+
+impl Clone for Buffers {
+    fn clone(&self) -> Buffers {
+        Buffers::default()
+    }
 }
 
 fn err(code: SheetCode, message: String) -> SheetError {
@@ -338,6 +360,7 @@ impl Character {
                 sheet: b.sheet.clone(),
                 state: b.state.clone(),
                 expired: Vec::new(),
+                buffers: Buffers::default(),
             }),
             Err(e) => Err(e.clone()),
         }
@@ -347,7 +370,13 @@ impl Character {
     /// present, in one batch.
     fn build(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {
         let sheet = Sheet::with_catalog(ruleset.catalog().clone());
-        let mut c = Character { ruleset, sheet, state: State::default(), expired: Vec::new() };
+        let mut c = Character {
+            ruleset,
+            sheet,
+            state: State::default(),
+            expired: Vec::new(),
+            buffers: Buffers::default(),
+        };
         let mut ops = Vec::new();
         for (k, m) in c.ruleset.global_modifiers().iter().enumerate() {
             ops.push(template(m, &id_of(&["global:", itoa::Buffer::new().format(k + 1)]), None));
@@ -480,12 +509,13 @@ impl Character {
     /// Applies a batch atomically: all of it with one recomputation, or none of it.
     pub fn apply(&mut self, ops: &[SheetOp]) -> Result<Report, SheetError> {
         let saved = self.state.clone();
+        let Buffers { steps: mut solver_ops, mut owner, expiring } = std::mem::take(&mut self.buffers);
         // Most operations make one or two solver steps (an input replaced: a removal and an
         // addition); an object makes more, and the vectors grow then.
-        let mut solver_ops = Vec::with_capacity(2 * ops.len());
-        let mut owner = Vec::with_capacity(2 * ops.len());
+        solver_ops.reserve(2 * ops.len());
+        owner.reserve(2 * ops.len());
         let mut edit =
-            Edit { r: &self.ruleset, state: &mut self.state, input_source: None, expired: Vec::new() };
+            Edit { r: &self.ruleset, state: &mut self.state, input_source: None, expired: expiring };
         for (i, op) in ops.iter().enumerate() {
             if let Err(mut e) = edit.translate(op, &mut solver_ops) {
                 self.state = saved;
@@ -494,7 +524,7 @@ impl Character {
             }
             owner.resize(solver_ops.len(), i);
         }
-        let expired = std::mem::take(&mut edit.expired);
+        let mut expiring = std::mem::take(&mut edit.expired);
         let report = self.sheet.apply_steps(&solver_ops).map_err(|e| {
             self.state = saved;
             SheetError {
@@ -504,7 +534,11 @@ impl Character {
                 solve: Some(Box::new(e.error)),
             }
         })?;
-        self.expired = expired;
+        clocks::settle(&mut expiring, &mut solver_ops, &mut self.expired);
+        owner.clear();
+        if solver_ops.capacity().max(owner.capacity()).max(expiring.capacity()) <= Buffers::KEEP {
+            self.buffers = Buffers { steps: solver_ops, owner, expiring };
+        }
         Ok(report)
     }
 
@@ -527,7 +561,7 @@ struct Edit<'a> {
     /// The source of the inputs' modifiers, made once per batch (see `Edit::input_source`).
     input_source: Option<Arc<str>>,
     /// What the batch's clock moves expired (see `clocks.rs`).
-    expired: Vec<Expired>,
+    expired: Vec<clocks::Expiring>,
 }
 
 impl Edit<'_> {

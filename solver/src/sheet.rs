@@ -284,6 +284,12 @@ struct ModKey(u32);
 /// 33.7k → 29.0k instructions, and the shape's copy and drop about 2.5k fewer.
 type ModList = smallvec::SmallVec<[ModKey; 4]>;
 
+/// How a modifier is held: by reference count, shared by a shape and its copies and by a
+/// batch's undo records. Without a weak count (no modifier is ever referred to weakly), so
+/// dropping the last reference is one atomic write, not two (a tick expiring a hundred effects
+/// drops a hundred modifiers).
+type ModArc = triomphe::Arc<Modifier>;
+
 #[derive(Clone, Debug)]
 struct Modifier {
     id: Arc<str>,
@@ -309,6 +315,10 @@ struct Modifier {
     cond_slots: Box<[NodeIndex]>,
     /// A constant NUMBER value, ready for the numeric path.
     const_num: Option<Num>,
+    /// Whether its variable is an aggregate's, a reference's or a holder read's, kept by its
+    /// instance (`VarDef::aggregate`): such a modifier is removed only with the instance. Read
+    /// from the declaration once, when the record is made, so that a removal need not look.
+    kept: bool,
 }
 
 /// Where a modifier's [`catalog::Body`] is.

@@ -1876,6 +1876,21 @@ fn aggregates_follow_their_members() {
     // An aggregate's own modifiers go with their instance, not otherwise.
     let e = sheet.remove_modifier("count(PC.WORKER)@bob").unwrap_err();
     assert_eq!(e.code, codes::LOCKED);
+    // In a run of removals, the refused one is named by its index and nothing changes.
+    let before = row(&sheet);
+    let remove = |id: &str| Operation::RemoveModifier(id.into());
+    let e = sheet.apply(&[remove("b-bob2"), remove("count(PC.WORKER)@bob"), remove("bite")]).unwrap_err();
+    assert_eq!((e.index, e.error.code), (1, codes::LOCKED));
+    let e = sheet.apply(&[remove("b-bob2"), remove("bite"), remove("nope")]).unwrap_err();
+    assert_eq!((e.index, e.error.code), (2, codes::UNKNOWN_MODIFIER));
+    assert_eq!(row(&sheet), before);
+    // Then the run succeeds, as one removal at a time does (on copies: the rest goes on).
+    let (mut run, mut one_by_one) = (sheet.clone(), sheet.clone());
+    run.apply(&[remove("b-bob2"), remove("bite")]).unwrap();
+    one_by_one.remove_modifier("b-bob2").unwrap();
+    one_by_one.remove_modifier("bite").unwrap();
+    assert_eq!(row(&run), row(&one_by_one));
+    assert_ne!(row(&run), before);
     assert_eq!(sheet.remove_source("count(PC.WORKER)").unwrap_err().code, codes::LOCKED);
     // A user modifier on an aggregate is refused: its variable is locked.
     let e =

@@ -62,11 +62,14 @@ impl fmt::Display for Until {
     }
 }
 
-/// What a clock's move removed: `what` (`object `bless``, `modifier `haste``), which clock
-/// passed which value, and the clock's value after the move.
+/// What a clock's move removed: `what` (displayed `object `bless``, `modifier `haste``),
+/// which clock passed which value, and the clock's value after the move.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expired {
-    pub what: String,
+    pub what: ExpiredEffect,
+    /// The clock's name (`Turn`, `Goblin.TurnEnds`): held inline when short, as clock names
+    /// are, so that a move expiring hundreds of effects copies it rather than counting
+    /// references to it (an atomic write each).
     pub clock: std::sync::Arc<str>,
     pub after: Decimal,
     pub now: Decimal,
@@ -75,6 +78,80 @@ pub struct Expired {
 impl fmt::Display for Expired {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} expired when {} passed {}", self.what, self.clock, self.after)
+    }
+}
+
+/// An effect a clock's move removed, by id. Its text (`object `bless``) is made when it is
+/// displayed, not when the effect expires (a tick may expire hundreds).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExpiredEffect {
+    Object(Arc<str>),
+    Modifier(Arc<str>),
+}
+
+impl ExpiredEffect {
+    /// The object's or modifier's id.
+    pub fn id(&self) -> &str {
+        match self {
+            ExpiredEffect::Object(id) | ExpiredEffect::Modifier(id) => id,
+        }
+    }
+}
+
+impl fmt::Display for ExpiredEffect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExpiredEffect::Object(id) => write!(f, "object `{id}`"),
+            ExpiredEffect::Modifier(id) => write!(f, "modifier `{id}`"),
+        }
+    }
+}
+
+/// An expiry recorded while a batch is translated. A modifier's id is the one its removal
+/// step carries, moved into the report once the batch has succeeded ([`settle`]): a reference
+/// count fewer to take and to give back per effect (each an atomic write, which a tick
+/// expiring a hundred effects felt).
+#[derive(Debug)]
+pub(super) struct Expiring {
+    what: Lapse,
+    clock: Arc<str>,
+    after: Decimal,
+    now: Decimal,
+}
+
+#[derive(Debug)]
+enum Lapse {
+    Object(Arc<str>),
+    /// The modifier removed by the batch's step at this index (a `Step::Remove`).
+    Removed(usize),
+}
+
+/// What `expiring` expired, named, into `out` (emptied first): the modifiers' ids taken from
+/// `steps`, the batch's solver steps, once they have been applied. Leaves `expiring` and
+/// `steps` empty (their memory kept for the next batch).
+pub(super) fn settle(expiring: &mut Vec<Expiring>, steps: &mut Vec<Step>, out: &mut Vec<Expired>) {
+    out.clear();
+    if expiring.is_empty() {
+        steps.clear();
+        return;
+    }
+    out.reserve(expiring.len());
+    // The removals' indexes ascend (`move_clock` pushes them in order): one walk, `next` the
+    // index of the step `steps` gives next.
+    let (mut steps, mut next) = (steps.drain(..), 0);
+    for e in expiring.drain(..) {
+        let what = match e.what {
+            Lapse::Object(id) => ExpiredEffect::Object(id),
+            Lapse::Removed(i) => {
+                let step = i.checked_sub(next).and_then(|skip| steps.nth(skip));
+                next = i + 1;
+                match step {
+                    Some(Step::Remove(id)) => ExpiredEffect::Modifier(id),
+                    _ => continue,
+                }
+            }
+        };
+        out.push(Expired { what, clock: e.clock, after: e.after, now: e.now });
     }
 }
 
@@ -194,7 +271,7 @@ impl Edit<'_> {
     ) -> Result<(), SheetError> {
         let key = self.clock(clock, on)?;
         // Shared by every effect the move expires (a tick may expire hundreds).
-        let name: std::sync::Arc<str> = self.clock_name(&key).into();
+        let name: Arc<str> = self.clock_name(&key).into();
         let now = self.clock_value(&key);
         let new = match to {
             Move::By(by) if by < Decimal::ZERO => {
@@ -224,7 +301,7 @@ impl Edit<'_> {
         let mut due: Vec<&Waiting> = Vec::with_capacity(shared.waiting.len());
         let mut keep = Vec::new();
         for w in &shared.waiting {
-            if w.clock == key && w.after < new {
+            if w.clock == key && before(w.after, new) {
                 due.push(w);
             } else {
                 keep.push(w.clone());
@@ -237,26 +314,20 @@ impl Edit<'_> {
         ops.reserve(due.len());
         self.expired.reserve(due.len());
         for w in due {
-            let (kind, id) = match &w.effect {
+            let what = match &w.effect {
                 Effect::Object(id) => {
                     if !self.state.active.contains_key(id) {
                         continue;
                     }
                     self.deactivate(id, ops);
-                    ("object `", id)
+                    Lapse::Object(id.clone())
                 }
                 Effect::Modifier { id, .. } => {
                     ops.push(Step::Remove(id.clone()));
-                    ("modifier `", id)
+                    Lapse::Removed(ops.len() - 1)
                 }
             };
-            // `object `Shield``, built without the formatting machinery (a tick may expire
-            // hundreds: it was most of a tick's own cost).
-            let mut what = String::with_capacity(kind.len() + id.len() + 1);
-            what.push_str(kind);
-            what.push_str(id);
-            what.push('`');
-            self.expired.push(Expired { what, clock: name.clone(), after: w.after, now: new });
+            self.expired.push(Expiring { what, clock: name.clone(), after: w.after, now: new });
         }
         Ok(())
     }
@@ -358,4 +429,28 @@ impl Edit<'_> {
 pub(super) enum Waits<'a> {
     Object(Arc<str>),
     Modifier(&'a solver::ModifierSpec),
+}
+
+/// `a < b`: the mantissas compared when the scales agree (clock values nearly always do, in
+/// whole turns), rust_decimal's general comparison (several times the work) otherwise.
+#[inline]
+fn before(a: Decimal, b: Decimal) -> bool {
+    if a.scale() == b.scale() { a.mantissa() < b.mantissa() } else { a < b }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::before;
+    use proptest::prelude::*;
+    use rust_decimal::Decimal;
+
+    proptest! {
+        /// The shortcut agrees with the general comparison, scales equal or not.
+        #[test]
+        fn before_is_less_than(a in any::<i64>(), sa in 0u32..6, b in any::<i64>(), sb in 0u32..6, same in any::<bool>()) {
+            let a = Decimal::new(a, sa);
+            let b = Decimal::new(b, if same { sa } else { sb });
+            prop_assert_eq!(before(a, b), a < b);
+        }
+    }
 }

@@ -654,7 +654,7 @@ fn the_example_round_plays_as_the_guide_says() {
     let last = reports.last().expect("a report");
     let fired: Vec<&str> = last.fired.iter().map(|f| &*f.rule).collect();
     assert!(fired.contains(&"a defense evades a hit") && fired.contains(&"a hit lands"), "{fired:?}");
-    assert!(last.expired.iter().any(|e| e.what.contains("Doctor#1")), "{:?}", last.expired);
+    assert!(last.expired.iter().any(|e| e.what.id().contains("Doctor#1")), "{:?}", last.expired);
     assert_eq!(p.values(&["PHASE", "IS_NIGHT", "ann.PUBLIC_VOTES"]), ["4", "false", "2"]);
 }
 

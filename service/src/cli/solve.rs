@@ -299,7 +299,7 @@ pub fn step_json_with(index: usize, result: &Result<Stepped, Rejection>, keys: K
         j["expired"] = r
             .expired
             .iter()
-            .map(|e| json!({"what": e.what, "clock": &*e.clock, "after": e.after.to_string(), "now": e.now.to_string()}))
+            .map(|e| json!({"what": e.what.to_string(), "clock": &*e.clock, "after": e.after.to_string(), "now": e.now.to_string()}))
             .collect();
     }
     if !r.fired.is_empty() {

@@ -573,7 +573,7 @@ pub fn applied(a: Applied) -> pb::ApplyResponse {
 /// An expired effect as a message.
 pub fn expired(e: &data::Expired) -> pb::Expired {
     pb::Expired {
-        what: e.what.clone(),
+        what: e.what.to_string(),
         clock: e.clock.to_string(),
         after: e.after.to_string(),
         now: e.now.to_string(),

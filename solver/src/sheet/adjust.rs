@@ -14,6 +14,7 @@
 //! `2 * Workers` = 6` — so traces and why-changed name the step and the formula's value at
 //! that moment.
 
+use super::ModArc;
 use super::batch::Pending;
 use super::guard::NowFormula;
 use super::*;
@@ -133,7 +134,7 @@ impl Sheet {
             // the key just freed), for several times less.
             let value = ModValue::Const(Value::Number(new));
             let body = Body { value, condition: None, text, source: Arc::from(source) };
-            let m = Arc::new(Modifier {
+            let m = ModArc::new(Modifier {
                 held: Held::Own(body),
                 const_num: Some(formula::Num::from_decimal(new)),
                 seq: self.shape.next_seq,

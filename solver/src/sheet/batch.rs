@@ -12,10 +12,9 @@
 //! graph, isolated, until the batch commits: that keeps the removal undoable without
 //! renumbering anything.
 
+use super::ModArc;
 use super::bulk::{BULK_MIN, BULK_SHARE};
-use super::{
-    Adjust, Change, Delta, Guard, Instance, InstanceId, ModKey, Modifier, Report, Sheet, TemplateId,
-};
+use super::{Adjust, Change, Delta, Guard, Instance, InstanceId, ModKey, Report, Sheet, TemplateId};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
 use crate::rules::ScopeId;
@@ -143,6 +142,9 @@ pub(super) struct Pending {
     /// collected for its end (`Shape::insert_modifier_bulk`).
     bulk: bool,
     bulk_edges: Vec<u64>,
+    /// The modifiers a run of removals took out of the table, before the rest of their
+    /// unlinking (see `Sheet::op_remove_run`); empty between operations.
+    taken: Vec<(ModKey, ModArc)>,
 }
 
 /// A sheet's spare [`Pending`], boxed: a batch takes it and gives it back by moving a pointer,
@@ -179,9 +181,9 @@ enum Undo {
     /// An instance created, and whether it reused a free slot (else it was pushed at the end).
     AddedInstance(InstanceId, bool),
     AddedModifier(ModKey),
-    RemovedModifier(ModKey, Arc<Modifier>),
+    RemovedModifier(ModKey, ModArc),
     /// A modifier replaced in place (a stock's input adjusted): the one it replaced.
-    ReplacedModifier(ModKey, Arc<Modifier>),
+    ReplacedModifier(ModKey, ModArc),
     /// The instances removed (root first).
     RemovedInstances(Vec<(InstanceId, Instance)>),
 }
@@ -207,14 +209,7 @@ impl Sheet {
         pending.undo.reserve(ops.len());
         // A batch of adds (a sheet being built, an object with its parts and modifiers) grows
         // the tables once, not by doubling: growing a hash table moves every entry.
-        let (mut adds, mut instances, mut others) = (0usize, 0usize, 0usize);
-        for op in ops {
-            match op.get() {
-                OpRef::Op(Operation::AddModifier(_)) | OpRef::Template(..) => adds += 1,
-                OpRef::Op(Operation::AddInstance { .. }) | OpRef::Instance(..) => instances += 1,
-                OpRef::Op(_) | OpRef::Remove(_) => others += 1,
-            }
-        }
+        let (adds, instances, others) = count_kinds(ops);
         // Reserved by the first operation that gets as far as changing the shape: a batch
         // rejected before that leaves a copied sheet sharing its shape.
         pending.grow = (adds, instances);
@@ -228,7 +223,10 @@ impl Sheet {
             // doubling from nothing (it is dropped at the end of the batch).
             pending.bulk_edges.reserve(2 * adds);
         }
-        for (index, op) in ops.iter().enumerate() {
+        let mut index = 0;
+        while let Some(op) = ops.get(index) {
+            // The index of the operation after this one (after a run, for a run of removals).
+            let mut next = index + 1;
             let result = match op.get() {
                 OpRef::Op(Operation::AddInstance { key, scope, parent }) => {
                     self.op_add_named_instance(key, scope, parent.as_deref(), &mut pending)
@@ -238,8 +236,11 @@ impl Sheet {
                     .and_then(|()| self.op_add_instance(key, scope, parent, &mut pending)),
                 OpRef::Op(Operation::RemoveInstance(key)) => self.op_remove_instance(key, &mut pending),
                 OpRef::Op(Operation::AddModifier(spec)) => self.op_add_modifier(spec, &mut pending),
-                OpRef::Op(Operation::RemoveModifier(id)) => self.op_remove_modifier(id, &mut pending),
-                OpRef::Remove(id) => self.op_remove_modifier(id, &mut pending),
+                OpRef::Op(Operation::RemoveModifier(_)) | OpRef::Remove(_) => {
+                    let (done, result) = self.op_remove_run(&ops[index..], &mut pending);
+                    next = index + done;
+                    result
+                }
                 OpRef::Op(Operation::RemoveSource(source)) => self.op_remove_source(source, &mut pending),
                 OpRef::Template(id, t, on) => self.op_add_template(id, t, on, &mut pending),
                 OpRef::Op(Operation::Require(guard)) => self.op_require(guard, &mut pending),
@@ -254,8 +255,9 @@ impl Sheet {
                     // fail.
                     return self.apply_ops(ops, false);
                 }
-                return Err(BatchError { index, error });
+                return Err(BatchError { index: next - 1, error });
             }
+            index = next;
         }
         if pending.bulk && !self.finish_bulk(&mut pending) {
             // A cycle: one operation at a time names the one that closes it.
@@ -478,7 +480,7 @@ impl Sheet {
 
     /// Links a prepared modifier (in bulk or not: see `bulk.rs`) and logs its undoing.
     #[inline(always)]
-    pub(super) fn op_link(&mut self, m: Arc<Modifier>, pending: &mut Pending) -> Result<(), SolveError> {
+    pub(super) fn op_link(&mut self, m: ModArc, pending: &mut Pending) -> Result<(), SolveError> {
         let target = m.target;
         self.grow(pending);
         let key = if pending.bulk {
@@ -495,18 +497,74 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_modifier(&mut self, id: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        let key = self.shape.mods.key_of(id).ok_or_else(|| {
-            SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
-        })?;
-        // Only the aggregates' own modifiers are on their (locked) variables.
-        if let Some(m) = self.shape.mods.get(key)
-            && let Some(n) = self.shape.graph.node_weight(m.target)
-            && self.shape.rules.var(n.def).aggregate.is_some()
-        {
-            return Err(member_removed(id));
+        // A shape shared with copies is copied only for a modifier it has.
+        if Arc::strong_count(&self.shape) > 1 && !self.shape.mods.has_id(id) {
+            return Err(unknown_modifier(id));
         }
-        self.op_unlink(key, pending);
-        Ok(())
+        remove_by_id(self.shape_mut(), id, pending)
+    }
+
+    /// The removals by id at the start of `ops` (at least its first operation, which is one),
+    /// the shape made this sheet's own once for them all (each `Arc::make_mut` is an atomic
+    /// write: a tick expiring a hundred effects felt one per removal). Returns how many it
+    /// took, the one that failed included.
+    fn op_remove_run<T: BatchOp>(
+        &mut self,
+        ops: &[T],
+        pending: &mut Pending,
+    ) -> (usize, Result<(), SolveError>) {
+        fn id_of<T: BatchOp>(op: &T) -> Option<&str> {
+            match op.get() {
+                OpRef::Op(Operation::RemoveModifier(id)) => Some(id.as_str()),
+                OpRef::Remove(id) => Some(id),
+                _ => None,
+            }
+        }
+        let Some(first) = ops.first().and_then(id_of) else {
+            return (1, Ok(()));
+        };
+        if Arc::strong_count(&self.shape) > 1 && !self.shape.mods.has_id(first) {
+            return (1, Err(unknown_modifier(first)));
+        }
+        let shape = self.shape_mut();
+        // Two passes: the first only takes each modifier out of the index by id and the table,
+        // a short loop whose lookups, independent of each other, the processor overlaps (one
+        // removal at a time waited on each in turn: its hash slot, its record, its variable);
+        // the second unlinks the rest, the records then at hand.
+        let mut taken = std::mem::take(&mut pending.taken);
+        let mut failed = None;
+        for (i, id) in ops.iter().map_while(id_of).enumerate() {
+            match shape.mods.unlink_id(id) {
+                Some(t) => taken.push(t),
+                None => {
+                    failed = Some((i + 1, unknown_modifier(id)));
+                    break;
+                }
+            }
+        }
+        // Only the aggregates' own modifiers are on their (locked) variables (`Modifier::kept`):
+        // checked for the whole run first, the first found ending it.
+        let locked = taken.iter().position(|(_, m)| m.kept);
+        if let Some(j) = locked {
+            // Those taken from it on go back, newest first: keys return to the free list in the
+            // order they left it.
+            let error = member_removed(&taken[j].1.id);
+            for (k, m) in taken.drain(j..).rev() {
+                shape.mods.relink(k, m);
+            }
+            failed = Some((j + 1, error));
+        }
+        let done = taken.len();
+        for (key, m) in taken.drain(..) {
+            shape.unlinked(key, &m);
+            pending.dirty.push(m.target);
+            pending.undo.push(Undo::RemovedModifier(key, m));
+        }
+        pending.taken = taken;
+        match failed {
+            Some((at, error)) => (at, Err(error)),
+            None => (done, Ok(())),
+        }
     }
 
     pub(super) fn op_remove_source(&mut self, source: &str, pending: &mut Pending) -> Result<(), SolveError> {
@@ -532,7 +590,7 @@ impl Sheet {
 
     /// Puts modifier `m` in place of the one under `key` (see [`Shape::replace_modifier`]); it
     /// takes the next sequence number.
-    pub(super) fn op_replace(&mut self, key: ModKey, m: Arc<Modifier>, pending: &mut Pending) {
+    pub(super) fn op_replace(&mut self, key: ModKey, m: ModArc, pending: &mut Pending) {
         let target = m.target;
         let shape = self.shape_mut();
         shape.next_seq += 1;
@@ -722,6 +780,39 @@ impl Sheet {
 
 /// A removal of the modifiers instances give an aggregate or a reference, which come and go
 /// with the instances.
+/// How many of `ops` add modifiers, add instances, and do anything else.
+fn count_kinds<T: BatchOp>(ops: &[T]) -> (usize, usize, usize) {
+    let (mut adds, mut instances, mut others) = (0, 0, 0);
+    for op in ops {
+        match op.get() {
+            OpRef::Op(Operation::AddModifier(_)) | OpRef::Template(..) => adds += 1,
+            OpRef::Op(Operation::AddInstance { .. }) | OpRef::Instance(..) => instances += 1,
+            OpRef::Op(_) | OpRef::Remove(_) => others += 1,
+        }
+    }
+    (adds, instances, others)
+}
+
+fn unknown_modifier(id: &str) -> SolveError {
+    SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
+}
+
+/// Removes the modifier with id `id` from `shape` (this sheet's own), recording it in
+/// `pending` — found and taken out of the index in one probe (a tick expiring hundreds of
+/// effects spent a fifth of its time looking each id up twice).
+fn remove_by_id(shape: &mut super::Shape, id: &str, pending: &mut Pending) -> Result<(), SolveError> {
+    let (key, m) = shape.mods.unlink_id(id).ok_or_else(|| unknown_modifier(id))?;
+    // Only the aggregates' own modifiers are on their (locked) variables.
+    if m.kept {
+        shape.mods.relink(key, m);
+        return Err(member_removed(id));
+    }
+    shape.unlinked(key, &m);
+    pending.dirty.push(m.target);
+    pending.undo.push(Undo::RemovedModifier(key, m));
+    Ok(())
+}
+
 fn member_removed(what: &str) -> SolveError {
     SolveError::new(
         codes::LOCKED,

@@ -32,6 +32,7 @@
 //! graph). The property tests lower both thresholds so that every batch of additions they make
 //! goes in bulk.
 
+use super::ModArc;
 use super::*;
 
 /// The fewest additions for which a batch goes in bulk (small in tests, so that their batches
@@ -68,7 +69,7 @@ impl Shape {
     /// runs again one operation at a time, which names it).
     pub(super) fn insert_modifier_bulk(
         &mut self,
-        m: Arc<Modifier>,
+        m: ModArc,
         edges: &mut Vec<u64>,
     ) -> Result<ModKey, SolveError> {
         let key = self.new_key();

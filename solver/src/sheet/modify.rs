@@ -1,6 +1,7 @@
 //! Changing a sheet's modifiers: checking a modifier against the sheet (`prepare`), linking
 //! it into the graph and its target's ordered list, and unlinking it.
 
+use super::ModArc;
 use super::*;
 
 impl Sheet {
@@ -37,7 +38,7 @@ impl Shape {
         spec: &ModifierSpec,
         hint: &mut Option<InstanceId>,
         bulk: bool,
-    ) -> Result<Arc<Modifier>, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         self.check_id(&spec.id, bulk)?;
         let on = self.lookup_instance_hinted(spec.on.as_deref(), hint)?;
         let from = match &spec.from {
@@ -60,7 +61,7 @@ impl Shape {
         let (reads, value_vars, cond_slots) = self.resolve_reads(&spec.id, from, held.body(None))?;
         // Built in its `Arc` at once, here (not in a function it is handed to): the record is
         // about 150 bytes, and each move of it was a copy.
-        let m = Arc::new(Modifier {
+        let m = ModArc::new(Modifier {
             value_vars,
             cond_slots,
             const_num,
@@ -68,6 +69,7 @@ impl Shape {
             target,
             kind,
             rank: self.rules.var(def).order.rank(kind),
+            kept: self.rules.var(def).aggregate.is_some(),
             held,
             priority: spec.priority,
             seq: self.next_seq,
@@ -91,7 +93,7 @@ impl Shape {
         on: Option<&str>,
         hint: &mut Option<InstanceId>,
         bulk: bool,
-    ) -> Result<Arc<Modifier>, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         let Some(template) = self.catalog.as_deref().and_then(|c| c.get(t)) else {
             return Err(SolveError::new(
                 codes::UNKNOWN_TEMPLATE,
@@ -133,7 +135,7 @@ impl Shape {
         from: InstanceId,
         key: &str,
         bulk: bool,
-    ) -> Result<Arc<Modifier>, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         if let Some(part) = &agg.part {
             // The instance's part (kept by `part_of`), added up.
             let name = self.rules.var(part.var).name.clone();
@@ -179,7 +181,7 @@ impl Shape {
         from: InstanceId,
         key: &str,
         bulk: bool,
-    ) -> Option<Result<Arc<Modifier>, SolveError>> {
+    ) -> Option<Result<ModArc, SolveError>> {
         let part = agg.part.as_ref()?;
         let body = Body {
             value: ModValue::Formula(part.value.clone()),
@@ -198,7 +200,7 @@ impl Shape {
         r: &crate::rules::Reference,
         from: InstanceId,
         bulk: bool,
-    ) -> Option<Result<Arc<Modifier>, SolveError>> {
+    ) -> Option<Result<ModArc, SolveError>> {
         let scope = self.instance(from).scope;
         let (_, read) = r.reads.iter().find(|(s, _)| *s == scope)?;
         let name = self.rules.var(r.var).name.clone();
@@ -219,7 +221,7 @@ impl Shape {
         p: &crate::rules::Pointer,
         on: InstanceId,
         from: InstanceId,
-    ) -> Result<Arc<Modifier>, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         let name = self.rules.var(p.var).name.clone();
         let key = |i: InstanceId| match &*self.instance(i).key {
             // The global instance has no key: its scope's name stands for it.
@@ -249,7 +251,7 @@ impl Shape {
         body: Body,
         const_num: Option<Num>,
         bulk: bool,
-    ) -> Result<Arc<Modifier>, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         let target = self.node_from(on, var).ok_or_else(|| {
             SolveError::new(
                 codes::UNKNOWN_VARIABLE,
@@ -284,10 +286,10 @@ impl Shape {
 
     /// The record of a checked modifier: the nodes its formulas read, resolved from its `from`
     /// instance, and (unless `bulk`) checked for a cycle.
-    fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<Arc<Modifier>, SolveError> {
+    fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<ModArc, SolveError> {
         let (reads, value_vars, cond_slots) =
             self.resolve_reads(link.id, link.from, held.body(self.catalog.as_deref()))?;
-        let m = Arc::new(Modifier {
+        let m = ModArc::new(Modifier {
             value_vars,
             cond_slots,
             const_num: link.const_num,
@@ -295,6 +297,10 @@ impl Shape {
             target: link.target,
             kind: link.kind,
             rank: link.rank,
+            kept: self
+                .graph
+                .node_weight(link.target)
+                .is_some_and(|n| self.rules.var(n.def).aggregate.is_some()),
             held,
             priority: link.priority,
             seq: self.next_seq,
@@ -540,7 +546,7 @@ impl Shape {
     /// modifier linked last in its target's order has its steps appended to the target's plan
     /// entry at once; without (a sheet deferring its recomputation, whose entries are written
     /// when it settles), the entry is only marked stale.
-    pub(super) fn insert_modifier(&mut self, m: Arc<Modifier>, plan_now: bool) -> ModKey {
+    pub(super) fn insert_modifier(&mut self, m: ModArc, plan_now: bool) -> ModKey {
         let key = self.new_key();
         self.link_modifier(key, m, plan_now);
         key
@@ -554,7 +560,7 @@ impl Shape {
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list
     /// (`plan_now`: see [`Shape::insert_modifier`]).
-    pub(super) fn link_modifier(&mut self, key: ModKey, m: Arc<Modifier>, plan_now: bool) {
+    pub(super) fn link_modifier(&mut self, key: ModKey, m: ModArc, plan_now: bool) {
         let target = m.target;
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
@@ -576,7 +582,7 @@ impl Shape {
     /// type and reads (the caller's to ensure), another value, source or sequence number — in
     /// its target's list where its sequence number puts it, as if the old one were removed and
     /// `m` added. The key must be the table's own ([`mods::ModTable::is_own`]).
-    pub(super) fn replace_modifier(&mut self, key: ModKey, m: Arc<Modifier>) -> Arc<Modifier> {
+    pub(super) fn replace_modifier(&mut self, key: ModKey, m: ModArc) -> ModArc {
         // The caller found `key` live.
         let old = self.mods.get(key).expect("live modifier").clone();
         let catalog = self.catalog.as_deref();
@@ -676,9 +682,17 @@ impl Shape {
     }
 
     /// Detaches a modifier from everything and returns it.
-    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Arc<Modifier> {
+    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> ModArc {
         // Keys handed out are live until this function frees them.
         let m = self.mods.unlink(key).expect("live modifier");
+        self.unlinked(key, &m);
+        m
+    }
+
+    /// What [`Shape::unlink_modifier`] does after taking `m` (under `key`) out of the table:
+    /// the plan's entry, the edges of what it read, its variable's, source's and instances'
+    /// lists.
+    pub(super) fn unlinked(&mut self, key: ModKey, m: &Modifier) {
         // The last of its variable's modifiers, a whole-number constant (an effect expiring, an
         // input replaced): its step leaves the plan's entry; anything else rewrites the entry.
         let last = self.graph.node_weight(m.target).is_some_and(|n| n.mods.last() == Some(&key));
@@ -712,6 +726,5 @@ impl Shape {
                 self.by_instance[i.0 as usize].retain(|k| *k != key);
             }
         }
-        m
     }
 }

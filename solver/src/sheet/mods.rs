@@ -7,7 +7,10 @@
 //! about a third of copying the anchor workload's shape. Here the modifiers the copy was made
 //! from stay in a *base* shared by `Arc` with every other copy; a copy's own changes are an
 //! overlay beside it:
-//! - modifiers linked since the copy, under keys after the base's, with their own index by id;
+//! - modifiers linked since the copy, under keys after the base's, with their own index by id
+//!   (each entry the id's hash and the key: the id itself is the record's, so linking and
+//!   unlinking count no reference to it — an atomic write each, which a tick expiring hundreds
+//!   of effects felt);
 //! - base modifiers unlinked since, one bit each;
 //! - keys freed since, for reuse (only the overlay's: a base key is the base's record).
 //!
@@ -20,8 +23,11 @@
 //!   clear;
 //! - the base never changes while shared (it is only ever replaced, by `freeze`).
 
-use super::{ModKey, Modifier};
+use super::ModArc;
+use super::ModKey;
 use crate::Map;
+use hashbrown::hash_table::Entry;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// The part of a table shared by copies. Aligned to 128 bytes: every copy reads it while
@@ -29,7 +35,7 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 #[repr(align(128))]
 struct Base {
-    mods: Vec<Option<Arc<Modifier>>>,
+    mods: Vec<Option<ModArc>>,
     ids: Map<Arc<str>, ModKey>,
 }
 
@@ -41,9 +47,11 @@ pub(super) struct ModTable {
     /// through the `Arc` was one more dependent load on each.
     base_len: usize,
     /// Keys `base.mods.len()..`: modifiers linked since the base was made.
-    own: Vec<Option<Arc<Modifier>>>,
-    /// The index by id of the live modifiers in `own`.
-    own_ids: Map<Arc<str>, ModKey>,
+    own: Vec<Option<ModArc>>,
+    /// The index by id of the live modifiers in `own`: (the id's hash by `hasher`, key).
+    own_ids: hashbrown::HashTable<(u64, ModKey)>,
+    /// Hashes the overlay's ids (copied with the table, so its hashes stay valid).
+    hasher: foldhash::fast::RandomState,
     /// Base keys unlinked since, a bit each (empty until the first).
     gone: Vec<u64>,
     /// How many bits of `gone` are set.
@@ -64,7 +72,7 @@ impl ModTable {
 
     /// The live modifier under `key`.
     #[inline(always)]
-    pub(super) fn get(&self, key: ModKey) -> Option<&Arc<Modifier>> {
+    pub(super) fn get(&self, key: ModKey) -> Option<&ModArc> {
         let k = key.0 as usize;
         // One bounds check finds an overlay key (a base key wraps past the end).
         match self.own.get(k.wrapping_sub(self.base_len)) {
@@ -75,17 +83,38 @@ impl ModTable {
 
     /// [`ModTable::get`] for a key that is not the overlay's.
     #[inline(never)]
-    fn get_base(&self, k: usize) -> Option<&Arc<Modifier>> {
+    fn get_base(&self, k: usize) -> Option<&ModArc> {
         if k >= self.base_len || (self.gone_count > 0 && self.is_gone(k)) {
             return None;
         }
         self.base.mods.get(k)?.as_ref()
     }
 
+    /// The id of the overlay's record under `key`, if live.
+    #[inline(always)]
+    fn own_id(own: &[Option<ModArc>], base_len: usize, key: ModKey) -> Option<&str> {
+        own.get((key.0 as usize).wrapping_sub(base_len))?.as_ref().map(|m| &*m.id)
+    }
+
+    /// Whether the overlay's record under `key` has id `id`: the same text, most often the same
+    /// allocation (a removal names a modifier by the id it was added with), then not compared.
+    #[inline(always)]
+    fn has_own_id(own: &[Option<ModArc>], base_len: usize, key: ModKey, id: &str) -> bool {
+        Self::own_id(own, base_len, key)
+            .is_some_and(|o| (std::ptr::eq(o.as_ptr(), id.as_ptr()) && o.len() == id.len()) || o == id)
+    }
+
+    /// The key of the overlay's live modifier with id `id`, by its hash `h`.
+    #[inline]
+    fn own_key(&self, id: &str, h: u64) -> Option<ModKey> {
+        let (own, base_len) = (&self.own, self.base_len);
+        self.own_ids.find(h, |&(eh, k)| eh == h && Self::has_own_id(own, base_len, k, id)).map(|&(_, k)| k)
+    }
+
     /// The key of the live modifier with id `id`.
     #[inline]
     pub(super) fn key_of(&self, id: &str) -> Option<ModKey> {
-        if let Some(&k) = self.own_ids.get(id) {
+        if let Some(k) = self.own_key(id, self.hasher.hash_one(id)) {
             return Some(k);
         }
         if self.base_len == 0 {
@@ -110,7 +139,7 @@ impl ModTable {
     }
 
     /// Every live modifier with its key, base first, each in key order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (ModKey, &Arc<Modifier>)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (ModKey, &ModArc)> {
         let base = self.base.mods.iter().enumerate().filter(|(k, _)| !self.is_gone(*k));
         let own = self.own.iter().enumerate().map(|(o, m)| (o + self.base_len(), m));
         base.chain(own).filter_map(|(k, m)| Some((ModKey(k as u32), m.as_ref()?)))
@@ -118,7 +147,7 @@ impl ModTable {
 
     /// Calls `f` with every live modifier, as [`ModTable::iter`] orders them (a plain loop
     /// over each part: for passes over every modifier).
-    pub(super) fn for_each(&self, mut f: impl FnMut(&Arc<Modifier>)) {
+    pub(super) fn for_each(&self, mut f: impl FnMut(&ModArc)) {
         for (k, m) in self.base.mods.iter().enumerate() {
             if let Some(m) = m
                 && (self.gone_count == 0 || !self.is_gone(k))
@@ -132,13 +161,14 @@ impl ModTable {
     /// The ids of the live modifiers.
     pub(super) fn ids(&self) -> impl Iterator<Item = &Arc<str>> {
         let base = self.base.ids.iter().filter(|(_, k)| !self.is_gone(k.0 as usize)).map(|(id, _)| id);
-        base.chain(self.own_ids.keys())
+        // A live overlay record is in the overlay's index, and only those are.
+        base.chain(self.own.iter().flatten().map(|m| &m.id))
     }
 
     /// Room for `adds` more modifiers without growing.
     pub(super) fn reserve(&mut self, adds: usize) {
         self.own.reserve(adds.saturating_sub(self.free.len()));
-        self.own_ids.reserve(adds);
+        self.own_ids.reserve(adds, |&(h, _)| h);
     }
 
     /// A key for a new modifier: the last one freed, or a new one.
@@ -166,25 +196,45 @@ impl ModTable {
     }
 
     /// Enters `m`'s id under `key` (from [`ModTable::new_key`]) unless a live modifier has that
-    /// id; returns that modifier's key then, entering nothing. One hash of the id in the common
-    /// case.
-    pub(super) fn claim_id(&mut self, id: &Arc<str>, key: ModKey) -> Option<ModKey> {
+    /// id; returns that modifier's key then, entering nothing. One probe of the overlay's index
+    /// (and one of the base's, when there is a base).
+    pub(super) fn claim_id(&mut self, id: &str, key: ModKey) -> Option<ModKey> {
         if self.base_len > 0
-            && let Some(k) = self.key_of(id)
+            && let Some(&k) = self.base.ids.get(id)
+            && !self.is_gone(k.0 as usize)
         {
             return Some(k);
         }
-        // One insertion, the common case; a taken id (rare) is put back. (Through `entry`, the
-        // map first makes room for one more: 1% more work building the anchor sheet.)
-        let taken = self.own_ids.insert(id.clone(), key)?;
-        self.own_ids.insert(id.clone(), taken);
-        Some(taken)
+        // One probe finds a taken id or the place for this one.
+        let h = self.hasher.hash_one(id);
+        let Self { own_ids, own, base_len, .. } = self;
+        match own_ids.entry(h, |&(eh, k)| eh == h && Self::has_own_id(own, *base_len, k, id), |&(eh, _)| eh) {
+            Entry::Occupied(e) => Some(e.get().1),
+            Entry::Vacant(v) => {
+                v.insert((h, key));
+                None
+            }
+        }
+    }
+
+    /// Enters the overlay key `key` under `id`'s hash (its id checked free by the caller).
+    fn enter(&mut self, id: &str, key: ModKey) {
+        let h = self.hasher.hash_one(id);
+        self.own_ids.insert_unique(h, (h, key), |&(eh, _)| eh);
+    }
+
+    /// Takes the overlay key `key`, of a modifier with id `id`, out of the index.
+    fn leave(&mut self, id: &str, key: ModKey) {
+        let h = self.hasher.hash_one(id);
+        if let Ok(e) = self.own_ids.find_entry(h, |&(_, k)| k == key) {
+            e.remove();
+        }
     }
 
     /// Puts `m` under `key`, its id entered already ([`ModTable::claim_id`]) — or, for a base
     /// key, the base's own record put back (a failed batch undoing a removal).
     #[inline]
-    pub(super) fn put(&mut self, key: ModKey, m: Arc<Modifier>) {
+    pub(super) fn put(&mut self, key: ModKey, m: ModArc) {
         let k = key.0 as usize;
         if let Some(slot) = k.checked_sub(self.base_len()).and_then(|o| self.own.get_mut(o)) {
             *slot = Some(m);
@@ -194,11 +244,11 @@ impl ModTable {
     }
 
     /// [`ModTable::put`] for a base key.
-    fn put_base(&mut self, key: ModKey, m: Arc<Modifier>) {
+    fn put_base(&mut self, key: ModKey, m: ModArc) {
         let k = key.0 as usize;
         match k.checked_sub(self.base_len()) {
             Some(_) => {}
-            None if self.base.mods.get(k).and_then(Option::as_ref).is_some_and(|b| Arc::ptr_eq(b, &m)) => {
+            None if self.base.mods.get(k).and_then(Option::as_ref).is_some_and(|b| ModArc::ptr_eq(b, &m)) => {
                 if let Some(w) = self.gone.get_mut(k / 64)
                     && *w & (1 << (k % 64)) != 0
                 {
@@ -223,21 +273,21 @@ impl ModTable {
 
     /// Links `m` under `key` with its id: [`ModTable::claim_id`] and [`ModTable::put`] (the
     /// caller has checked the id is free).
-    pub(super) fn link(&mut self, key: ModKey, m: Arc<Modifier>) {
+    pub(super) fn link(&mut self, key: ModKey, m: ModArc) {
         if (key.0 as usize) >= self.base_len() {
-            self.own_ids.insert(m.id.clone(), key);
+            self.enter(&m.id, key);
         }
         self.put(key, m);
     }
 
     /// Unlinks the modifier under `key` and returns it; its key is freed (an overlay key for
     /// reuse; a base key is marked gone).
-    pub(super) fn unlink(&mut self, key: ModKey) -> Option<Arc<Modifier>> {
+    pub(super) fn unlink(&mut self, key: ModKey) -> Option<ModArc> {
         let k = key.0 as usize;
         match k.checked_sub(self.base_len()) {
             Some(o) => {
                 let m = self.own.get_mut(o)?.take()?;
-                self.own_ids.remove(&m.id);
+                self.leave(&m.id, key);
                 self.free.push(key);
                 Some(m)
             }
@@ -256,6 +306,34 @@ impl ModTable {
                 Some(m)
             }
         }
+    }
+
+    /// [`ModTable::unlink`] of the live modifier with id `id`, found and taken out of the index
+    /// in one probe when it is the overlay's (an effect expiring, an input replaced): returns
+    /// its key and record.
+    pub(super) fn unlink_id(&mut self, id: &str) -> Option<(ModKey, ModArc)> {
+        let h = self.hasher.hash_one(id);
+        let Self { own_ids, own, base_len, .. } = self;
+        let found = own_ids.find_entry(h, |&(eh, k)| eh == h && Self::has_own_id(own, *base_len, k, id));
+        if let Ok(e) = found {
+            let ((_, key), _) = e.remove();
+            // An overlay index entry names a live overlay slot (the module's invariants).
+            let m = self.own.get_mut((key.0 as usize).wrapping_sub(self.base_len)).and_then(Option::take)?;
+            self.free.push(key);
+            return Some((key, m));
+        }
+        let key = self.key_of(id)?;
+        Some((key, self.unlink(key)?))
+    }
+
+    /// Puts back a modifier [`ModTable::unlink_id`] or [`ModTable::unlink`] just took out (a
+    /// removal refused after the lookup), with its key and id as they were.
+    pub(super) fn relink(&mut self, key: ModKey, m: ModArc) {
+        if self.is_own(key) {
+            self.unfree(key);
+            self.enter(&m.id, key);
+        }
+        self.put(key, m);
     }
 
     /// Folds the overlay into a new base shared by the copies made from now on. Keys do not
@@ -281,7 +359,13 @@ impl ModTable {
             }
         }
         b.ids.reserve(self.own_ids.len());
-        b.ids.extend(self.own_ids.drain());
+        let base_len = self.base_len;
+        for (o, m) in self.own.iter().enumerate() {
+            if let Some(m) = m {
+                b.ids.insert(m.id.clone(), ModKey((base_len + o) as u32));
+            }
+        }
+        self.own_ids.clear();
         b.mods.append(&mut self.own);
         self.base_len = b.mods.len();
         self.base = base;
@@ -296,19 +380,18 @@ impl ModTable {
     fn thaw(&mut self) {
         let base = std::mem::take(&mut self.base);
         self.base_len = 0;
-        let mut own: Vec<Option<Arc<Modifier>>> = Vec::with_capacity(base.mods.len() + self.own.len());
-        let mut ids = Map::default();
+        let mut own: Vec<Option<ModArc>> = Vec::with_capacity(base.mods.len() + self.own.len());
         for (k, m) in base.mods.iter().enumerate() {
             let m = m.clone().filter(|_| !self.is_gone(k));
             if let Some(m) = &m {
-                ids.insert(m.id.clone(), ModKey(k as u32));
+                let h = self.hasher.hash_one(&*m.id);
+                self.own_ids.insert_unique(h, (h, ModKey(k as u32)), |&(eh, _)| eh);
             }
             own.push(m);
         }
+        // The overlay's keys do not change (the base's come first, as before).
         own.append(&mut self.own);
-        ids.extend(self.own_ids.drain());
         self.own = own;
-        self.own_ids = ids;
         self.gone = Vec::new();
         self.gone_count = 0;
     }
