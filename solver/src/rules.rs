@@ -108,6 +108,14 @@ pub struct VarDef {
     pub holds: Option<ScopeId>,
 }
 
+impl VarDef {
+    /// Whether an aggregate, a reference or a read through a holder keeps this variable: its
+    /// modifiers come and go with instances, never by id or source.
+    pub fn is_kept(&self) -> bool {
+        self.aggregate.is_some()
+    }
+}
+
 /// What an aggregate computes over the instances of its scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AggKind {
@@ -998,7 +1006,7 @@ impl Rules {
     pub fn is_kept(&self, name: &str) -> bool {
         self.by_name
             .get(name.to_ascii_lowercase().as_bytes())
-            .is_some_and(|ds| ds.iter().any(|(_, d)| self.vars[d.0 as usize].aggregate.is_some()))
+            .is_some_and(|ds| ds.iter().any(|(_, d)| self.vars[d.0 as usize].is_kept()))
     }
 
     /// Aggregates whose `EXPR` or `WHERE` did not compile: each one's text and why.

@@ -316,7 +316,7 @@ struct Modifier {
     /// A constant NUMBER value, ready for the numeric path.
     const_num: Option<Num>,
     /// Whether its variable is an aggregate's, a reference's or a holder read's, kept by its
-    /// instance (`VarDef::aggregate`): such a modifier is removed only with the instance. Read
+    /// instance ([`crate::VarDef::is_kept`]): such a modifier is removed only with the instance. Read
     /// from the declaration once, when the record is made, so that a removal need not look.
     kept: bool,
 }

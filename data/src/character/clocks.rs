@@ -67,9 +67,8 @@ impl fmt::Display for Until {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expired {
     pub what: ExpiredEffect,
-    /// The clock's name (`Turn`, `Goblin.TurnEnds`): held inline when short, as clock names
-    /// are, so that a move expiring hundreds of effects copies it rather than counting
-    /// references to it (an atomic write each).
+    /// The clock's name (`Turn`, `Goblin.TurnEnds`), one text shared by every effect the move
+    /// expired.
     pub clock: std::sync::Arc<str>,
     pub after: Decimal,
     pub now: Decimal,
@@ -145,6 +144,7 @@ pub(super) fn settle(expiring: &mut Vec<Expiring>, steps: &mut Vec<Step>, out: &
             Lapse::Removed(i) => {
                 let step = i.checked_sub(next).and_then(|skip| steps.nth(skip));
                 next = i + 1;
+                // `move_clock` pushed a `Step::Remove` at `i`; nothing else is there.
                 match step {
                     Some(Step::Remove(id)) => ExpiredEffect::Modifier(id),
                     _ => continue,

@@ -14,7 +14,6 @@
 //! `2 * Workers` = 6` — so traces and why-changed name the step and the formula's value at
 //! that moment.
 
-use super::ModArc;
 use super::batch::Pending;
 use super::guard::NowFormula;
 use super::*;

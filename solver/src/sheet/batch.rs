@@ -12,9 +12,8 @@
 //! graph, isolated, until the batch commits: that keeps the removal undoable without
 //! renumbering anything.
 
-use super::ModArc;
 use super::bulk::{BULK_MIN, BULK_SHARE};
-use super::{Adjust, Change, Delta, Guard, Instance, InstanceId, ModKey, Report, Sheet, TemplateId};
+use super::{Adjust, Change, Delta, Guard, Instance, InstanceId, ModArc, ModKey, Report, Sheet, TemplateId};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
 use crate::rules::ScopeId;
@@ -497,11 +496,23 @@ impl Sheet {
     }
 
     pub(super) fn op_remove_modifier(&mut self, id: &str, pending: &mut Pending) -> Result<(), SolveError> {
-        // A shape shared with copies is copied only for a modifier it has.
+        let shape = self.shape_to_remove(id)?;
+        let (key, m) = shape.mods.unlink_id(id).ok_or_else(|| unknown_modifier(id))?;
+        if m.kept {
+            shape.mods.relink(key, m);
+            return Err(member_removed(id));
+        }
+        record_removal(shape, key, m, pending);
+        Ok(())
+    }
+
+    /// The shape, made this sheet's own, to remove modifier `id` from — or the error for an
+    /// unknown id, without copying a shape shared with copies for nothing.
+    fn shape_to_remove(&mut self, id: &str) -> Result<&mut super::Shape, SolveError> {
         if Arc::strong_count(&self.shape) > 1 && !self.shape.mods.has_id(id) {
             return Err(unknown_modifier(id));
         }
-        remove_by_id(self.shape_mut(), id, pending)
+        Ok(self.shape_mut())
     }
 
     /// The removals by id at the start of `ops` (at least its first operation, which is one),
@@ -523,10 +534,10 @@ impl Sheet {
         let Some(first) = ops.first().and_then(id_of) else {
             return (1, Ok(()));
         };
-        if Arc::strong_count(&self.shape) > 1 && !self.shape.mods.has_id(first) {
-            return (1, Err(unknown_modifier(first)));
-        }
-        let shape = self.shape_mut();
+        let shape = match self.shape_to_remove(first) {
+            Ok(shape) => shape,
+            Err(e) => return (1, Err(e)),
+        };
         // Two passes: the first only takes each modifier out of the index by id and the table,
         // a short loop whose lookups, independent of each other, the processor overlaps (one
         // removal at a time waited on each in turn: its hash slot, its record, its variable);
@@ -556,9 +567,7 @@ impl Sheet {
         }
         let done = taken.len();
         for (key, m) in taken.drain(..) {
-            shape.unlinked(key, &m);
-            pending.dirty.push(m.target);
-            pending.undo.push(Undo::RemovedModifier(key, m));
+            record_removal(shape, key, m, pending);
         }
         pending.taken = taken;
         match failed {
@@ -778,8 +787,6 @@ impl Sheet {
     }
 }
 
-/// A removal of the modifiers instances give an aggregate or a reference, which come and go
-/// with the instances.
 /// How many of `ops` add modifiers, add instances, and do anything else.
 fn count_kinds<T: BatchOp>(ops: &[T]) -> (usize, usize, usize) {
     let (mut adds, mut instances, mut others) = (0, 0, 0);
@@ -797,22 +804,17 @@ fn unknown_modifier(id: &str) -> SolveError {
     SolveError::new(codes::UNKNOWN_MODIFIER, format!("there is no modifier `{id}`"))
 }
 
-/// Removes the modifier with id `id` from `shape` (this sheet's own), recording it in
-/// `pending` — found and taken out of the index in one probe (a tick expiring hundreds of
-/// effects spent a fifth of its time looking each id up twice).
-fn remove_by_id(shape: &mut super::Shape, id: &str, pending: &mut Pending) -> Result<(), SolveError> {
-    let (key, m) = shape.mods.unlink_id(id).ok_or_else(|| unknown_modifier(id))?;
-    // Only the aggregates' own modifiers are on their (locked) variables.
-    if m.kept {
-        shape.mods.relink(key, m);
-        return Err(member_removed(id));
-    }
+/// Finishes removing modifier `m`, taken out of `shape`'s table under `key`
+/// ([`super::mods::ModTable::unlink_id`]: found and taken out of the index in one probe): the
+/// rest of its unlinking, its variable marked dirty, the undo record.
+fn record_removal(shape: &mut super::Shape, key: ModKey, m: ModArc, pending: &mut Pending) {
     shape.unlinked(key, &m);
     pending.dirty.push(m.target);
     pending.undo.push(Undo::RemovedModifier(key, m));
-    Ok(())
 }
 
+/// A removal of the modifiers instances give an aggregate or a reference, which come and go
+/// with the instances.
 fn member_removed(what: &str) -> SolveError {
     SolveError::new(
         codes::LOCKED,

@@ -32,7 +32,6 @@
 //! graph). The property tests lower both thresholds so that every batch of additions they make
 //! goes in bulk.
 
-use super::ModArc;
 use super::*;
 
 /// The fewest additions for which a batch goes in bulk (small in tests, so that their batches

@@ -1,7 +1,6 @@
 //! Changing a sheet's modifiers: checking a modifier against the sheet (`prepare`), linking
 //! it into the graph and its target's ordered list, and unlinking it.
 
-use super::ModArc;
 use super::*;
 
 impl Sheet {
@@ -69,7 +68,7 @@ impl Shape {
             target,
             kind,
             rank: self.rules.var(def).order.rank(kind),
-            kept: self.rules.var(def).aggregate.is_some(),
+            kept: self.rules.var(def).is_kept(),
             held,
             priority: spec.priority,
             seq: self.next_seq,
@@ -297,10 +296,7 @@ impl Shape {
             target: link.target,
             kind: link.kind,
             rank: link.rank,
-            kept: self
-                .graph
-                .node_weight(link.target)
-                .is_some_and(|n| self.rules.var(n.def).aggregate.is_some()),
+            kept: self.graph.node_weight(link.target).is_some_and(|n| self.rules.var(n.def).is_kept()),
             held,
             priority: link.priority,
             seq: self.next_seq,

@@ -23,8 +23,7 @@
 //!   clear;
 //! - the base never changes while shared (it is only ever replaced, by `freeze`).
 
-use super::ModArc;
-use super::ModKey;
+use super::{ModArc, ModKey};
 use crate::Map;
 use hashbrown::hash_table::Entry;
 use std::hash::BuildHasher;
