@@ -22,7 +22,7 @@ use std::fmt;
 use std::sync::Arc;
 
 mod clocks;
-pub use clocks::{Expired, ExpiredEffect, Until};
+pub use clocks::{Expired, ExpiredEffect, ExpiredRef, Expiries, Until};
 
 /// One change to a character.
 #[derive(Clone, Debug)]
@@ -37,8 +37,9 @@ pub enum SheetOp {
     SetInput { channel: String, on: Option<String>, value: Value },
     /// Adds to a stock (a channel declared in `[stocks]`) what the NUMBER formula `by`, read in
     /// `on`'s scope, is worth at this point of the batch; within the stock's bounds. The stock
-    /// does not follow the formula afterwards.
-    Adjust { channel: String, on: Option<String>, by: String },
+    /// does not follow the formula afterwards. A rule's `by`, its scope known at load, comes
+    /// compiled ([`solver::Instruction::Compiled`]); text is compiled when the step runs.
+    Adjust { channel: String, on: Option<String>, by: solver::Instruction },
     /// Moves a clock (`[clocks]`) forward by `by` (≥ 0); the effects that last until it passes
     /// a value it now passes expire in the same batch.
     Tick { clock: String, on: Option<String>, by: rust_decimal::Decimal },
@@ -86,7 +87,7 @@ impl fmt::Display for SheetOp {
                 write!(f, "add instance {key} of {scope}")
             }
             SheetOp::Solver(Operation::RemoveInstance(k)) => write!(f, "remove instance {k}"),
-            SheetOp::Adjust { channel, on: o, by } => write!(f, "adjust {}{channel} by {by}", on(o)),
+            SheetOp::Adjust { channel, on: o, by } => write!(f, "adjust {}{channel} by {}", on(o), by.text()),
             SheetOp::Tick { clock, on: o, by } => write!(f, "tick {}{clock} by {by}", on(o)),
             SheetOp::SetClock { clock, on: o, to } => write!(f, "set clock {}{clock} to {to}", on(o)),
             SheetOp::Lasting { op, until } => write!(f, "{op} {until}"),
@@ -316,7 +317,7 @@ pub struct Character {
     sheet: Sheet,
     state: State,
     /// What the last batch's clock moves expired.
-    expired: Vec<Expired>,
+    expired: Expiries,
     buffers: Buffers,
 }
 
@@ -329,6 +330,7 @@ struct Buffers {
     steps: Vec<Step>,
     owner: Vec<usize>,
     expiring: Vec<clocks::Expiring>,
+    moves: Vec<clocks::ClockMove>,
 }
 
 impl Buffers {
@@ -359,7 +361,7 @@ impl Character {
                 ruleset: ruleset.clone(),
                 sheet: b.sheet.clone(),
                 state: b.state.clone(),
-                expired: Vec::new(),
+                expired: Expiries::default(),
                 buffers: Buffers::default(),
             }),
             Err(e) => Err(e.clone()),
@@ -374,7 +376,7 @@ impl Character {
             ruleset,
             sheet,
             state: State::default(),
-            expired: Vec::new(),
+            expired: Expiries::default(),
             buffers: Buffers::default(),
         };
         let mut ops = Vec::new();
@@ -385,7 +387,13 @@ impl Character {
             .map(ObjectId)
             .filter(|&o| c.ruleset.kind_def(c.ruleset.object(o).kind).presence == Presence::Always)
             .collect();
-        let mut edit = Edit { r: &c.ruleset, state: &mut c.state, input_source: None, expired: Vec::new() };
+        let mut edit = Edit {
+            r: &c.ruleset,
+            state: &mut c.state,
+            input_source: None,
+            expired: Vec::new(),
+            moves: Vec::new(),
+        };
         for o in always {
             let key = edit.r.object(o).key.clone();
             edit.activate(o, key, None, true, &mut ops)?;
@@ -509,13 +517,13 @@ impl Character {
     /// Applies a batch atomically: all of it with one recomputation, or none of it.
     pub fn apply(&mut self, ops: &[SheetOp]) -> Result<Report, SheetError> {
         let saved = self.state.clone();
-        let Buffers { steps: mut solver_ops, mut owner, expiring } = std::mem::take(&mut self.buffers);
+        let Buffers { steps: mut solver_ops, mut owner, expiring, moves } = std::mem::take(&mut self.buffers);
         // Most operations make one or two solver steps (an input replaced: a removal and an
         // addition); an object makes more, and the vectors grow then.
         solver_ops.reserve(2 * ops.len());
         owner.reserve(2 * ops.len());
         let mut edit =
-            Edit { r: &self.ruleset, state: &mut self.state, input_source: None, expired: expiring };
+            Edit { r: &self.ruleset, state: &mut self.state, input_source: None, expired: expiring, moves };
         for (i, op) in ops.iter().enumerate() {
             if let Err(mut e) = edit.translate(op, &mut solver_ops) {
                 self.state = saved;
@@ -524,7 +532,7 @@ impl Character {
             }
             owner.resize(solver_ops.len(), i);
         }
-        let mut expiring = std::mem::take(&mut edit.expired);
+        let (mut expiring, mut moves) = (std::mem::take(&mut edit.expired), std::mem::take(&mut edit.moves));
         let report = self.sheet.apply_steps(&solver_ops).map_err(|e| {
             self.state = saved;
             SheetError {
@@ -534,17 +542,17 @@ impl Character {
                 solve: Some(Box::new(e.error)),
             }
         })?;
-        clocks::settle(&mut expiring, &mut solver_ops, &mut self.expired);
+        clocks::settle(&mut expiring, &mut moves, &mut solver_ops, &mut self.expired);
         owner.clear();
         if solver_ops.capacity().max(owner.capacity()).max(expiring.capacity()) <= Buffers::KEEP {
-            self.buffers = Buffers { steps: solver_ops, owner, expiring };
+            self.buffers = Buffers { steps: solver_ops, owner, expiring, moves };
         }
         Ok(report)
     }
 
     /// What the last successful [`Character::apply`] expired: the effects whose clock moved
     /// past their `until`, removed in that batch.
-    pub fn expired(&self) -> &[Expired] {
+    pub fn expired(&self) -> &Expiries {
         &self.expired
     }
 }
@@ -560,8 +568,9 @@ struct Edit<'a> {
     state: &'a mut State,
     /// The source of the inputs' modifiers, made once per batch (see `Edit::input_source`).
     input_source: Option<Arc<str>>,
-    /// What the batch's clock moves expired (see `clocks.rs`).
+    /// What the batch's clock moves expired (see `clocks.rs`), and the moves, which they name.
     expired: Vec<clocks::Expiring>,
+    moves: Vec<clocks::ClockMove>,
 }
 
 impl Edit<'_> {
@@ -1007,7 +1016,7 @@ impl Edit<'_> {
     ) -> Result<(), SheetError> {
         let format = &self.r.rules().var(def).format;
         let (by, to) = match input {
-            Input::By(by) => (solver::Instruction::Text(Arc::from(by.as_str())), false),
+            Input::By(by) => (by.clone(), false),
             Input::To(value) => {
                 let v = convert(value, format).map_err(|m| {
                     err(codes::BAD_VALUE, format!("channel `{}`: {m}", self.r.rules().var(def).name))
@@ -1135,7 +1144,7 @@ impl Edit<'_> {
 /// What a step does to a channel: sets it to a value, or adjusts a stock by a formula.
 enum Input<'a> {
     To(&'a Value),
-    By(&'a String),
+    By(&'a solver::Instruction),
 }
 
 /// A value as a channel of `format` takes it: numbers for NUMBER, text parsed for data formats.

@@ -310,7 +310,7 @@ fn attribute(
             // A clock's move names what it expired: `tick Turn by 1 (object `Shield` expired
             // when Turn passed 1)`.
             if !character.expired().is_empty() {
-                let expired: Vec<String> = character.expired().iter().map(ToString::to_string).collect();
+                let expired: Vec<String> = character.expired().iter().map(|e| e.to_string()).collect();
                 description = format!("{description} ({})", expired.join("; "));
             }
             if upto > i + 1 {

@@ -43,8 +43,8 @@ pub mod source;
 pub mod tables;
 
 pub use character::{
-    ChannelKind, Character, Expired, ExpiredEffect, Placed, SheetCode, SheetError, SheetOp, Until,
-    codes as sheet_codes,
+    ChannelKind, Character, Expired, ExpiredEffect, ExpiredRef, Expiries, Placed, SheetCode, SheetError,
+    SheetOp, Until, codes as sheet_codes,
 };
 pub use diag::{DiagCode, Diagnostic, Origin, SourceFile, Text};
 pub use draft::{Draft, Presence};

@@ -27,7 +27,7 @@ fn tick(clock: &str, on: Option<&str>) -> SheetOp {
 }
 
 fn expired(c: &Character) -> Vec<String> {
-    c.expired().iter().map(ToString::to_string).collect()
+    c.expired().iter().map(|e| e.to_string()).collect()
 }
 
 #[test]

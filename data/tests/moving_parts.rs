@@ -134,9 +134,11 @@ fn op(m: &Move) -> SheetOp {
             by: Decimal::from(*by),
         },
         Move::SetClock { to } => SheetOp::SetClock { clock: "Turn".into(), on: None, to: Decimal::from(*to) },
-        Move::Adjust { stock, by } => {
-            SheetOp::Adjust { channel: ["Gold", "HP"][*stock].into(), on: None, by: by.to_string() }
-        }
+        Move::Adjust { stock, by } => SheetOp::Adjust {
+            channel: ["Gold", "HP"][*stock].into(),
+            on: None,
+            by: by.to_string().as_str().into(),
+        },
         Move::Require { bound } => SheetOp::Solver(solver::Operation::Require(solver::Guard::new(
             &format!("Total >= {bound}"),
             "enough",
@@ -171,7 +173,7 @@ proptest! {
             let before = values(&c);
             match c.apply(&batch) {
                 Ok(_) => {
-                    let expired: Vec<String> = c.expired().iter().map(ToString::to_string).collect();
+                    let expired: Vec<String> = c.expired().iter().map(|e| e.to_string()).collect();
                     log.push((batch, values(&c), expired));
                 }
                 Err(_) => prop_assert_eq!(values(&c), before, "a rejected batch changes nothing"),
@@ -186,7 +188,7 @@ proptest! {
         for (batch, want, expired) in &log {
             again.apply(batch).expect("an accepted batch applies again");
             prop_assert_eq!(&values(&again), want);
-            let got: Vec<String> = again.expired().iter().map(ToString::to_string).collect();
+            let got: Vec<String> = again.expired().iter().map(|e| e.to_string()).collect();
             prop_assert_eq!(&got, expired);
         }
     }

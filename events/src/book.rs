@@ -181,10 +181,12 @@ pub(crate) enum Action {
         value: Field,
         format: Option<Format>,
     },
+    /// `by` compiled at load when its scope is known then (`on` the rule's instance or the
+    /// global one), else its text, compiled when the action runs.
     Adjust {
         channel: Arc<str>,
         on: On,
-        by: Arc<str>,
+        by: Instruction,
     },
     Tick {
         clock: Arc<str>,
@@ -974,8 +976,11 @@ impl<'r> Checker<'r> {
                 let channel = self.channel(n_channel, &on, Kind::Stock, cx)?;
                 let n_by = need(self, "by")?;
                 let by = self.scalar(n_by, "`by`")?;
-                self.formula_on(&by, &on, &Format::Number, cx, &label)?;
-                Action::Adjust { channel, on, by: by.text.clone() }
+                let by = match self.formula_on(&by, &on, &Format::Number, cx, &label)? {
+                    Some(f) => Instruction::Compiled(f),
+                    None => Instruction::Text(by.text.clone()),
+                };
+                Action::Adjust { channel, on, by }
             }
             "tick" => {
                 let on = self.on(get("on"), cx)?;

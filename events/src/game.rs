@@ -839,7 +839,7 @@ impl Game {
         let r = self.character.apply(&ops)?;
         report.applied.extend(ops);
         report.recomputed += r.recomputed;
-        report.expired.extend_from_slice(self.character.expired());
+        report.expired.extend(self.character.expired().iter().map(data::ExpiredRef::owned));
         for c in r.named(self.character.sheet()) {
             match report.changed.iter_mut().find(|x| x.var == c.var) {
                 Some(x) => x.new = c.new,
@@ -1095,7 +1095,7 @@ impl Game {
                     // (Copied, not formatted: `to_string` goes through the formatting machinery.)
                     channel: String::from(&**channel),
                     on: self.on(on, f, &pick),
-                    by: String::from(&**by),
+                    by: by.clone(),
                 },
                 Action::Tick { clock, on, by } => {
                     SheetOp::Tick { clock: String::from(&**clock), on: self.on(on, f, &pick), by: *by }

@@ -499,7 +499,11 @@ fn archers(b: Arc<RuleBook>, wounds: &[(&str, i64)]) -> Game {
     ]))
     .expect("set up");
     for (unit, n) in wounds {
-        let wound = SheetOp::Adjust { channel: "Wounds".into(), on: Some((*unit).into()), by: n.to_string() };
+        let wound = SheetOp::Adjust {
+            channel: "Wounds".into(),
+            on: Some((*unit).into()),
+            by: n.to_string().as_str().into(),
+        };
         g.apply(&ops(vec![wound])).expect("wounded");
     }
     g

@@ -63,18 +63,95 @@ impl fmt::Display for Until {
 }
 
 /// What a clock's move removed: `what` (displayed `object `bless``, `modifier `haste``),
-/// which clock passed which value, and the clock's value after the move.
+/// which clock passed which value, and the clock's value after the move. The owned form of
+/// an [`ExpiredRef`], for reports that outlive the character's next batch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expired {
     pub what: ExpiredEffect,
-    /// The clock's name (`Turn`, `Goblin.TurnEnds`), one text shared by every effect the move
-    /// expired.
+    /// The clock's name (`Turn`, `Goblin.TurnEnds`).
     pub clock: std::sync::Arc<str>,
     pub after: Decimal,
     pub now: Decimal,
 }
 
 impl fmt::Display for Expired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} expired when {} passed {}", self.what, self.clock, self.after)
+    }
+}
+
+/// What the last batch's clock moves expired ([`super::Character::expired`]), in the order
+/// they expired: each effect with the value its clock passed, beside the moves that expired
+/// them. A move's clock name and value are held once, by the move, and each effect names
+/// its move by index: a tick expiring a hundred effects takes no reference count on the name
+/// per effect (each an atomic write; they were a fifth of such a tick's time).
+#[derive(Clone, Debug, Default)]
+pub struct Expiries {
+    effects: Vec<Lapsed>,
+    moves: Vec<ClockMove>,
+}
+
+#[derive(Clone, Debug)]
+struct Lapsed {
+    what: ExpiredEffect,
+    after: Decimal,
+    /// Its move, in `Expiries::moves`.
+    by: u32,
+}
+
+/// A clock's move that expired something: its name (`Turn`, `Goblin.TurnEnds`) and its value
+/// after the move.
+#[derive(Clone, Debug)]
+pub(super) struct ClockMove {
+    clock: Arc<str>,
+    now: Decimal,
+}
+
+impl Expiries {
+    /// How many effects expired.
+    pub fn len(&self) -> usize {
+        self.effects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.effects.is_empty()
+    }
+
+    /// Each expired effect with its clock, in the order they expired.
+    pub fn iter(&self) -> impl Iterator<Item = ExpiredRef<'_>> + '_ {
+        self.effects.iter().filter_map(|e| {
+            // Every effect names a move pushed before it (`Edit::move_clock`): none is skipped.
+            let m = self.moves.get(e.by as usize)?;
+            Some(ExpiredRef { what: &e.what, clock: &m.clock, after: e.after, now: m.now })
+        })
+    }
+
+    /// The effects as owned records (the clock's name shared by reference count).
+    pub fn to_vec(&self) -> Vec<Expired> {
+        self.iter().map(ExpiredRef::owned).collect()
+    }
+}
+
+/// One expired effect, borrowed from the character's [`Expiries`]; displayed as "object
+/// `bless` expired when Turn passed 3".
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ExpiredRef<'a> {
+    pub what: &'a ExpiredEffect,
+    /// The clock's name (`Turn`, `Goblin.TurnEnds`).
+    pub clock: &'a Arc<str>,
+    /// The value the clock passed.
+    pub after: Decimal,
+    /// The clock's value after the move.
+    pub now: Decimal,
+}
+
+impl ExpiredRef<'_> {
+    pub fn owned(self) -> Expired {
+        Expired { what: self.what.clone(), clock: Arc::clone(self.clock), after: self.after, now: self.now }
+    }
+}
+
+impl fmt::Display for ExpiredRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} expired when {} passed {}", self.what, self.clock, self.after)
     }
@@ -109,13 +186,12 @@ impl fmt::Display for ExpiredEffect {
 /// An expiry recorded while a batch is translated. A modifier's id is the one its removal
 /// step carries, moved into the report once the batch has succeeded ([`settle`]): a reference
 /// count fewer to take and to give back per effect (each an atomic write, which a tick
-/// expiring a hundred effects felt).
+/// expiring a hundred effects felt). Its clock's move is named by index, in the batch's moves.
 #[derive(Debug)]
 pub(super) struct Expiring {
     what: Lapse,
-    clock: Arc<str>,
     after: Decimal,
-    now: Decimal,
+    by: u32,
 }
 
 #[derive(Debug)]
@@ -125,16 +201,24 @@ enum Lapse {
     Removed(usize),
 }
 
-/// What `expiring` expired, named, into `out` (emptied first): the modifiers' ids taken from
-/// `steps`, the batch's solver steps, once they have been applied. Leaves `expiring` and
-/// `steps` empty (their memory kept for the next batch).
-pub(super) fn settle(expiring: &mut Vec<Expiring>, steps: &mut Vec<Step>, out: &mut Vec<Expired>) {
-    out.clear();
+/// What `expiring` expired, named, into `out` (emptied first), with `moves`, the batch's clock
+/// moves they name: the modifiers' ids taken from `steps`, the batch's solver steps, once they
+/// have been applied. Leaves `expiring`, `moves` and `steps` empty (their memory kept for the
+/// next batch).
+pub(super) fn settle(
+    expiring: &mut Vec<Expiring>,
+    moves: &mut Vec<ClockMove>,
+    steps: &mut Vec<Step>,
+    out: &mut Expiries,
+) {
+    out.effects.clear();
+    out.moves.clear();
+    std::mem::swap(&mut out.moves, moves);
     if expiring.is_empty() {
         steps.clear();
         return;
     }
-    out.reserve(expiring.len());
+    out.effects.reserve(expiring.len());
     // The removals' indexes ascend (`move_clock` pushes them in order): one walk, `next` the
     // index of the step `steps` gives next.
     let (mut steps, mut next) = (steps.drain(..), 0);
@@ -151,7 +235,7 @@ pub(super) fn settle(expiring: &mut Vec<Expiring>, steps: &mut Vec<Step>, out: &
                 }
             }
         };
-        out.push(Expired { what, clock: e.clock, after: e.after, now: e.now });
+        out.effects.push(Lapsed { what, after: e.after, by: e.by });
     }
 }
 
@@ -270,20 +354,21 @@ impl Edit<'_> {
         ops: &mut Vec<Step>,
     ) -> Result<(), SheetError> {
         let key = self.clock(clock, on)?;
-        // Shared by every effect the move expires (a tick may expire hundreds).
-        let name: Arc<str> = self.clock_name(&key).into();
         let now = self.clock_value(&key);
         let new = match to {
             Move::By(by) if by < Decimal::ZERO => {
                 return Err(err(
                     codes::CLOCK_BACKWARDS,
-                    format!("clock `{name}` only moves forward: tick by {by} is negative"),
+                    format!("clock `{}` only moves forward: tick by {by} is negative", self.clock_name(&key)),
                 ));
             }
             Move::By(by) => now.checked_add(by).ok_or_else(|| {
                 err(
                     codes::BAD_VALUE,
-                    format!("clock `{name}`: {now} + {by} is outside the exact decimal range"),
+                    format!(
+                        "clock `{}`: {now} + {by} is outside the exact decimal range",
+                        self.clock_name(&key)
+                    ),
                 )
             })?,
             Move::To(to) => to,
@@ -291,7 +376,7 @@ impl Edit<'_> {
         if new < now {
             return Err(err(
                 codes::CLOCK_BACKWARDS,
-                format!("clock `{name}` is at {now}: it cannot move back to {new}"),
+                format!("clock `{}` is at {now}: it cannot move back to {new}", self.clock_name(&key)),
             ));
         }
         self.set_input_of(key.1, on, Input::To(&formula::Value::Number(new)), ops)?;
@@ -310,7 +395,13 @@ impl Edit<'_> {
         let mut clocks = shared.clocks.clone();
         clocks.insert(key.clone(), new);
         self.state.timing = Some(Arc::new(Timing { clocks, waiting: keep }));
-        // One growth each, not one per doubling (a tick may expire hundreds).
+        if due.is_empty() {
+            return Ok(());
+        }
+        // The move, named once for every effect it expires (a tick may expire hundreds).
+        let by = self.moves.len() as u32;
+        self.moves.push(ClockMove { clock: self.clock_name(&key).into(), now: new });
+        // One growth each, not one per doubling.
         ops.reserve(due.len());
         self.expired.reserve(due.len());
         for w in due {
@@ -327,7 +418,7 @@ impl Edit<'_> {
                     Lapse::Removed(ops.len() - 1)
                 }
             };
-            self.expired.push(Expiring { what, clock: name.clone(), after: w.after, now: new });
+            self.expired.push(Expiring { what, after: w.after, by });
         }
         Ok(())
     }

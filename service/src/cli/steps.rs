@@ -383,7 +383,10 @@ pub fn sheet_op(json: &Json) -> Result<SheetOp, Rejection> {
         },
         Step::RemoveObject(id) => SheetOp::RemoveObject(id),
         Step::Adjust(a) => SheetOp::Adjust {
-            by: text(&a.by).map_err(|m| bad_object_step(format!("adjust `{}`: {m}", a.channel)))?,
+            by: text(&a.by)
+                .map_err(|m| bad_object_step(format!("adjust `{}`: {m}", a.channel)))?
+                .as_str()
+                .into(),
             channel: a.channel,
             on: a.on,
         },

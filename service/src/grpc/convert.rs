@@ -142,7 +142,7 @@ pub fn operation(op: pb::Operation) -> Result<SheetOp, Box<Problem>> {
             SheetOp::Solver(Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent })
         }
         Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
-        Op::Adjust(a) => SheetOp::Adjust { channel: a.channel, on: a.on, by: a.by },
+        Op::Adjust(a) => SheetOp::Adjust { channel: a.channel, on: a.on, by: a.by.as_str().into() },
         Op::Require(r) => SheetOp::Solver(Operation::Require(solver::Guard {
             on: r.on,
             ..solver::Guard::new(&r.formula, &r.message)
@@ -241,7 +241,7 @@ pub fn operation_message(op: &SheetOp) -> pb::Operation {
         }),
         SheetOp::Solver(Operation::RemoveInstance(k)) => Op::RemoveInstance(k.clone()),
         SheetOp::Adjust { channel, on, by } => {
-            Op::Adjust(pb::Adjust { channel: channel.clone(), on: on.clone(), by: by.clone() })
+            Op::Adjust(pb::Adjust { channel: channel.clone(), on: on.clone(), by: by.text().to_owned() })
         }
         // (Not a request's operation — the sheet refuses it — but the nearest one is a stock's.)
         SheetOp::Solver(Operation::Adjust(a)) => Op::Adjust(pb::Adjust {

@@ -458,7 +458,7 @@ fn operation_record(op: &SheetOp) -> OperationRecord {
         }
         SheetOp::Solver(Operation::RemoveInstance(k)) => Op::RemoveInstance(k.clone()),
         SheetOp::Adjust { channel, on, by } => {
-            Op::Adjust(AdjustRecord { channel: channel.clone(), on: on.clone(), by: by.clone() })
+            Op::Adjust(AdjustRecord { channel: channel.clone(), on: on.clone(), by: by.text().to_owned() })
         }
         // (Never logged — the sheet refuses it — but the nearest record is a stock's.)
         SheetOp::Solver(Operation::Adjust(a)) => Op::Adjust(AdjustRecord {
@@ -591,7 +591,7 @@ fn sheet_operation(op: Op) -> Result<SheetOp, String> {
             SheetOp::Solver(Operation::AddInstance { key: i.key, scope: i.scope, parent: i.parent })
         }
         Op::RemoveInstance(k) => SheetOp::Solver(Operation::RemoveInstance(k)),
-        Op::Adjust(a) => SheetOp::Adjust { channel: a.channel, on: a.on, by: a.by },
+        Op::Adjust(a) => SheetOp::Adjust { channel: a.channel, on: a.on, by: a.by.as_str().into() },
         Op::Require(r) => SheetOp::Solver(Operation::Require(solver::Guard {
             on: r.on,
             ..solver::Guard::new(&r.formula, &r.message)
