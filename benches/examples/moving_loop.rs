@@ -45,11 +45,14 @@ fn main() {
         }
         times.push(t.elapsed());
     }
+    let mean = times.iter().sum::<std::time::Duration>() / rounds.max(1) as u32;
     times.sort();
+    let at = |q: usize| times.get(rounds * q / 100).copied().unwrap_or_default();
     println!(
-        "{what}: {rounds} rounds, Turn at {}; median {:?} a round (the removal or the tick alone)",
+        "{what}: {rounds} rounds, Turn at {}; median {:?} a round (the removal or the tick alone; mean {mean:?}, 90th percentile {:?})",
         c.sheet().value("Turn").expect("declared").expect("a value"),
-        times.get(rounds / 2).copied().unwrap_or_default()
+        at(50),
+        at(90),
     );
 }
 

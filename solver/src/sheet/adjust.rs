@@ -119,10 +119,11 @@ impl Sheet {
         source: String,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        let text: Arc<str> = match formula::Num::from_decimal(new) {
-            // A whole number's digits straight into its `Arc` (one allocation).
-            formula::Num::Int(i) => Arc::from(itoa::Buffer::new().format(i)),
-            _ => Arc::from(formula::canonical_decimal(new)),
+        // A whole number says its text itself (`Body::text`); a fraction keeps its canonical
+        // form.
+        let text = match formula::Num::from_decimal(new) {
+            formula::Num::Int(_) => None,
+            formula::Num::Dec(_) => Some(Arc::from(formula::canonical_decimal(new))),
         };
         let held = self.shape.mods.key_of(&spec.id);
         if let Some(key) = held
@@ -146,7 +147,11 @@ impl Sheet {
             self.op_remove_modifier(&spec.id, pending)?;
         }
         let spec = ModifierSpec {
-            value: Instruction::Literal(Value::Number(new), text),
+            // (The first input, or one not replaceable in place: its text written out.)
+            value: Instruction::Literal(
+                Value::Number(new),
+                text.unwrap_or_else(|| Arc::from(formula::canonical_decimal(new))),
+            ),
             source: Arc::from(source),
             ..spec
         };

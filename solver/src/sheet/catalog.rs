@@ -53,9 +53,42 @@ pub struct TemplateSpec {
 pub(super) struct Body {
     pub(super) value: ModValue,
     pub(super) condition: Option<Arc<Formula>>,
-    /// The value as written.
-    pub(super) text: Arc<str>,
+    /// The value as written, when the value does not say it already: `None` for a formula
+    /// (its own text) and for a whole number written in its plain digits (`1`), most
+    /// modifiers, which so hold, copy and give back no text of their own (each a reference
+    /// count written: a tick expiring a hundred modifiers felt it). See [`Body::text`].
+    pub(super) text: Option<Arc<str>>,
     pub(super) source: Arc<str>,
+}
+
+impl Body {
+    /// The value as written (`1`, `floor((Score-10)/2)`, `2.50`).
+    pub(super) fn text(&self) -> Arc<str> {
+        match (&self.text, &self.value) {
+            (Some(t), _) => t.clone(),
+            (None, ModValue::Formula(f)) => f.text_arc().clone(),
+            (None, ModValue::Const(formula::Value::Number(d))) => match Num::from_decimal(*d) {
+                Num::Int(i) => Arc::from(itoa::Buffer::new().format(i)),
+                Num::Dec(_) => Arc::from(formula::canonical_decimal(*d)),
+            },
+            // (`Body::written` keeps the text of every other constant.)
+            (None, ModValue::Const(v)) => Arc::from(v.to_string()),
+        }
+    }
+
+    /// What `text` holds for `value` written as `written` (see `text`): `None` when the
+    /// value says it.
+    pub(super) fn written(value: &ModValue, written: &Instruction) -> Option<Arc<str>> {
+        let says_it = match value {
+            ModValue::Formula(f) => f.text() == written.text(),
+            ModValue::Const(formula::Value::Number(d)) => match Num::from_decimal(*d) {
+                Num::Int(i) => itoa::Buffer::new().format(i) == written.text(),
+                Num::Dec(_) => false,
+            },
+            ModValue::Const(_) => false,
+        };
+        (!says_it).then(|| written.text_arc())
+    }
 }
 
 /// One checked template.
@@ -167,5 +200,42 @@ impl Sheet {
     /// The catalog this sheet links templates from, if it was made with one.
     pub fn catalog(&self) -> Option<&Arc<Catalog>> {
         self.shape.catalog.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Body, Instruction, ModValue};
+    use formula::Value;
+    use proptest::prelude::*;
+    use rust_decimal::Decimal;
+    use std::sync::Arc;
+
+    /// A constant's text as written, whichever form: kept when its digits do not say it.
+    fn round_trip(written: &str, value: Decimal) -> (Option<Arc<str>>, Arc<str>) {
+        let value = ModValue::Const(Value::Number(value));
+        let text = Body::written(&value, &Instruction::from(written));
+        let body = Body { value, condition: None, text: text.clone(), source: Arc::from("test") };
+        (text, body.text())
+    }
+
+    #[test]
+    fn plain_whole_numbers_hold_no_text_and_every_other_form_keeps_its_own() {
+        assert_eq!(round_trip("1", Decimal::ONE), (None, Arc::from("1")));
+        assert_eq!(round_trip("-12", Decimal::from(-12)), (None, Arc::from("-12")));
+        for (written, value) in [("1.0", Decimal::new(10, 1)), ("+1", Decimal::ONE), ("01", Decimal::ONE)] {
+            assert_eq!(round_trip(written, value), (Some(Arc::from(written)), Arc::from(written)));
+        }
+        assert_eq!(round_trip("2.50", Decimal::new(250, 2)).1, Arc::from("2.50"));
+    }
+
+    proptest! {
+        /// Whatever a number was written as, a body gives that text back.
+        #[test]
+        fn a_constant_gives_back_its_text(m in any::<i64>(), scale in 0u32..4, plus in any::<bool>()) {
+            let d = Decimal::new(m, scale);
+            let written = if plus && m >= 0 { format!("+{d}") } else { d.to_string() };
+            prop_assert_eq!(&*round_trip(&written, d).1, written.as_str());
+        }
     }
 }

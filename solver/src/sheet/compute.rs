@@ -491,7 +491,7 @@ impl Sheet {
         t.push(TraceStep {
             modifier: m.id.clone(),
             kind: m.kind,
-            instruction: body.text.clone(),
+            instruction: body.text(),
             priority: m.priority,
             inherent_priority: m.kind.inherent_priority(),
             source: body.source.clone(),
@@ -520,7 +520,13 @@ impl Sheet {
         let body = m.held.body(self.shape.catalog.as_deref());
         Arc::new(ValueError {
             code: e.code.as_str(),
-            message: format!("modifier `{}` (source {}): `{}`: {}", m.id, body.source, body.text, e.message),
+            message: format!(
+                "modifier `{}` (source {}): `{}`: {}",
+                m.id,
+                body.source,
+                body.text(),
+                e.message
+            ),
             modifier: m.id.clone(),
         })
     }

@@ -141,31 +141,22 @@ impl Shape {
             let body = Body {
                 value: ModValue::Formula(part.read.clone()),
                 condition: None,
-                text: name,
+                text: Some(name),
                 source: agg.text.clone(),
             };
             return self.part_modifier(agg.var, GLOBAL, from, key, ModKind::Add, body, None, bulk);
         }
         let (kind, value, text, const_num) = match (&agg.kind, &agg.expr) {
-            (AggKind::Count, _) | (_, None) => (
-                ModKind::Add,
-                ModValue::Const(Value::Number(Decimal::ONE)),
-                Arc::from("1"),
-                Some(Num::Int(1)),
-            ),
-            (AggKind::Sum, Some(f)) => {
-                (ModKind::Add, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
+            (AggKind::Count, _) | (_, None) => {
+                (ModKind::Add, ModValue::Const(Value::Number(Decimal::ONE)), None, Some(Num::Int(1)))
             }
-            (AggKind::Min, Some(f)) => {
-                (ModKind::Min, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
-            }
-            (AggKind::Max, Some(f)) => {
-                (ModKind::Max, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
-            }
+            (AggKind::Sum, Some(f)) => (ModKind::Add, ModValue::Formula(f.clone()), None, None),
+            (AggKind::Min, Some(f)) => (ModKind::Min, ModValue::Formula(f.clone()), None, None),
+            (AggKind::Max, Some(f)) => (ModKind::Max, ModValue::Formula(f.clone()), None, None),
             // (References and reads through holders are not aggregates: see
             // `reference_modifier` and `pointer_modifier`.)
             (AggKind::Ref | AggKind::Via, Some(f)) => {
-                (ModKind::Set, ModValue::Formula(f.clone()), f.text_arc().clone(), None)
+                (ModKind::Set, ModValue::Formula(f.clone()), None, None)
             }
         };
         let body = Body { value, condition: agg.filter.clone(), text, source: agg.text.clone() };
@@ -185,7 +176,7 @@ impl Shape {
         let body = Body {
             value: ModValue::Formula(part.value.clone()),
             condition: None,
-            text: part.value.text_arc().clone(),
+            text: None,
             source: agg.text.clone(),
         };
         Some(self.part_modifier(part.var, from, from, key, ModKind::Set, body, None, bulk))
@@ -203,12 +194,7 @@ impl Shape {
         let scope = self.instance(from).scope;
         let (_, read) = r.reads.iter().find(|(s, _)| *s == scope)?;
         let name = self.rules.var(r.var).name.clone();
-        let body = Body {
-            value: ModValue::Formula(read.clone()),
-            condition: None,
-            text: read.text_arc().clone(),
-            source: name,
-        };
+        let body = Body { value: ModValue::Formula(read.clone()), condition: None, text: None, source: name };
         Some(self.part_modifier(r.var, GLOBAL, from, &r.key, ModKind::Set, body, None, bulk))
     }
 
@@ -227,12 +213,8 @@ impl Shape {
             "" => self.rules.scope_def(self.instance(i).scope).name.clone(),
             k => Arc::from(k),
         };
-        let body = Body {
-            value: ModValue::Formula(p.read.clone()),
-            condition: None,
-            text: p.read.text_arc().clone(),
-            source: name,
-        };
+        let body =
+            Body { value: ModValue::Formula(p.read.clone()), condition: None, text: None, source: name };
         let key = format!("{}:{}", key(on), key(from));
         self.part_modifier(p.var, on, from, &key, ModKind::Set, body, None, false)
     }
@@ -442,8 +424,9 @@ pub(super) fn check_body(
     let kind = check_kind(rules, id, def, kind)?;
     let format = &rules.var(def).format;
     let value_format = kind.value_format(format);
-    let text = value.text_arc();
+    let written = value;
     let value = instruction_value(rules, id, value, scope, format, &value_format)?;
+    let text = Body::written(&value, written);
     let condition = match condition {
         None => None,
         Some(c) => Some(formula(rules, id, "condition", c, scope, format, &Format::Boolean)?),
