@@ -160,33 +160,45 @@ fn a_rejected_batch_leaves_every_effect_waiting_as_before() {
         let spec = solver::ModifierSpec::new(id, "Speed", solver::ModKind::Add, by, "spell").on("Goblin");
         lasting(SheetOp::Solver(solver::Operation::AddModifier(spec)), until("Turn", None, after, false))
     };
-    let mut c = battle();
-    c.apply(&[
-        add("CREATURE", "Goblin", None, None),
-        lasting(add("SPELL", "Shield", None, None), until("Turn", None, 1, false)),
-        slow("s1", "-1", 1),
-        lasting(add("SPELL", "Bless", None, None), until("Turn", None, 2, false)),
-        slow("s2", "-2", 2),
-        slow("s3", "-3", 1),
-    ])
-    .unwrap();
-    let twin = c.clone();
+    let make = || {
+        let mut c = battle();
+        c.apply(&[
+            add("CREATURE", "Goblin", None, None),
+            lasting(add("SPELL", "Shield", None, None), until("Turn", None, 1, false)),
+            slow("s1", "-1", 1),
+            lasting(add("SPELL", "Bless", None, None), until("Turn", None, 2, false)),
+            slow("s2", "-2", 2),
+            slow("s3", "-3", 1),
+        ])
+        .unwrap();
+        c
+    };
+    // A character alone, and one whose state a copy shares: both put back as they were, the
+    // copy untouched.
+    let (mut alone, mut shared) = (make(), make());
+    let copy = shared.clone();
     let to = |n: i64| SheetOp::SetClock { clock: "Turn".into(), on: None, to: Decimal::from(n) };
-    // Turn to 2 expires Shield, s1 and s3, around Bless and s2; then s1 is given again, Bless
-    // is removed (no longer waiting), another effect waits, and an unknown object fails it.
-    let batch = [
-        to(2),
-        slow("s1", "-10", 5),
-        SheetOp::RemoveObject("Bless".into()),
-        slow("s4", "-4", 5),
-        add("SPELL", "Nope", None, None),
-    ];
-    let e = c.apply(&batch).unwrap_err();
-    assert_eq!(e.index, 4);
-    // The same for a batch the solver rejects after the same move: an id taken twice.
-    let e = c.apply(&[to(2), slow("s5", "-5", 5), slow("s5", "-5", 5)]).unwrap_err();
-    assert_eq!((e.index, e.code.as_str()), (2, "solver.duplicate_modifier"));
-    for mut k in [c, twin] {
+    for c in [&mut alone, &mut shared] {
+        // Turn to 2 expires Shield, s1 and s3, around Bless and s2; then s1 is given again,
+        // Bless is removed (no longer waiting), another effect waits, and an unknown object
+        // fails it.
+        let batch = [
+            to(2),
+            slow("s1", "-10", 5),
+            SheetOp::RemoveObject("Bless".into()),
+            slow("s4", "-4", 5),
+            add("SPELL", "Nope", None, None),
+        ];
+        let e = c.apply(&batch).unwrap_err();
+        assert_eq!(e.index, 4);
+        // The same for a batch the solver rejects after the same move: an id taken twice.
+        let e = c.apply(&[to(2), slow("s5", "-5", 5), slow("s5", "-5", 5)]).unwrap_err();
+        assert_eq!((e.index, e.code.as_str()), (2, "solver.duplicate_modifier"));
+        // Two moves in one batch, the second past everything, then rejected.
+        let e = c.apply(&[to(1), to(4), add("SPELL", "Nope", None, None)]).unwrap_err();
+        assert_eq!(e.index, 2);
+    }
+    for mut k in [alone, shared, copy] {
         assert_eq!(value(&k, "Turn"), "0");
         assert_eq!(value(&k, "Goblin.Speed"), "24");
         k.apply(&[to(3)]).unwrap();
