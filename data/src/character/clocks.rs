@@ -76,7 +76,7 @@ pub struct Expired {
 
 impl fmt::Display for Expired {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} expired when {} passed {}", self.what, self.clock, self.after)
+        ExpiredRef { what: &self.what, clock: &self.clock, after: self.after, now: self.now }.fmt(f)
     }
 }
 

@@ -119,12 +119,7 @@ impl Sheet {
         source: String,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        // A whole number says its text itself (`Body::text`); a fraction keeps its canonical
-        // form.
-        let text = match formula::Num::from_decimal(new) {
-            formula::Num::Int(_) => None,
-            formula::Num::Dec(_) => Some(Arc::from(formula::canonical_decimal(new))),
-        };
+        let text = Body::number_text(new);
         let held = self.shape.mods.key_of(&spec.id);
         if let Some(key) = held
             && let Some(m) = self.shape.mods.get(key).filter(|m| self.shape.mods.is_own(key) && is_input(m))

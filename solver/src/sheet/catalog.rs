@@ -67,12 +67,18 @@ impl Body {
         match (&self.text, &self.value) {
             (Some(t), _) => t.clone(),
             (None, ModValue::Formula(f)) => f.text_arc().clone(),
-            (None, ModValue::Const(formula::Value::Number(d))) => match Num::from_decimal(*d) {
-                Num::Int(i) => Arc::from(itoa::Buffer::new().format(i)),
-                Num::Dec(_) => Arc::from(formula::canonical_decimal(*d)),
-            },
+            (None, ModValue::Const(formula::Value::Number(d))) => Arc::from(formula::canonical_decimal(*d)),
             // (`Body::written` keeps the text of every other constant.)
             (None, ModValue::Const(v)) => Arc::from(v.to_string()),
+        }
+    }
+
+    /// What `text` holds for number `d` written in its canonical form (a stock's input):
+    /// `None` for a whole number.
+    pub(super) fn number_text(d: rust_decimal::Decimal) -> Option<Arc<str>> {
+        match Num::from_decimal(d) {
+            Num::Int(_) => None,
+            Num::Dec(_) => Some(Arc::from(formula::canonical_decimal(d))),
         }
     }
 
