@@ -290,6 +290,17 @@ type ModList = smallvec::SmallVec<[ModKey; 4]>;
 /// drops a hundred modifiers).
 type ModArc = triomphe::Arc<Modifier>;
 
+/// How a sheet holds its shape: by reference count, shared with its copies. Without a weak
+/// count, so that asking whether the shape is this sheet's alone (`make_mut`, before every
+/// structural change: once per modifier of a batch linked in bulk) is one load, not the atomic
+/// compare-and-swap and store `std::sync::Arc` needs to rule out weak references.
+type ShapeArc = triomphe::Arc<Shape>;
+
+/// What a modifier's formulas read: each variable and its node. Most modifiers read two
+/// variables or fewer (the anchor workload's formulas, a ruleset's `Score`/`Level` reads), which
+/// are held in place: no allocation to link such a modifier, none to free when it goes.
+type Reads = smallvec::SmallVec<[(VarId, NodeIndex); 2]>;
+
 #[derive(Clone, Debug)]
 struct Modifier {
     id: Arc<str>,
@@ -306,7 +317,7 @@ struct Modifier {
     on: InstanceId,
     from: InstanceId,
     /// Every variable the value and condition read, and the node it is in this sheet.
-    reads: Box<[(VarId, NodeIndex)]>,
+    reads: Reads,
     /// How many of `reads` are the value formula's variables: its first reads, in the order of
     /// its variables (its slots), so that evaluation indexes instead of searching
     /// ([`Modifier::value_slots`]; no list of their own to allocate).
@@ -384,7 +395,7 @@ pub struct Trace {
 #[derive(Clone)]
 pub struct Sheet {
     /// The structure, shared with every copy until one of them changes it.
-    shape: Arc<Shape>,
+    shape: ShapeArc,
     /// The values: this sheet's own.
     vals: values::Values,
     record_evaluations: bool,
@@ -516,7 +527,7 @@ impl Sheet {
             plan: plan::Plan::default(),
         };
         let mut sheet = Sheet {
-            shape: Arc::new(shape),
+            shape: ShapeArc::new(shape),
             vals: values::Values::default(),
             record_evaluations: false,
             spare: batch::Spare::default(),
@@ -536,12 +547,12 @@ impl Sheet {
     /// Whether this sheet and `other` share one shape (neither has changed its structure since
     /// one was copied from the other): what a copy costs, and what the isolation tests check.
     pub fn shares_structure_with(&self, other: &Sheet) -> bool {
-        Arc::ptr_eq(&self.shape, &other.shape)
+        ShapeArc::ptr_eq(&self.shape, &other.shape)
     }
 
     /// The shape, to change: this sheet's own from now on (copied first when shared).
     fn shape_mut(&mut self) -> &mut Shape {
-        Arc::make_mut(&mut self.shape)
+        ShapeArc::make_mut(&mut self.shape)
     }
 
     /// A copy whose plan is laid out again from nothing, then solved by the interpreter: what
@@ -597,7 +608,7 @@ impl Sheet {
     /// budgets, not accounting.
     pub fn footprint(&self) -> usize {
         let own = self.vals.footprint() + std::mem::size_of::<Sheet>();
-        if Arc::strong_count(&self.shape) > 1 { own } else { own + self.shape.footprint() }
+        if ShapeArc::count(&self.shape) > 1 { own } else { own + self.shape.footprint() }
     }
 
     /// The rules this sheet follows.
@@ -609,7 +620,7 @@ impl Sheet {
     /// variables hold their defaults.
     fn create_instance(&mut self, key: Arc<str>, scope: ScopeId, parent: Option<InstanceId>) -> InstanceId {
         let Sheet { shape, vals, .. } = self;
-        let s = Arc::make_mut(shape);
+        let s = ShapeArc::make_mut(shape);
         let (id, reused) = s.instances.next_id();
         let Shape { rules, graph, plan, defaults, .. } = s;
         let vars = &rules.scope_def(scope).vars;
@@ -734,7 +745,11 @@ impl Shape {
     /// About how many bytes the shape holds (not the rules).
     fn footprint(&self) -> usize {
         use std::mem::size_of;
-        let mods: usize = self.mods.iter().map(|(_, m)| size_of::<Modifier>() + 8 * m.reads.len()).sum();
+        let mods: usize = self
+            .mods
+            .iter()
+            .map(|(_, m)| size_of::<Modifier>() + if m.reads.spilled() { 8 * m.reads.capacity() } else { 0 })
+            .sum();
         let nodes: usize = self.graph.node_weights().map(|n| size_of::<Node>() + 8 * n.mods.len()).sum();
         nodes
             + self.plan.footprint()

@@ -13,7 +13,9 @@
 //! renumbering anything.
 
 use super::bulk::{BULK_MIN, BULK_SHARE};
-use super::{Adjust, Change, Delta, Guard, Instance, InstanceId, ModArc, ModKey, Report, Sheet, TemplateId};
+use super::{
+    Adjust, Change, Delta, Guard, Instance, InstanceId, ModArc, ModKey, Report, ShapeArc, Sheet, TemplateId,
+};
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
 use crate::rules::ScopeId;
@@ -484,7 +486,7 @@ impl Sheet {
         self.grow(pending);
         let key = if pending.bulk {
             let Sheet { shape, .. } = self;
-            Arc::make_mut(shape).insert_modifier_bulk(m, &mut pending.bulk_edges)?
+            ShapeArc::make_mut(shape).insert_modifier_bulk(m, &mut pending.bulk_edges)?
         } else {
             // While deferring, plan entries are written when the sheet settles.
             let plan_now = self.deferred.is_none();
@@ -509,7 +511,7 @@ impl Sheet {
     /// The shape, made this sheet's own, to remove modifier `id` from — or the error for an
     /// unknown id, without copying a shape shared with copies for nothing.
     fn shape_to_remove(&mut self, id: &str) -> Result<&mut super::Shape, SolveError> {
-        if Arc::strong_count(&self.shape) > 1 && !self.shape.mods.has_id(id) {
+        if ShapeArc::count(&self.shape) > 1 && !self.shape.mods.has_id(id) {
             return Err(unknown_modifier(id));
         }
         Ok(self.shape_mut())
@@ -631,7 +633,7 @@ impl Sheet {
         let mut removed = Vec::new();
         if !pending.removed.is_empty() {
             let Sheet { shape, vals, .. } = self;
-            let shape = Arc::make_mut(shape);
+            let shape = ShapeArc::make_mut(shape);
             for (n, _) in &pending.removed {
                 shape.graph.remove_node(*n);
                 shape.plan.node_removed(*n);
@@ -741,7 +743,7 @@ impl Sheet {
             return;
         }
         let Sheet { shape, vals, .. } = self;
-        let shape = Arc::make_mut(shape);
+        let shape = ShapeArc::make_mut(shape);
         // Modifiers linked in bulk expect their edges in the graph when unlinked (the order of
         // their lists does not matter: unlinking removes them all).
         shape.add_collected_edges(&mut pending.bulk_edges);

@@ -21,7 +21,7 @@
 //! - a modifier made from template `t` is linked only on a sheet whose catalog has `t`, and
 //!   every copy of that sheet keeps the same catalog.
 
-use super::{Formula, Held, Instruction, ModKind, ModValue, Num, Sheet};
+use super::{Formula, Held, Instruction, ModKind, ModValue, Num, Sheet, VarId};
 use crate::error::{SolveError, codes};
 use crate::rules::{Rules, ScopeId, VarDefId};
 use std::sync::Arc;
@@ -86,7 +86,10 @@ impl Body {
     /// value says it.
     pub(super) fn written(value: &ModValue, written: &Instruction) -> Option<Arc<str>> {
         let says_it = match value {
-            ModValue::Formula(f) => f.text() == written.text(),
+            // A formula given compiled is its own text (the same record: no comparison).
+            ModValue::Formula(f) => {
+                matches!(written, Instruction::Compiled(g) if Arc::ptr_eq(f, g)) || f.text() == written.text()
+            }
             ModValue::Const(formula::Value::Number(d)) => match Num::from_decimal(*d) {
                 Num::Int(i) => itoa::Buffer::new().format(i) == written.text(),
                 Num::Dec(_) => false,
@@ -108,6 +111,40 @@ pub(super) struct Template {
     pub(super) priority: u32,
     pub(super) const_num: Option<Num>,
     pub(super) body: Body,
+    /// The variables its formulas read, each once: the value formula's first, in its order
+    /// (its slots), then the condition's others — the order `Shape::reads` gives, found once
+    /// here rather than at every link.
+    pub(super) vars: Box<[VarId]>,
+    /// How many of `vars` are the value formula's.
+    pub(super) value_vars: u32,
+    /// The condition's variables, by its slots, as positions in `vars`.
+    pub(super) cond_pos: Box<[u32]>,
+    /// Whether its variable is kept by its instance ([`crate::VarDef::is_kept`]).
+    pub(super) kept: bool,
+}
+
+impl Template {
+    /// `body`'s variables as [`Template::vars`], `value_vars` and `cond_pos` hold them.
+    fn reads_of(body: &Body) -> (Box<[VarId]>, u32, Box<[u32]>) {
+        let value = match &body.value {
+            ModValue::Formula(f) => Some(f),
+            ModValue::Const(_) => None,
+        };
+        let mut vars: Vec<VarId> = value.map_or_else(Vec::new, |f| f.variables().collect());
+        let value_vars = vars.len() as u32;
+        let mut cond_pos = Vec::new();
+        for v in body.condition.iter().flat_map(|c| c.variables()) {
+            let at = match vars.iter().position(|&r| r == v) {
+                Some(at) => at,
+                None => {
+                    vars.push(v);
+                    vars.len() - 1
+                }
+            };
+            cond_pos.push(at as u32);
+        }
+        (vars.into(), value_vars, cond_pos.into())
+    }
 }
 
 /// A ruleset's modifier templates, checked once, shared by every sheet made with it.
@@ -168,7 +205,20 @@ impl Catalog {
             )
         })?);
         let rank = self.rules.var(spec.var).order.rank(kind);
-        self.templates.push(Template { def: spec.var, kind, rank, priority: spec.priority, const_num, body });
+        let (vars, value_vars, cond_pos) = Template::reads_of(&body);
+        let kept = self.rules.var(spec.var).is_kept();
+        self.templates.push(Template {
+            def: spec.var,
+            kind,
+            rank,
+            priority: spec.priority,
+            const_num,
+            body,
+            vars,
+            value_vars,
+            cond_pos,
+            kept,
+        });
         Ok(id)
     }
 

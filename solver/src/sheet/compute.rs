@@ -49,7 +49,7 @@ impl Sheet {
         self.refresh_plan(false);
         // The shape does not change while values are computed: hold it apart from `self`, so
         // the values can be written while the plan is read.
-        let shape = Arc::clone(&self.shape);
+        let shape = ShapeArc::clone(&self.shape);
         let plan = &shape.plan;
         let mut created = created.to_vec();
         created.sort_unstable();
@@ -223,7 +223,7 @@ impl Sheet {
     pub fn prepare_to_share(&mut self) {
         self.refresh_plan(true);
         // (A shape shared already is left as it is: reserving would copy it.)
-        let Some(shape) = Arc::get_mut(&mut self.shape) else { return };
+        let Some(shape) = ShapeArc::get_mut(&mut self.shape) else { return };
         shape.mods.freeze();
         if let Some(sources) = &mut shape.sources {
             sources.reserve(sources.len());
@@ -280,7 +280,7 @@ impl Sheet {
     /// checks this); this is what a full solve costs.
     pub fn solve_all(&mut self) -> usize {
         self.refresh_plan(true);
-        let shape = Arc::clone(&self.shape);
+        let shape = ShapeArc::clone(&self.shape);
         let plan = &shape.plan;
         let order = plan.order();
         if let Some((code, ok)) = plan.native() {

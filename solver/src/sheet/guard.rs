@@ -54,7 +54,7 @@ impl Guard {
 /// (see [`Sheet::formula_now`]).
 pub(super) struct NowFormula {
     pub(super) formula: Arc<Formula>,
-    pub(super) reads: Vec<(VarId, NodeIndex)>,
+    pub(super) reads: super::Reads,
 }
 
 impl Sheet {

@@ -111,17 +111,47 @@ impl Shape {
                 ),
             )
         })?;
-        let link = Link {
-            id,
-            on: on_id,
-            from: on_id,
+        // The template's variables were found once, in the catalog: what is left is their
+        // nodes as seen from the instance.
+        let mut reads = Reads::with_capacity(template.vars.len());
+        for &v in template.vars.iter() {
+            let node = self.node_from(on_id, VarDefId(v.0)).ok_or_else(|| self.not_visible(id, v))?;
+            reads.push((v, node));
+        }
+        // (`cond_pos` holds positions in `vars`, which `reads` follows.)
+        let cond_slots =
+            template.cond_pos.iter().filter_map(|&p| reads.get(p as usize).map(|r| r.1)).collect();
+        let m = ModArc::new(Modifier {
+            value_vars: template.value_vars,
+            cond_slots,
+            const_num: template.const_num,
+            id: id.clone(),
             target,
             kind: template.kind,
             rank: template.rank,
+            kept: template.kept,
+            held: Held::Template(t),
             priority: template.priority,
-            const_num: template.const_num,
-        };
-        self.make(link, Held::Template(t), bulk)
+            seq: self.next_seq,
+            on: on_id,
+            from: on_id,
+            reads,
+        });
+        if !bulk {
+            self.check_cycles(&m)?;
+        }
+        Ok(m)
+    }
+
+    /// The error for a formula of modifier `id` reading `v`, which its instance does not see.
+    fn not_visible(&self, id: &str, v: VarId) -> SolveError {
+        SolveError::new(
+            codes::UNKNOWN_VARIABLE,
+            format!(
+                "modifier `{id}`: its formula reads `{}`, which is not visible from its instance",
+                self.rules.var(VarDefId(v.0)).name
+            ),
+        )
     }
 
     /// The modifier through which instance `from` (keyed `key`) takes part in aggregate `agg`:
@@ -302,7 +332,7 @@ impl Shape {
         id: &str,
         from: InstanceId,
         body: &Body,
-    ) -> Result<(Box<[(VarId, NodeIndex)]>, u32, Box<[NodeIndex]>), SolveError> {
+    ) -> Result<(Reads, u32, Box<[NodeIndex]>), SolveError> {
         let value_formula = match &body.value {
             ModValue::Formula(f) => Some(f),
             ModValue::Const(_) => None,
@@ -313,7 +343,7 @@ impl Shape {
         let cond_slots: Box<[NodeIndex]> = body.condition.as_ref().map_or(Box::default(), |f| {
             f.variables().filter_map(|v| reads.iter().find(|(r, _)| *r == v).map(|(_, n)| *n)).collect()
         });
-        Ok((reads.into(), value_vars, cond_slots))
+        Ok((reads, value_vars, cond_slots))
     }
 
     /// The variable a modifier changes as seen from instance `on`: its declaration and its
@@ -359,25 +389,16 @@ impl Shape {
         id: &str,
         from: InstanceId,
         formulas: [Option<&Arc<Formula>>; 2],
-    ) -> Result<Vec<(VarId, NodeIndex)>, SolveError> {
+    ) -> Result<Reads, SolveError> {
         // Room for every variable of both (a formula's variables are distinct, so this is exact
         // unless the condition reads what the value reads).
-        let mut reads: Vec<(VarId, NodeIndex)> =
-            Vec::with_capacity(formulas.iter().flatten().map(|f| f.variables().len()).sum());
+        let mut reads = Reads::with_capacity(formulas.iter().flatten().map(|f| f.variables().len()).sum());
         for f in formulas.into_iter().flatten() {
             for v in f.variables() {
                 if reads.iter().any(|(r, _)| *r == v) {
                     continue;
                 }
-                let node = self.node_from(from, VarDefId(v.0)).ok_or_else(|| {
-                    SolveError::new(
-                        codes::UNKNOWN_VARIABLE,
-                        format!(
-                            "modifier `{id}`: its formula reads `{}`, which is not visible from its instance",
-                            self.rules.var(VarDefId(v.0)).name
-                        ),
-                    )
-                })?;
+                let node = self.node_from(from, VarDefId(v.0)).ok_or_else(|| self.not_visible(id, v))?;
                 reads.push((v, node));
             }
         }
@@ -598,7 +619,13 @@ impl Shape {
     pub(super) fn place_in_order(&self, m: &Modifier) -> usize {
         let order = m.order();
         let mods = &self.mods;
-        self.graph[m.target].mods.partition_point(|k| mods.get(*k).is_some_and(|x| x.order() < order))
+        let list = &self.graph[m.target].mods;
+        // Most modifiers go last (a batch links in order of its sequence numbers, and most
+        // of a variable's modifiers share a priority and a rank): one record read for those.
+        match list.last().and_then(|k| mods.get(*k)) {
+            Some(last) if last.order() < order => list.len(),
+            _ => list.partition_point(|k| mods.get(*k).is_some_and(|x| x.order() < order)),
+        }
     }
 
     /// Enters modifier `m`, under `key`, in the indexes by source (when that index is built)
