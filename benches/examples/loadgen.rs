@@ -108,24 +108,29 @@ fn main() {
                 variables: vec![],
             })
             .collect();
-        // The request stream owns its items; the copy is made before the clock starts (the
-        // baseline below reads the same items in place).
+        // The request stream owns its items, and so does the baseline below, as the server owns
+        // the items it decodes: both copies are made before their clocks start.
         let sent = items.clone();
         let t = Instant::now();
         solve_batch(&mut client, sent).await;
         let grpc = t.elapsed();
         // Baseline: the same sheets solved in-process on all cores, no gRPC.
         let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut chunks: Vec<Vec<pb::SolveBatchRequest>> = Vec::new();
+        let mut rest = items.clone();
+        while !rest.is_empty() {
+            let tail = rest.split_off(rest.len().min(batch.div_ceil(threads)));
+            chunks.push(std::mem::replace(&mut rest, tail));
+        }
         let cpu_before = cpu_seconds("self");
         let t = Instant::now();
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         std::thread::scope(|s| {
-            for chunk in items.chunks(items.len().div_ceil(threads)) {
+            for chunk in chunks {
                 let ruleset = ruleset.clone();
                 s.spawn(move || {
                     for item in chunk {
-                        let ops =
-                            sheetd::grpc::convert::operations(item.operations.clone()).expect("operations");
+                        let ops = sheetd::grpc::convert::operations(item.operations).expect("operations");
                         let mut c = data::Character::new(ruleset.clone()).expect("sheet");
                         c.apply(&ops).expect("solves");
                         // The values as the server's SolveBatch reads them out: encoded

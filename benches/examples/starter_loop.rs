@@ -5,6 +5,8 @@
 //!
 //! `starter_loop N reply` reads the values out as the daemon's SolveBatch does instead:
 //! encoded straight into its reply (`BatchValues::from_character`), with no record per value.
+//! `starter_loop N wire` does all of SolveBatch's in-process work, as `loadgen`'s baseline
+//! measures it: each character's operations converted from their wire form too.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -15,18 +17,25 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2_000);
-    let reply = std::env::args().nth(2).is_some_and(|a| a == "reply");
+    let mode = std::env::args().nth(2);
+    let wire_too = mode.as_deref() == Some("wire");
+    let reply = wire_too || mode.as_deref() == Some("reply");
     let file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/starter-character.json");
     let steps = sheetd::cli::client::Steps { steps: vec![], file: Some(file), dialect: None };
     let wire = sheetd::cli::client::operations(&steps).expect("example sheet");
-    let ops = sheetd::grpc::convert::operations(wire).expect("operations");
+    let ops = sheetd::grpc::convert::operations(wire.clone()).expect("operations");
     let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
     let start = Instant::now();
     let mut values = 0;
     for _ in 0..rounds {
         let mut c = data::Character::new(ruleset.clone()).expect("sheet");
-        c.apply(black_box(&ops)).expect("solves");
+        if wire_too {
+            let ops = sheetd::grpc::convert::operations(black_box(&wire).clone()).expect("operations");
+            c.apply(&ops).expect("solves");
+        } else {
+            c.apply(black_box(&ops)).expect("solves");
+        }
         values += if reply {
             black_box(sheetd::grpc::batch_values::BatchValues::from_character(&c));
             c.sheet().variable_count()

@@ -28,6 +28,14 @@ const SWEEP_SKIPS_PER_WAITING: usize = if cfg!(test) { usize::MAX / 2 } else { 1
 /// (61 → 64–65 ns), hence a threshold: about where a sheet's plan outgrows the 2 MiB L2.
 const SORTED_LEVELS_MIN: usize = if cfg!(test) { 1 } else { 16_384 };
 
+/// How far ahead in a sorted level a recomputation asks for a variable's entry record, value,
+/// queue bit and dependents' run: far enough for a fetch from memory to arrive in time (at
+/// 200,000 variables 8, 16 and 24 measured alike).
+const PREFETCH_FAR: usize = 16;
+/// How far ahead it asks for the variable's steps and dependents, whose addresses are in the
+/// records asked for at [`PREFETCH_FAR`].
+const PREFETCH_NEAR: usize = 8;
+
 impl Sheet {
     // ---- evaluation ----
 
@@ -40,6 +48,8 @@ impl Sheet {
     /// (`SORTED_LEVELS_MIN`). Each variable is evaluated through the plan when it can be
     /// ([`plan::Plan::eval`]), else by [`Sheet::compute`]; a variable whose value did not
     /// change does not wake its dependents (early cutoff).
+    // long: the loop over levels kept whole, so that its hot path reads top to bottom (the
+    // sweep to native code, the sort and the prefetches are functions of their own).
     pub(super) fn recompute(
         &mut self,
         dirty: &[NodeIndex],
@@ -75,6 +85,8 @@ impl Sheet {
         // index (see `SORTED_LEVELS_MIN`); otherwise in the order they were queued.
         let sorted = plan.variable_slots() >= SORTED_LEVELS_MIN;
         let mut level = lo;
+        // The sort's second buffer (see `sort_indexes`).
+        let mut scratch = Vec::new();
         while level <= hi {
             if sweep
                 && waiting >= SWEEP_WAITING
@@ -86,10 +98,13 @@ impl Sheet {
             // queued, or sorted (either is deterministic for a given sheet and change).
             let mut bucket = std::mem::take(&mut buckets[level]);
             if sorted {
-                bucket.sort_unstable();
+                sort_indexes(&mut bucket, &mut scratch);
             }
-            for &index in &bucket {
+            for (at, &index) in bucket.iter().enumerate() {
                 let i = index as usize;
+                if sorted {
+                    self.prefetch_ahead(plan, &bucket, at);
+                }
                 self.vals.dequeue(i);
                 waiting -= 1;
                 report.recomputed += 1;
@@ -118,6 +133,23 @@ impl Sheet {
             report.changed.shrink_to_fit();
         }
         report
+    }
+
+    /// Asks for what evaluating the variables after the `at`-th of a sorted level will read,
+    /// ahead of it: on a large sheet each is likely a miss, and the level's next variables are
+    /// known. The entry record, value, queue bit and dependents' run [`PREFETCH_FAR`] places
+    /// ahead; the steps and dependents, whose addresses those records hold, [`PREFETCH_NEAR`]
+    /// places ahead. (The values a variable's steps read are not asked for: finding them means
+    /// walking its steps twice, which cost more than it saved.)
+    #[inline(always)]
+    fn prefetch_ahead(&self, plan: &plan::Plan, bucket: &[u32], at: usize) {
+        if let Some(&ahead) = bucket.get(at + PREFETCH_FAR) {
+            plan.prefetch_var(ahead as usize);
+            self.vals.prefetch(ahead as usize);
+        }
+        if let Some(&ahead) = bucket.get(at + PREFETCH_NEAR) {
+            plan.prefetch_steps(ahead as usize);
+        }
     }
 
     /// Hands every variable queued in `buckets` to the native code, which evaluates them and
@@ -613,4 +645,66 @@ pub(super) fn empty_aggregate(var: &crate::VarDef) -> Arc<ValueError> {
             modifier: var.name.clone(),
         },
     })
+}
+
+/// Sorts a level's variable indexes (distinct, below the sheet's node count) ascending: by
+/// comparisons when they are few, else by radix, 11 bits a pass (two passes up to 4 million
+/// variables), each pass counting then placing, with `scratch` as the other buffer. At 200,000
+/// variables a hub change's levels hold thousands of variables each, where sorting by
+/// comparisons took about a twentieth of the change.
+fn sort_indexes(v: &mut Vec<u32>, scratch: &mut Vec<u32>) {
+    const BITS: u32 = 11;
+    const MASK: u32 = (1 << BITS) - 1;
+    if v.len() < 256 {
+        v.sort_unstable();
+        return;
+    }
+    let max = v.iter().copied().max().unwrap_or(0);
+    let passes = (u32::BITS - max.leading_zeros()).div_ceil(BITS);
+    let mut count = vec![0u32; 1 << BITS];
+    for pass in 0..passes {
+        let shift = pass * BITS;
+        count.fill(0);
+        for &x in v.iter() {
+            count[((x >> shift) & MASK) as usize] += 1;
+        }
+        let mut at = 0;
+        for c in count.iter_mut() {
+            let n = *c;
+            *c = at;
+            at += n;
+        }
+        scratch.clear();
+        scratch.resize(v.len(), 0);
+        for &x in v.iter() {
+            let slot = &mut count[((x >> shift) & MASK) as usize];
+            scratch[*slot as usize] = x;
+            *slot += 1;
+        }
+        std::mem::swap(v, scratch);
+    }
+}
+
+#[cfg(test)]
+mod sort_tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The radix sort of a level's indexes gives what sorting by comparisons gives: for
+        /// few indexes and many, small ones (one pass) and large ones (two or three passes).
+        #[test]
+        fn level_indexes_sort_as_by_comparison(
+            set in prop::collection::hash_set(0u32..4_000_000, 0..3_000),
+            small in prop::collection::hash_set(0u32..2_048, 0..1_500),
+        ) {
+            for set in [set, small] {
+                let mut v: Vec<u32> = set.into_iter().collect();
+                let mut expected = v.clone();
+                expected.sort_unstable();
+                let mut scratch = Vec::new();
+                super::sort_indexes(&mut v, &mut scratch);
+                prop_assert_eq!(v, expected);
+            }
+        }
+    }
 }

@@ -626,6 +626,25 @@ impl Plan {
         self.put_order(order);
     }
 
+    /// Asks the processor to bring variable `i`'s entry record into the cache ahead of its
+    /// evaluation (a large recomputation's next variables: see `Sheet::recompute`).
+    #[inline(always)]
+    pub(super) fn prefetch_var(&self, i: usize) {
+        if let Some(v) = self.vars.get(i) {
+            prefetch(v);
+        }
+        self.succ.prefetch_run(i);
+    }
+
+    /// Asks for variable `i`'s steps and dependents, its record being in the cache by now.
+    #[inline(always)]
+    pub(super) fn prefetch_steps(&self, i: usize) {
+        if let Some(s) = self.vars.get(i).and_then(|v| self.steps.get(v.first as usize)) {
+            prefetch(s);
+        }
+        self.succ.prefetch_targets(i);
+    }
+
     /// Writes variable `i`'s entry from the sheet: its default and modifiers, in place when they
     /// fit in the records reserved for it, else appended — with `room`, with room to grow.
     fn write(&mut self, sheet: &Source<'_>, i: usize, room: bool) {
@@ -1043,4 +1062,16 @@ impl Plan {
         let program = self.int_ops.get(ops as usize..(ops + len) as usize)?;
         run_int(program, |i| vals.int(i as usize))
     }
+}
+
+/// A hint that `p`'s cache line is wanted soon (nothing on targets without one).
+#[inline(always)]
+pub(super) fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(std::ptr::from_ref(p).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }

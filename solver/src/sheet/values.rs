@@ -223,6 +223,17 @@ impl Values {
         fresh
     }
 
+    /// Prefetches variable `i`'s value and queue bit.
+    #[inline(always)]
+    pub(super) fn prefetch(&self, i: usize) {
+        if let Some(v) = self.ints.get(i) {
+            super::plan::prefetch(v);
+        }
+        if let Some(w) = self.queued.get(i / 64) {
+            super::plan::prefetch(w);
+        }
+    }
+
     /// Variable `i` left the queue.
     #[inline(always)]
     pub(super) fn dequeue(&mut self, i: usize) {

@@ -44,6 +44,22 @@ impl Dependents {
         self.runs.len()
     }
 
+    /// Prefetches variable `i`'s run (where its dependents are).
+    #[inline(always)]
+    pub(in crate::sheet) fn prefetch_run(&self, i: usize) {
+        if let Some(r) = self.runs.get(i) {
+            super::prefetch(r);
+        }
+    }
+
+    /// Prefetches variable `i`'s dependents, its run being in the cache by now.
+    #[inline(always)]
+    pub(in crate::sheet) fn prefetch_targets(&self, i: usize) {
+        if let Some(t) = self.runs.get(i).and_then(|r| self.targets.get(r.at as usize)) {
+            super::prefetch(t);
+        }
+    }
+
     /// Variable `i`'s dependents (none for an index past the end).
     #[inline(always)]
     pub(in crate::sheet) fn of(&self, i: usize) -> &[u32] {
