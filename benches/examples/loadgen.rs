@@ -117,12 +117,8 @@ fn main() {
         // Baseline: the same sheets solved in-process on all cores, no gRPC.
         let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let mut chunks: Vec<Vec<pb::SolveBatchRequest>> = Vec::new();
-        let mut rest = items.clone();
-        while !rest.is_empty() {
-            let tail = rest.split_off(rest.len().min(batch.div_ceil(threads)));
-            chunks.push(std::mem::replace(&mut rest, tail));
-        }
+        let chunks: Vec<Vec<pb::SolveBatchRequest>> =
+            items.chunks(items.len().div_ceil(threads).max(1)).map(<[_]>::to_vec).collect();
         let cpu_before = cpu_seconds("self");
         let t = Instant::now();
         std::thread::scope(|s| {

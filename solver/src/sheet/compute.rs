@@ -661,7 +661,7 @@ fn sort_indexes(v: &mut Vec<u32>, scratch: &mut Vec<u32>) {
     }
     let max = v.iter().copied().max().unwrap_or(0);
     let passes = (u32::BITS - max.leading_zeros()).div_ceil(BITS);
-    let mut count = vec![0u32; 1 << BITS];
+    let mut count = [0u32; 1 << BITS];
     for pass in 0..passes {
         let shift = pass * BITS;
         count.fill(0);

@@ -57,29 +57,18 @@ impl Shape {
             spec.source.clone(),
         )?;
         let held = Held::Own(body);
-        let (reads, value_vars, cond_slots) = self.resolve_reads(&spec.id, from, held.body(None))?;
-        // Built in its `Arc` at once, here (not in a function it is handed to): the record is
-        // about 150 bytes, and each move of it was a copy.
-        let m = ModArc::new(Modifier {
-            value_vars,
-            cond_slots,
-            const_num,
-            id: spec.id.clone(),
+        let reads = self.resolve_reads(&spec.id, from, held.body(None))?;
+        let link = Link {
+            id: &spec.id,
+            on,
+            from,
             target,
             kind,
             rank: self.rules.var(def).order.rank(kind),
-            kept: self.rules.var(def).is_kept(),
-            held,
             priority: spec.priority,
-            seq: self.next_seq,
-            on,
-            from,
-            reads,
-        });
-        if !bulk {
-            self.check_cycles(&m)?;
-        }
-        Ok(m)
+            const_num,
+        };
+        self.record(link, held, reads, self.rules.var(def).is_kept(), bulk)
     }
 
     /// [`Shape::prepare`] for template `t` of the sheet's catalog, as modifier `id` on and from
@@ -124,26 +113,17 @@ impl Shape {
             [] => Box::default(),
             pos => pos.iter().filter_map(|&p| reads.get(p as usize).map(|r| r.1)).collect(),
         };
-        let m = ModArc::new(Modifier {
-            value_vars: template.value_vars,
-            cond_slots,
-            const_num: template.const_num,
-            id: id.clone(),
+        let link = Link {
+            id,
+            on: on_id,
+            from: on_id,
             target,
             kind: template.kind,
             rank: template.rank,
-            kept: template.kept,
-            held: Held::Template(t),
             priority: template.priority,
-            seq: self.next_seq,
-            on: on_id,
-            from: on_id,
-            reads,
-        });
-        if !bulk {
-            self.check_cycles(&m)?;
-        }
-        Ok(m)
+            const_num: template.const_num,
+        };
+        self.record(link, Held::Template(t), (reads, template.value_vars, cond_slots), template.kept, bulk)
     }
 
     /// The error for a formula of modifier `id` reading `v`, which its instance does not see.
@@ -301,8 +281,24 @@ impl Shape {
     /// The record of a checked modifier: the nodes its formulas read, resolved from its `from`
     /// instance, and (unless `bulk`) checked for a cycle.
     fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<ModArc, SolveError> {
-        let (reads, value_vars, cond_slots) =
-            self.resolve_reads(link.id, link.from, held.body(self.catalog.as_deref()))?;
+        let reads = self.resolve_reads(link.id, link.from, held.body(self.catalog.as_deref()))?;
+        let kept = self.graph.node_weight(link.target).is_some_and(|n| self.rules.var(n.def).is_kept());
+        self.record(link, held, reads, kept, bulk)
+    }
+
+    /// The record of a checked modifier that reads `reads` (see [`ReadsOf`]) and whose variable
+    /// is `kept` or not, in its `Arc` at once — inlined into each caller, since the record is
+    /// about 170 bytes and each move of it was a copy — and, unless `bulk`, checked for a
+    /// cycle.
+    #[inline(always)]
+    fn record(
+        &self,
+        link: Link<'_>,
+        held: Held,
+        (reads, value_vars, cond_slots): ReadsOf,
+        kept: bool,
+        bulk: bool,
+    ) -> Result<ModArc, SolveError> {
         let m = ModArc::new(Modifier {
             value_vars,
             cond_slots,
@@ -311,7 +307,7 @@ impl Shape {
             target: link.target,
             kind: link.kind,
             rank: link.rank,
-            kept: self.graph.node_weight(link.target).is_some_and(|n| self.rules.var(n.def).is_kept()),
+            kept,
             held,
             priority: link.priority,
             seq: self.next_seq,
@@ -329,13 +325,7 @@ impl Shape {
     /// the value formula's first and in its order (so its slots need no list of their own),
     /// how many of them are the value's, and the condition's nodes by its slots.
     #[inline(always)]
-    #[allow(clippy::type_complexity)]
-    fn resolve_reads(
-        &self,
-        id: &str,
-        from: InstanceId,
-        body: &Body,
-    ) -> Result<(Reads, u32, Box<[NodeIndex]>), SolveError> {
+    fn resolve_reads(&self, id: &str, from: InstanceId, body: &Body) -> Result<ReadsOf, SolveError> {
         let value_formula = match &body.value {
             ModValue::Formula(f) => Some(f),
             ModValue::Const(_) => None,
@@ -408,6 +398,11 @@ impl Shape {
         Ok(reads)
     }
 }
+
+/// What a checked modifier reads: every variable once with its node (the value formula's first,
+/// in its slots' order), how many of them are the value's, and the condition's nodes by its
+/// slots — `Modifier::reads`, `value_vars` and `cond_slots`.
+type ReadsOf = (Reads, u32, Box<[NodeIndex]>);
 
 /// Where a checked modifier applies, and what of it the hot loops read in place.
 struct Link<'a> {
