@@ -1,7 +1,7 @@
 //! `loadgen`: measures the daemon over loopback, against a baseline in the same run.
 //!
 //! ```text
-//! cargo run --release -p sheetd-benches --example loadgen -- [--calls N] [--batch N] [--seconds N]
+//! cargo run --release -p sheetd-benches --example loadgen -- [--calls N] [--batch N] [--seconds N] [--rounds N]
 //! ```
 //!
 //! It starts `sheetd serve` in-process (starter ruleset, a fresh store in a temporary
@@ -16,14 +16,16 @@
 //! 2. Durable Applies per second with 1, 8 and 64 concurrent clients (each on its own sheet,
 //!    `--seconds` each): the store's group commit lets concurrent writers share an fsync.
 //! 3. SolveBatch throughput: N example characters streamed through one SolveBatch call;
-//!    prints sheets per second (and per core), with the same sheets solved in-process on all
-//!    cores (no gRPC) as the baseline: each built, solved and its values encoded as the
-//!    server's SolveBatch encodes them (`BatchValues::from_character`). Client and server share this process and its cores
-//!    there, so the client's own encoding and decoding count against the server. Then, when
-//!    the release binary is built (`cargo build --release -p sheetd`; or `--server PATH`), the
-//!    same batch against the real `sheetd serve` in its own process: sheets per second of the
-//!    server's CPU time (from `/proc`), against sheets per second of CPU time in-process — the
-//!    per-core cost of serving a sheet over gRPC against solving it in place.
+//!    prints sheets per second (and per core) against a baseline, the same sheets solved
+//!    in-process on all cores (no gRPC): each built, solved and its values encoded as the
+//!    server's SolveBatch encodes them (`BatchValues::from_character`). Each runs `--rounds`
+//!    times (5), alternated, and the medians are printed. Client and server share this process
+//!    and its cores there, so the client's own encoding and decoding count against the server.
+//!    Then, when the release binary is built (`cargo build --release -p sheetd`; or `--server
+//!    PATH`), the same batch `--rounds` times against the real `sheetd serve` in its own
+//!    process: sheets per second of the server's CPU time (from `/proc`), against sheets per
+//!    second of CPU time in-process — the per-core cost of serving a sheet over gRPC against
+//!    solving it in place.
 //! 4. With that real server, the Apply round trip of 1. again, from a client on its own
 //!    single-threaded runtime: client and server then share no threads, as with a separate
 //!    client process.
@@ -50,6 +52,7 @@ fn main() {
     let calls: usize = arg("--calls", 2000);
     let batch: usize = arg("--batch", 20_000);
     let seconds: u64 = arg("--seconds", 3);
+    let rounds: usize = arg("--rounds", 5).max(1);
     if std::env::var_os("SHEETD_KEEP_THP").is_none() {
         // As `sheetd serve` sets it up (`SHEETD_KEEP_THP=1` measures without).
         sheetd::cli::serve::tune_memory();
@@ -108,37 +111,28 @@ fn main() {
                 variables: vec![],
             })
             .collect();
-        // The request stream owns its items, and so does the baseline below, as the server owns
-        // the items it decodes: both copies are made before their clocks start.
-        let sent = items.clone();
-        let t = Instant::now();
-        solve_batch(&mut client, sent).await;
-        let grpc = t.elapsed();
-        // Baseline: the same sheets solved in-process on all cores, no gRPC.
+        // Both halves run `rounds` times, alternately, so that each sees the machine as the
+        // other does; the figures are their medians (one run of a quarter second moved by a
+        // tenth from run to run on this two-core machine).
         let ruleset = std::sync::Arc::new(data::load_starter().expect("starter"));
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let chunks: Vec<Vec<pb::SolveBatchRequest>> =
-            items.chunks(items.len().div_ceil(threads).max(1)).map(<[_]>::to_vec).collect();
-        let cpu_before = cpu_seconds("self");
-        let t = Instant::now();
-        std::thread::scope(|s| {
-            for chunk in chunks {
-                let ruleset = ruleset.clone();
-                s.spawn(move || {
-                    for item in chunk {
-                        let ops = sheetd::grpc::convert::operations(item.operations).expect("operations");
-                        let mut c = data::Character::new(ruleset.clone()).expect("sheet");
-                        c.apply(&ops).expect("solves");
-                        // The values as the server's SolveBatch reads them out: encoded
-                        // straight into the reply, with no record per value.
-                        std::hint::black_box(sheetd::grpc::batch_values::BatchValues::from_character(&c));
-                    }
-                });
-            }
-        });
-        let local = t.elapsed();
-        let local_cpu = cpu_seconds("self").zip(cpu_before).map(|(after, before)| after - before);
-        println!("SolveBatch, {batch} example characters on the starter ruleset ({threads} cores):");
+        let (mut grpc, mut local, mut local_cpu) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            // The request stream owns its items, and so does the baseline below, as the
+            // server owns the items it decodes: both copies are made before their clocks start.
+            let sent = items.clone();
+            let t = Instant::now();
+            solve_batch(&mut client, sent).await;
+            grpc.push(t.elapsed());
+            let (wall, cpu) = solve_in_process(&items, &ruleset, threads);
+            local.push(wall);
+            local_cpu.extend(cpu);
+        }
+        let (grpc, local) = (median(&mut grpc), median(&mut local));
+        println!(
+            "SolveBatch, {batch} example characters on the starter ruleset ({threads} cores), \
+             medians of {rounds} alternated runs:"
+        );
         println!(
             "  SolveBatch over gRPC    {:.0} sheets/s, {:.0} per core ({:.2} s)",
             batch as f64 / grpc.as_secs_f64(),
@@ -151,10 +145,50 @@ fn main() {
             batch as f64 / local.as_secs_f64() / threads as f64,
             local.as_secs_f64()
         );
+        local_cpu.sort_by(f64::total_cmp);
+        let local_cpu = local_cpu.get(local_cpu.len() / 2).copied();
         (items, local_cpu)
     });
     drop(runtime);
     external(&items, local_cpu, calls);
+}
+
+/// The median of `runs` (sorted in place); zero when there are none.
+fn median(runs: &mut [Duration]) -> Duration {
+    runs.sort();
+    runs.get(runs.len() / 2).copied().unwrap_or_default()
+}
+
+/// The baseline of SolveBatch: `items` solved in-process on `threads` threads, no gRPC — each
+/// converted from its wire form, built, solved and its values encoded as the server's
+/// SolveBatch encodes them. Returns the wall time and the process's CPU seconds it took (from
+/// `/proc`, when readable). The items are copied before the clock starts.
+fn solve_in_process(
+    items: &[pb::SolveBatchRequest],
+    ruleset: &std::sync::Arc<data::Ruleset>,
+    threads: usize,
+) -> (Duration, Option<f64>) {
+    let chunks: Vec<Vec<pb::SolveBatchRequest>> =
+        items.chunks(items.len().div_ceil(threads).max(1)).map(<[_]>::to_vec).collect();
+    let cpu_before = cpu_seconds("self");
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for chunk in chunks {
+            let ruleset = ruleset.clone();
+            s.spawn(move || {
+                for item in chunk {
+                    let ops = sheetd::grpc::convert::operations(item.operations).expect("operations");
+                    let mut c = data::Character::new(ruleset.clone()).expect("sheet");
+                    c.apply(&ops).expect("solves");
+                    // The values as the server's SolveBatch reads them out: encoded straight
+                    // into the reply, with no record per value.
+                    std::hint::black_box(sheetd::grpc::batch_values::BatchValues::from_character(&c));
+                }
+            });
+        }
+    });
+    let wall = t.elapsed();
+    (wall, cpu_seconds("self").zip(cpu_before).map(|(after, before)| after - before))
 }
 
 /// The real server in its own process: the Apply round trip (`calls` calls), then SolveBatch
@@ -178,19 +212,29 @@ fn external(items: &[pb::SolveBatchRequest], local_cpu: Option<f64>, calls: usiz
     });
     drop(client_rt);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rounds: usize = arg("--rounds", 5).max(1);
     let (wall, server_cpu) = runtime.block_on(async {
         let mut client = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
         // One small batch first, so the server has loaded and compiled what a sheet needs.
         solve_batch(&mut client, items.iter().take(64).cloned().collect()).await;
-        let sent = items.to_vec();
-        let before = cpu_seconds(&pid);
-        let t = Instant::now();
-        solve_batch(&mut client, sent).await;
-        (t.elapsed(), cpu_seconds(&pid).zip(before).map(|(after, before)| after - before))
+        let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let sent = items.to_vec();
+            let before = cpu_seconds(&pid);
+            let t = Instant::now();
+            solve_batch(&mut client, sent).await;
+            walls.push(t.elapsed());
+            cpus.extend(cpu_seconds(&pid).zip(before).map(|(after, before)| after - before));
+        }
+        cpus.sort_by(f64::total_cmp);
+        (median(&mut walls), cpus.get(cpus.len() / 2).copied())
     });
     drop(child);
     let n = items.len() as f64;
-    println!("SolveBatch against `sheetd serve` in its own process ({} sheets):", items.len());
+    println!(
+        "SolveBatch against `sheetd serve` in its own process ({} sheets), medians of {rounds} runs:",
+        items.len()
+    );
     println!("  {:.0} sheets/s over gRPC ({:.2} s)", n / wall.as_secs_f64(), wall.as_secs_f64());
     if let (Some(server), Some(local)) = (server_cpu, local_cpu) {
         println!(
