@@ -306,6 +306,46 @@ fn inherent_priorities_at_one_user_priority() {
     assert_eq!(val(&sheet, "X"), "7", "MAX 12 then MIN 7");
 }
 
+/// A default that is not a whole number (2.5 for every NUMBER here) starts each variable's
+/// plan entry exactly: added one at a time and then removed, and built again in one batch,
+/// every value is the hand-worked one, and each trace ends on it.
+#[test]
+fn decimal_defaults_start_exactly() {
+    let mut b = RulesBuilder::new("PC");
+    for name in ["X", "Y", "Z", "W"] {
+        b.declare(name, "PC", Format::Number, false).unwrap();
+    }
+    b.set_default(Format::Number, Value::Number(Decimal::new(25, 1))).unwrap();
+    let rules = Arc::new(b.build());
+    let specs = [
+        ModifierSpec::new("y", "Y", ModKind::Set, "3", "test"),
+        ModifierSpec::new("mul", "X", ModKind::Multiply, "2", "test"),
+        ModifierSpec::new("one", "X", ModKind::Add, "1", "test"),
+        ModifierSpec::new("twice-y", "X", ModKind::Add, "Y*2", "test"),
+        ModifierSpec::new("w", "W", ModKind::Add, "X", "test"),
+    ];
+    let values = |sheet: &Sheet| ["X", "Y", "Z", "W"].map(|v| val(sheet, v));
+    let traced = |sheet: &Sheet| ["X", "Y", "Z", "W"].map(|v| num(&sheet.trace(v).unwrap().value));
+    let mut sheet = Sheet::new(rules.clone());
+    assert_eq!(values(&sheet), ["2.5", "2.5", "2.5", "2.5"]);
+    for spec in &specs {
+        sheet.add_modifier(spec).unwrap();
+    }
+    // X: 2.5 × 2 + 1 + 3 × 2 (MULTIPLY before ADD); W: 2.5 + X.
+    assert_eq!(values(&sheet), ["12", "3", "2.5", "14.5"]);
+    assert_eq!(traced(&sheet), values(&sheet));
+    sheet.remove_modifier("mul").unwrap();
+    assert_eq!(values(&sheet), ["9.5", "3", "2.5", "12"]);
+    assert_eq!(traced(&sheet), values(&sheet));
+    let ops: Vec<Operation> =
+        specs.iter().filter(|s| &*s.id != "mul").cloned().map(Operation::AddModifier).collect();
+    let mut whole = Sheet::new(rules);
+    whole.apply(&ops).unwrap();
+    assert_eq!(values(&whole), values(&sheet));
+    whole.solve_all();
+    assert_eq!(values(&whole), ["9.5", "3", "2.5", "12"]);
+}
+
 /// The two orders side by side: on 300, `+200` then `x2` gives 800 in PCGen's (MULTIPLY
 /// before ADD) and 1000 where modifiers apply as added; user priority still comes first in
 /// both, and a template linked from a catalog ranks as a modifier given whole.

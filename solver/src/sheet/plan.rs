@@ -165,10 +165,17 @@ pub(super) struct Plan {
 /// [`Plan::native_len`] of an entry that is not the one the code was compiled from.
 const NO_LEN: u32 = u32::MAX;
 
+/// A variable's entry record: 32 bytes, aligned to 32, so that a record never straddles two
+/// cache lines (at 40 bytes, some did, and a large recomputation waited on the second line for
+/// their steps' position).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(align(32))]
 struct PlanVar {
-    /// The default, when the plan computes this variable; `None` sends it to `Sheet::compute`.
-    start: Option<Num>,
+    /// The default as a whole number, when the plan computes this variable; `None` sends it to
+    /// `Sheet::compute`. A default that is not whole starts the entry from 0 with a first step
+    /// that sets it (`FoldDec(Set, d)`), which takes the entry to the exact path as a decimal
+    /// start did.
+    start: Option<i64>,
     /// Its steps: `steps[first..end]`.
     first: u32,
     end: u32,
@@ -321,8 +328,9 @@ impl Step {
     }
 }
 
-// A step is two words: the evaluation streams through as few cache lines as it can.
-const _: () = assert!(std::mem::size_of::<Step>() == 16);
+// A step is two words: the evaluation streams through as few cache lines as it can. An entry
+// record is half a line.
+const _: () = assert!(std::mem::size_of::<Step>() == 16 && std::mem::size_of::<PlanVar>() == 32);
 
 #[derive(Clone, Debug)]
 struct PlanFormula {
@@ -358,8 +366,8 @@ fn combine_whole(kind: ModKind, cur: i64, v: i64) -> Option<i64> {
 /// Applies an entry's leading whole constants to its start, once, when the entry is written:
 /// the entry starts from their result (what every evaluation would compute first). A step that
 /// does not stay whole stays in the entry, for the exact path to take at evaluation.
-fn fold_leading(start: &mut Option<Num>, steps: &mut Vec<Step>) {
-    if let Some(Num::Int(mut whole)) = *start {
+fn fold_leading(start: &mut Option<i64>, steps: &mut Vec<Step>) {
+    if let Some(mut whole) = *start {
         let mut folded = 0;
         for s in steps.iter() {
             let Some((kind, FoldOf::Whole(k))) = s.fold() else { break };
@@ -368,7 +376,7 @@ fn fold_leading(start: &mut Option<Num>, steps: &mut Vec<Step>) {
             folded += 1;
         }
         if folded > 0 {
-            *start = Some(Num::Int(whole));
+            *start = Some(whole);
             steps.drain(..folded);
         }
     }
@@ -631,9 +639,8 @@ impl Plan {
     #[inline(always)]
     pub(super) fn prefetch_var(&self, i: usize) {
         if let Some(v) = self.vars.get(i) {
-            // Both lines when the record straddles two (it is 40 bytes): the steps are asked
-            // for from its `first`, and waiting on that line was an eighth of a large change.
-            prefetch_whole(v);
+            // One line: a record lies on one (see `PlanVar`).
+            prefetch(v);
         }
         self.succ.prefetch_run(i);
     }
@@ -668,14 +675,24 @@ impl Plan {
             self.vars[i] = PlanVar { start: None, end: old.first, stale: false, ..old };
             return;
         };
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        // Decimals this entry adds go after this mark (taken back if the plan cannot compute it).
+        let decimals = self.decimals.len();
         let mut start = match &sheet.defaults[n.def.0 as usize] {
             // A `min` or `max` aggregate does not start from its default (`Sheet::compute`).
             _ if sheet.rules.var(n.def).aggregate.is_some_and(crate::AggKind::starts_empty) => None,
-            Value::Number(d) => Some(Num::from_decimal(*d)),
+            Value::Number(d) => match Num::from_decimal(*d) {
+                Num::Int(whole) => Some(whole),
+                // From 0, set to the decimal first (see `PlanVar::start`).
+                Num::Dec(d) => {
+                    self.decimals.push(d);
+                    scratch.push(Step::FoldDec(ModKind::Set, self.decimals.len() as u32 - 1));
+                    Some(0)
+                }
+            },
             _ => None,
         };
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
         for (key, m) in n.mods.iter().filter_map(|k| Some((k.0, sheet.mods.get(*k)?))) {
             if self.push_steps(key, m, m.held.body(sheet.catalog), &mut scratch).is_none() {
                 start = None;
@@ -684,6 +701,7 @@ impl Plan {
         }
         if start.is_none() {
             scratch.clear();
+            self.decimals.truncate(decimals);
         }
         fold_leading(&mut start, &mut scratch);
         let len = scratch.len() as u32;
@@ -922,12 +940,10 @@ impl Plan {
         let v = self.vars.get(i)?;
         let start = v.start?;
         let steps = self.steps.get(v.first as usize..v.end as usize)?;
-        if let Num::Int(whole) = start
-            && let Some(x) = self.run_whole(vals, whole, steps)
-        {
+        if let Some(x) = self.run_whole(vals, start, steps) {
             return Some(Num::Int(x));
         }
-        self.run_num(vals, start, steps, fs)
+        self.run_num(vals, Num::Int(start), steps, fs)
     }
 
     /// How many variable slots the plan has (one more than the highest node index).
@@ -1070,15 +1086,6 @@ impl Plan {
 #[inline(always)]
 pub(super) fn prefetch<T>(p: &T) {
     prefetch_at(std::ptr::from_ref(p).cast::<u8>());
-}
-
-/// [`prefetch`] for every line `p` lies on: its first byte's and its last's (a record of up to
-/// 64 bytes lies on at most two).
-#[inline(always)]
-pub(super) fn prefetch_whole<T>(p: &T) {
-    let at = std::ptr::from_ref(p).cast::<u8>();
-    prefetch_at(at);
-    prefetch_at(at.wrapping_add(std::mem::size_of::<T>().saturating_sub(1)));
 }
 
 /// A hint that the line holding address `at` is wanted soon. Any address will do: a prefetch

@@ -53,7 +53,6 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module, default_libcall_names};
 use formula::IntOp;
-use formula::Num;
 use std::any::Any;
 use std::fmt;
 use std::mem::offset_of;
@@ -430,8 +429,8 @@ fn addressable(v: u32, span: usize) -> bool {
 }
 
 /// The whole start of an entry whose steps all compile, within `span`.
-fn compilable(start: Option<Num>, steps: &[Step], span: usize) -> Option<i64> {
-    let Some(Num::Int(start)) = start else { return None };
+fn compilable(start: Option<i64>, steps: &[Step], span: usize) -> Option<i64> {
+    let start = start?;
     let var = |v: u32| addressable(v, span);
     let kind = |k: ModKind| {
         matches!(k, ModKind::Set | ModKind::Add | ModKind::Multiply | ModKind::Max | ModKind::Min)
