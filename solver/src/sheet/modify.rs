@@ -704,7 +704,6 @@ impl Shape {
             Some(Num::Int(k)) if last => self.plan.popped(m.target, m.kind, k),
             _ => self.plan.touch(m.target),
         }
-        self.plan.release(key.0);
         for &(_, read) in m.reads.iter() {
             if self.graph.contains_node(read) {
                 self.remove_edge(read, m.target);

@@ -144,19 +144,6 @@ impl ModTable {
         base.chain(own).filter_map(|(k, m)| Some((ModKey(k as u32), m.as_ref()?)))
     }
 
-    /// Calls `f` with every live modifier, as [`ModTable::iter`] orders them (a plain loop
-    /// over each part: for passes over every modifier).
-    pub(super) fn for_each(&self, mut f: impl FnMut(&ModArc)) {
-        for (k, m) in self.base.mods.iter().enumerate() {
-            if let Some(m) = m
-                && (self.gone_count == 0 || !self.is_gone(k))
-            {
-                f(m);
-            }
-        }
-        self.own.iter().flatten().for_each(f);
-    }
-
     /// The ids of the live modifiers.
     pub(super) fn ids(&self) -> impl Iterator<Item = &Arc<str>> {
         let base = self.base.ids.iter().filter(|(_, k)| !self.is_gone(k.0 as usize)).map(|(id, _)| id);

@@ -38,7 +38,9 @@
 //! [`Sheet::compute`], the one function that defines values, and the property tests hold both
 //! paths to the same results. Within the plan, when a step does not stay whole (7/2, overflow
 //! of `i64`), the entry is evaluated again from its start on [`Num`]s, each formula by its
-//! whole-number steps when they answer and else its general evaluation, which is exact.
+//! whole-number steps when they answer and else its general evaluation, which is exact. A
+//! formula's fold holds its modifier's key, through which that evaluation finds the formula and
+//! its inputs (the modifier's reads): the plan copies neither.
 
 use super::values::Values;
 use super::{Body, ModValue, Modifier, Node, Shape};
@@ -57,9 +59,6 @@ mod pages;
 pub(super) use dependents::Dependents;
 pub(super) use native::{Buffers, SLOW_CHANGE};
 
-/// No formula: in [`Plan::formula_of`].
-const NONE: u32 = u32::MAX;
-
 /// Garbage (abandoned modifier records) tolerated before every entry is written again (small
 /// in tests, so that tests reach compaction).
 const GARBAGE_SLACK: usize = if cfg!(test) { 64 } else { 4096 };
@@ -77,10 +76,11 @@ pub(super) struct Formulas<'a> {
 }
 
 impl<'a> Formulas<'a> {
-    /// Modifier `key`'s value formula.
-    fn formula(self, key: u32) -> Option<&'a Formula> {
-        match &self.mods.get(super::ModKey(key))?.held.body(self.catalog).value {
-            ModValue::Formula(f) => Some(f),
+    /// Modifier `key`'s value formula, with the modifier (whose reads are its inputs, by slot).
+    fn formula(self, key: u32) -> Option<(&'a Formula, &'a Modifier)> {
+        let m = self.mods.get(super::ModKey(key))?;
+        match &m.held.body(self.catalog).value {
+            ModValue::Formula(f) => Some((f, m)),
             ModValue::Const(_) => None,
         }
     }
@@ -118,17 +118,11 @@ pub(super) struct Plan {
     steps: Vec<Step>,
     /// Decimal constants (rare), by `Step::FoldDec`.
     decimals: Vec<Decimal>,
-    /// Formulas, by `Step::Fold`: one per planned modifier, kept while it is linked.
-    formulas: Vec<PlanFormula>,
-    /// The formula of each modifier, by modifier key (`NONE`: none yet).
-    formula_of: Vec<u32>,
-    /// Slots of `formulas` free for reuse.
-    free_formulas: Vec<u32>,
-    /// Inputs of formulas for the general path: node indexes, in slot order.
-    reads: Vec<u32>,
-    /// Whole-number programs of formulas, with variables renumbered to node indexes.
+    /// Instructions of whole-number programs that are not steps of their own, with variables
+    /// renumbered to node indexes: by `Step::OpAt` and `Step::Program` (rare: nearly every
+    /// program is straight, and every instruction of it a step).
     int_ops: Vec<IntOp>,
-    /// Steps in `steps`, and formulas in `formulas`, that no entry refers to any more.
+    /// Steps in `steps`, decimals and instructions in `int_ops` that no entry refers to any more.
     garbage: usize,
     /// Where an entry's records are built before they are copied into place (reused).
     scratch: Vec<Step>,
@@ -227,15 +221,17 @@ enum Step {
         ops: u32,
         len: u32,
     },
-    /// A formula modifier with a whole-number program, `formulas[formula]`, computed in `acc`
-    /// by the steps since the previous fold: `cur` = `kind(cur, acc)`. The common types have a
-    /// step each (`FoldAdd(f)` is `Fold(Add, f)`).
+    /// A formula modifier with a whole-number program, computed in `acc` by the steps since the
+    /// previous fold: `cur` = `kind(cur, acc)`. It holds the modifier's key, by which the exact
+    /// path finds the formula and its inputs (the modifier's reads) when a step does not stay
+    /// whole: the plan keeps no copy of either. The common types have a step each
+    /// (`FoldAdd(key)` is `Fold(Add, key)`).
     FoldSet(u32),
     FoldAdd(u32),
     FoldMul(u32),
     FoldMax(u32),
     Fold(ModKind, u32),
-    /// A formula modifier without a whole-number program: `formulas[formula]`, the general way.
+    /// A formula modifier without a whole-number program (its key), the general way.
     General(ModKind, u32),
     /// A constant modifier: `cur` = `kind(cur, k)`; the common types have a step each.
     SetK(i64),
@@ -247,17 +243,19 @@ enum Step {
 
 /// What a fold combines into `cur` (see [`Step::fold`]).
 enum FoldOf {
-    /// The formula's value: `acc` when its whole-number steps answer, else the general way.
+    /// The value of modifier `key`'s formula: `acc` when its whole-number steps answer, else
+    /// the general way.
     Formula(u32),
-    /// A formula with no whole-number steps.
+    /// Modifier `key`'s formula, which has no whole-number steps.
     General(u32),
     Whole(i64),
     Dec(u32),
 }
 
 impl Step {
-    /// Instruction `op` of a straight program, at `int_ops[at]`, as a step.
-    fn op(op: IntOp, at: u32) -> Step {
+    /// Instruction `op` of a straight program (renumbered) as a step: its own, or `OpAt` an
+    /// entry of `int_ops`, where it is put.
+    fn op(op: IntOp, int_ops: &mut Vec<IntOp>) -> Step {
         match op {
             IntOp::AddK(k) => Step::AddK(k),
             IntOp::SubK(k) => Step::SubK(k),
@@ -270,7 +268,20 @@ impl Step {
             IntOp::MulVar(v) => Step::MulVar(v),
             IntOp::MinVar(v) => Step::MinVar(v),
             IntOp::MaxVar(v) => Step::MaxVar(v),
-            _ => Step::OpAt(at),
+            op => {
+                int_ops.push(op);
+                Step::OpAt(int_ops.len() as u32 - 1)
+            }
+        }
+    }
+
+    /// How many records beside the steps this step refers to: a decimal, instructions in
+    /// `int_ops` (counted as garbage when its entry is written again).
+    fn side_records(&self) -> usize {
+        match *self {
+            Step::FoldDec(..) | Step::OpAt(_) => 1,
+            Step::Program { len, .. } => len as usize,
+            _ => 0,
         }
     }
 
@@ -289,15 +300,16 @@ impl Step {
         })
     }
 
-    /// A formula modifier's fold, of type `kind`.
-    fn fold_formula(kind: ModKind, formula: u32, whole: bool) -> Step {
+    /// The fold of formula modifier `key`, of type `kind`; `whole`: its formula has a
+    /// whole-number program.
+    fn fold_formula(kind: ModKind, key: u32, whole: bool) -> Step {
         match (whole, kind) {
-            (false, kind) => Step::General(kind, formula),
-            (true, ModKind::Set) => Step::FoldSet(formula),
-            (true, ModKind::Add) => Step::FoldAdd(formula),
-            (true, ModKind::Multiply) => Step::FoldMul(formula),
-            (true, ModKind::Max) => Step::FoldMax(formula),
-            (true, kind) => Step::Fold(kind, formula),
+            (false, kind) => Step::General(kind, key),
+            (true, ModKind::Set) => Step::FoldSet(key),
+            (true, ModKind::Add) => Step::FoldAdd(key),
+            (true, ModKind::Multiply) => Step::FoldMul(key),
+            (true, ModKind::Max) => Step::FoldMax(key),
+            (true, kind) => Step::Fold(kind, key),
         }
     }
 
@@ -331,22 +343,6 @@ impl Step {
 // A step is two words: the evaluation streams through as few cache lines as it can. An entry
 // record is half a line.
 const _: () = assert!(std::mem::size_of::<Step>() == 16 && std::mem::size_of::<PlanVar>() == 32);
-
-#[derive(Clone, Debug)]
-struct PlanFormula {
-    /// The modifier whose value it is: its formula is found through [`Formulas`] (the plan
-    /// holds no count on it — a ruleset's formulas are shared by every sheet, and a count per
-    /// sheet made every thread write their cache lines).
-    key: u32,
-    /// Its inputs: `reads[first..first + count]`.
-    first: u32,
-    count: u32,
-    /// Its whole-number program: `int_ops[ops..ops + len]` (`len` 0: none).
-    ops: u32,
-    len: u32,
-    /// Whether that program runs in one register: it is copied into entries as steps.
-    straight: bool,
-}
 
 /// `cur` combined with `v` by a modifier of type `kind` on whole numbers, or `None` when the
 /// result is not a whole `i64` (the caller then takes the exact general path).
@@ -382,10 +378,11 @@ fn fold_leading(start: &mut Option<i64>, steps: &mut Vec<Step>) {
     }
 }
 
-/// Formulas on the general path read their inputs from the sheet's values, by slot.
+/// Formulas on the general path read their inputs from the sheet's values, by slot: the
+/// modifier's reads, whose first are its value formula's, in slot order.
 struct PlanContext<'a> {
     values: &'a Values,
-    reads: &'a [u32],
+    reads: &'a [(VarId, NodeIndex)],
 }
 
 impl EvalContext for PlanContext<'_> {
@@ -397,8 +394,8 @@ impl EvalContext for PlanContext<'_> {
 
     #[inline(always)]
     fn num_at(&self, slot: usize) -> Option<Option<Num>> {
-        let pos = *self.reads.get(slot)?;
-        Some(self.values.num(pos as usize))
+        let (_, node) = self.reads.get(slot)?;
+        Some(self.values.num(node.index()))
     }
 }
 
@@ -420,10 +417,6 @@ impl Clone for Plan {
             vars: with_room(&self.vars),
             steps: with_room(&self.steps),
             decimals: self.decimals.clone(),
-            formulas: with_room(&self.formulas),
-            formula_of: with_room(&self.formula_of),
-            free_formulas: self.free_formulas.clone(),
-            reads: with_room(&self.reads),
             int_ops: with_room(&self.int_ops),
             garbage: self.garbage,
             scratch: Vec::new(),
@@ -597,10 +590,6 @@ impl Plan {
         }
         self.steps.clear();
         self.decimals.clear();
-        self.formulas.clear();
-        self.formula_of.clear();
-        self.free_formulas.clear();
-        self.reads.clear();
         self.int_ops.clear();
         self.garbage = 0;
         self.stale.clear();
@@ -610,23 +599,11 @@ impl Plan {
         // Live variables in topological order (variables without a node keep empty entries),
         // packed without room to grow: the records a solve streams through stay as few cache
         // lines as they can be (an entry that grows later moves to the end, with room).
-        // One formula per modifier at most: room for them at once, not by doubling. So for
-        // the formulas' inputs and programs, and the steps (a program's steps are at most its
-        // instructions, plus one fold per modifier): at 8,000 modifiers, doubling these
-        // copied about 6% of a sheet's build.
-        self.formulas.reserve(sheet.mods.len());
-        self.formula_of.reserve(sheet.mods.key_count());
-        let (mut reads, mut ops, mut mods) = (0, 0, 0);
-        sheet.mods.for_each(|m| {
-            mods += 1;
-            if let ModValue::Formula(f) = &m.held.body(sheet.catalog).value {
-                reads += m.value_slots().len();
-                ops += f.int_program().map_or(0, <[IntOp]>::len);
-            }
-        });
-        self.reads.reserve(reads);
-        self.int_ops.reserve(ops);
-        self.steps.reserve(ops + mods);
+        // Room for the steps at once, not by doubling (at 8,000 modifiers, doubling copied
+        // about 6% of a sheet's build): a constant is one step, a formula its instructions
+        // (fewer when fused) and a fold, and most formulas read one to three variables — two
+        // steps a modifier, about.
+        self.steps.reserve(2 * sheet.mods.len() + 16);
         let order = self.take_order(sheet);
         for &i in &order {
             self.write(sheet, i as usize, false);
@@ -662,14 +639,12 @@ impl Plan {
             *len = NO_LEN;
         }
         let old = self.vars[i];
-        // Decimal constants are written again with the entry: the old ones are garbage. (A plan
-        // without any has nothing to count: most plans, and the scan is a pass over the entry.)
-        if !self.decimals.is_empty() {
-            let decimals = self
-                .steps
-                .get(old.first as usize..old.end as usize)
-                .map_or(0, |s| s.iter().filter(|s| matches!(s, Step::FoldDec(..))).count());
-            self.garbage += decimals;
+        // Decimal constants and instructions in `int_ops` are written again with the entry: the
+        // old ones are garbage. (A plan without any has nothing to count: most plans, and the
+        // scan is a pass over the entry.)
+        if !self.decimals.is_empty() || !self.int_ops.is_empty() {
+            let old_steps = self.steps.get(old.first as usize..old.end as usize).unwrap_or_default();
+            self.garbage += old_steps.iter().map(Step::side_records).sum::<usize>();
         }
         let Some(n) = sheet.graph.node_weight(NodeIndex::new(i)) else {
             self.vars[i] = PlanVar { start: None, end: old.first, stale: false, ..old };
@@ -677,8 +652,9 @@ impl Plan {
         };
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        // Decimals this entry adds go after this mark (taken back if the plan cannot compute it).
-        let decimals = self.decimals.len();
+        // Decimals and instructions this entry adds go after these marks (taken back if the plan
+        // cannot compute it).
+        let (decimals, int_ops) = (self.decimals.len(), self.int_ops.len());
         let mut start = match &sheet.defaults[n.def.0 as usize] {
             // A `min` or `max` aggregate does not start from its default (`Sheet::compute`).
             _ if sheet.rules.var(n.def).aggregate.is_some_and(crate::AggKind::starts_empty) => None,
@@ -702,6 +678,7 @@ impl Plan {
         if start.is_none() {
             scratch.clear();
             self.decimals.truncate(decimals);
+            self.int_ops.truncate(int_ops);
         }
         fold_leading(&mut start, &mut scratch);
         let len = scratch.len() as u32;
@@ -743,9 +720,12 @@ impl Plan {
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
+        let (decimals, int_ops) = (self.decimals.len(), self.int_ops.len());
         if self.push_steps(key, m, body, &mut scratch).is_none() {
             // The plan cannot compute this modifier: the variable leaves the plan (as `write`
-            // would leave it).
+            // would leave it), and what its steps added is taken back.
+            self.decimals.truncate(decimals);
+            self.int_ops.truncate(int_ops);
             self.vars[i] = PlanVar { start: None, end: v.first, ..v };
             self.scratch = scratch;
             return;
@@ -773,7 +753,6 @@ impl Plan {
         self.vars[i] = PlanVar { start, first, end, cap, stale: false };
     }
 
-    /// Modifier `key` was unlinked: its formula's slot is free.
     /// The last modifier of `n`'s list, a whole-number constant of type `kind` (`k`), was
     /// removed: a fresh entry that ends with its step drops that step (the step a constant
     /// writes is its modifier's whole record: constants fold into the start only while nothing
@@ -800,16 +779,6 @@ impl Plan {
         }
     }
 
-    pub(super) fn release(&mut self, key: u32) {
-        if let Some(f) = self.formula_of.get_mut(key as usize)
-            && *f != NONE
-        {
-            self.free_formulas.push(*f);
-            *f = NONE;
-            self.garbage += 1;
-        }
-    }
-
     /// Appends `m` (modifier `key`) to `out` as steps, or `None` when the plan cannot compute it
     /// (a condition, a value that is not a NUMBER).
     fn push_steps(&mut self, key: u32, m: &Modifier, body: &Body, out: &mut Vec<Step>) -> Option<()> {
@@ -825,17 +794,18 @@ impl Plan {
             (ModValue::Formula(f), None)
                 if *f.format() == formula::Format::Number && m.value_slots().len() == f.variables().len() =>
             {
-                let index = match self.formula_of.get(key as usize) {
-                    Some(&index) if index != NONE => index,
-                    _ => self.add_formula(key, m, f),
-                };
-                let pf = self.formulas.get(index as usize)?;
-                let program = self.int_ops.get(pf.ops as usize..(pf.ops + pf.len) as usize)?;
+                let program = f.int_program().unwrap_or_default();
+                // Its variables renumbered to node indexes; an unknown slot reads as "not
+                // whole": the general path decides.
+                let slots = m.value_slots();
+                let node = |slot: u32| slots.get(slot as usize).map_or(u32::MAX, |(_, n)| n.index() as u32);
+                let straight = matches!(program.first(), Some(IntOp::Var(_) | IntOp::Const(_)))
+                    && program[1..].iter().all(|op| op.is_top_only());
                 match program.split_first() {
-                    Some((first, rest)) if pf.straight => {
-                        let mut rest =
-                            rest.iter().zip(pf.ops + 1..).map(|(&op, at)| Step::op(op, at)).peekable();
-                        out.push(match *first {
+                    Some((first, rest)) if straight => {
+                        let int_ops = &mut self.int_ops;
+                        let mut rest = rest.iter().map(|op| Step::op(op.renumber(node), int_ops)).peekable();
+                        out.push(match first.renumber(node) {
                             IntOp::Var(v) => match rest.peek().and_then(|s| s.after_load(v)) {
                                 Some(fused) => {
                                     rest.next();
@@ -849,49 +819,18 @@ impl Plan {
                         });
                         out.extend(rest);
                     }
-                    Some(_) => out.push(Step::Program { ops: pf.ops, len: pf.len }),
+                    Some(_) => {
+                        let ops = self.int_ops.len() as u32;
+                        self.int_ops.extend(program.iter().map(|op| op.renumber(node)));
+                        out.push(Step::Program { ops, len: program.len() as u32 });
+                    }
                     None => {}
                 }
-                out.push(Step::fold_formula(m.kind, index, pf.len > 0));
+                out.push(Step::fold_formula(m.kind, key, !program.is_empty()));
             }
             _ => return None,
         }
         Some(())
-    }
-
-    /// Lays out modifier `key`'s formula `f`: its inputs and whole-number program, renumbered to
-    /// node indexes. Returns its slot in `formulas`.
-    fn add_formula(&mut self, key: u32, m: &Modifier, f: &Arc<Formula>) -> u32 {
-        let first = self.reads.len() as u32;
-        self.reads.extend(m.value_slots().iter().map(|(_, n)| n.index() as u32));
-        let ops = self.int_ops.len() as u32;
-        if let Some(program) = f.int_program() {
-            // An unknown slot reads as "not whole": the general path decides.
-            let node =
-                |slot: u32| m.value_slots().get(slot as usize).map_or(u32::MAX, |(_, n)| n.index() as u32);
-            let renumbered = program.iter().map(|op| op.renumber(node));
-            self.int_ops.extend(renumbered);
-        }
-        let len = self.int_ops.len() as u32 - ops;
-        let program = &self.int_ops[ops as usize..];
-        let straight = matches!(program.first(), Some(IntOp::Var(_) | IntOp::Const(_)))
-            && program[1..].iter().all(|op| op.is_top_only());
-        let pf = PlanFormula { key, first, count: m.value_slots().len() as u32, ops, len, straight };
-        let index = match self.free_formulas.pop() {
-            Some(i) => {
-                self.formulas[i as usize] = pf;
-                i
-            }
-            None => {
-                self.formulas.push(pf);
-                self.formulas.len() as u32 - 1
-            }
-        };
-        if self.formula_of.len() <= key as usize {
-            self.formula_of.resize(key as usize + 1, NONE);
-        }
-        self.formula_of[key as usize] = index;
-        index
     }
 
     /// Takes out every live variable of `sheet` in ascending (level, index), sorted again if
@@ -967,8 +906,7 @@ impl Plan {
         use std::mem::size_of;
         self.vars.len() * size_of::<PlanVar>()
             + self.steps.len() * size_of::<Step>()
-            + self.formulas.len() * size_of::<PlanFormula>()
-            + (self.reads.len() + self.order.len()) * 4
+            + self.order.len() * 4
             + self.succ.footprint()
             + self.level.len() * 8
             + self.int_ops.len() * size_of::<IntOp>()
@@ -1061,12 +999,10 @@ impl Plan {
         Some(cur)
     }
 
-    /// Formula `index`'s value the general way, exact, with `cur` as its input.
-    fn general(&self, vals: &Values, index: u32, cur: Num, fs: Formulas<'_>) -> Option<Num> {
-        let f = self.formulas.get(index as usize)?;
-        let formula = fs.formula(f.key)?;
-        let reads = self.reads.get(f.first as usize..(f.first + f.count) as usize)?;
-        let cx = PlanContext { values: vals, reads };
+    /// Modifier `key`'s formula's value the general way, exact, with `cur` as its input.
+    fn general(&self, vals: &Values, key: u32, cur: Num, fs: Formulas<'_>) -> Option<Num> {
+        let (formula, m) = fs.formula(key)?;
+        let cx = PlanContext { values: vals, reads: m.value_slots() };
         let input = if formula.uses_input() { Some(Value::Number(cur.to_decimal())) } else { None };
         formula.evaluate_num(&cx, input.as_ref()).ok()
     }
