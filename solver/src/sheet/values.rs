@@ -234,6 +234,16 @@ impl Values {
         }
     }
 
+    /// Takes variable `i` out of the queue; returns whether it was queued.
+    #[inline(always)]
+    pub(super) fn take_queued(&mut self, i: usize) -> bool {
+        let Some(word) = self.queued.get_mut(i / 64) else { return false };
+        let bit = 1u64 << (i % 64);
+        let was = *word & bit != 0;
+        *word &= !bit;
+        was
+    }
+
     /// Variable `i` left the queue.
     #[inline(always)]
     pub(super) fn dequeue(&mut self, i: usize) {
