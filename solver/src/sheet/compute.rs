@@ -119,13 +119,9 @@ impl Sheet {
                 }
                 self.vals.dequeue(i);
                 waiting -= 1;
-                report.recomputed += 1;
-                if self.record_evaluations {
-                    report.evaluated.push(shape.var_ref(NodeIndex::new(i)));
+                if !self.evaluate_queued(&shape, i, &created, &mut report) {
+                    continue;
                 }
-                let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
-                let Some(change) = self.reevaluate(plan, i, is_new) else { continue };
-                report.changed.push(change);
                 for &s in plan.succ.of(i) {
                     if let Some(l) = self.enqueue(plan, &mut buckets, s as usize) {
                         hi = hi.max(l);
@@ -175,22 +171,40 @@ impl Sheet {
         let mut report = Report { removed, changed, recomputed: 0, evaluated: Vec::new() };
         for &index in plan.order() {
             let i = index as usize;
-            if !self.vals.take_queued(i) {
+            if !self.vals.take_queued(i) || !self.evaluate_queued(&shape, i, &created, &mut report) {
                 continue;
             }
-            report.recomputed += 1;
-            if self.record_evaluations {
-                report.evaluated.push(shape.var_ref(NodeIndex::new(i)));
-            }
-            let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
-            let Some(change) = self.reevaluate(plan, i, is_new) else { continue };
-            report.changed.push(change);
             for &s in plan.succ.of(i) {
                 self.vals.queue(s as usize);
             }
         }
         self.vals.changed_hint = report.changed.len();
         report
+    }
+
+    /// Variable `i`, just taken from the queue, evaluated again and counted in `report`, its
+    /// change recorded there (`created`, sorted: the variables the change created). Returns
+    /// whether it changed: then its dependents are to be queued.
+    #[inline(always)]
+    fn evaluate_queued(
+        &mut self,
+        shape: &Shape,
+        i: usize,
+        created: &[NodeIndex],
+        report: &mut Report,
+    ) -> bool {
+        report.recomputed += 1;
+        if self.record_evaluations {
+            report.evaluated.push(shape.var_ref(NodeIndex::new(i)));
+        }
+        let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
+        match self.reevaluate(&shape.plan, i, is_new) {
+            Some(change) => {
+                report.changed.push(change);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Asks for what evaluating the variables after the `at`-th of a sorted level will read,
