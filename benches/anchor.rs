@@ -137,11 +137,15 @@ fn bench_linked(
 ) {
     let linked = w.templates(rules);
     g.bench_function("build_sheet_linked", |b| {
-        b.iter_with_large_drop(|| {
-            let mut s = solver::Sheet::with_catalog(linked.catalog.clone());
-            s.apply_steps(black_box(&linked.steps)).expect("links");
-            s
-        })
+        b.iter_batched(
+            || (),
+            |()| {
+                let mut s = solver::Sheet::with_catalog(linked.catalog.clone());
+                s.apply_steps(black_box(&linked.steps)).expect("links");
+                s
+            },
+            BUILT,
+        )
     });
     let mut sheet = solver::Sheet::with_catalog(linked.catalog.clone());
     sheet.apply_steps(&linked.steps).expect("links");
@@ -170,26 +174,42 @@ fn bench_one_by_one(
 ) {
     g.sample_size(10);
     g.bench_function("modifiers_one_by_one_in_file_order", |b| {
-        b.iter(|| {
-            let mut s = solver::Sheet::new(rules.clone());
-            for op in ops {
-                s.apply(std::slice::from_ref(op)).expect("applies");
-            }
-            s
-        })
+        b.iter_batched(
+            || (),
+            |()| {
+                let mut s = solver::Sheet::new(rules.clone());
+                for op in ops {
+                    s.apply(std::slice::from_ref(op)).expect("applies");
+                }
+                s
+            },
+            BUILT,
+        )
     });
     g.bench_function("modifiers_one_by_one_deferred", |b| {
-        b.iter(|| {
-            let mut s = solver::Sheet::new(rules.clone());
-            s.defer();
-            for op in ops {
-                s.apply(std::slice::from_ref(op)).expect("applies");
-            }
-            black_box(s.settle());
-            s
-        })
+        b.iter_batched(
+            || (),
+            |()| {
+                let mut s = solver::Sheet::new(rules.clone());
+                s.defer();
+                for op in ops {
+                    s.apply(std::slice::from_ref(op)).expect("applies");
+                }
+                black_box(s.settle());
+                s
+            },
+            BUILT,
+        )
     });
 }
+
+/// How the rows that build a whole sheet run: one build per timing, the sheet dropped after
+/// it, untimed, before the next. Every build row (in one batch, linked, one by one) is timed
+/// alike, without its drop, on memory the allocator has had back: a criterion batch that kept
+/// each sample's sheets (`iter_with_large_drop`, `LargeInput`) made every build allocate fresh
+/// pages, and the page faults and cold lines — about 3 MB a build — cost the batch rows a
+/// third more than the same builds in `anchor_loop`, where each sheet is dropped at once.
+const BUILT: BatchSize = BatchSize::PerIteration;
 
 fn bench_anchor(c: &mut Criterion) {
     for (vars, mods) in sizes() {
@@ -235,9 +255,10 @@ fn bench_anchor(c: &mut Criterion) {
                 |ops| {
                     let mut s = solver::Sheet::new(rules.clone());
                     s.apply(&ops).expect("applies");
-                    s
+                    // The operations are dropped with the sheet, untimed: the batch borrows them.
+                    (s, ops)
                 },
-                BatchSize::LargeInput,
+                BUILT,
             )
         });
         bench_linked(&mut g, &w, &rules);
