@@ -126,9 +126,9 @@ fn main() {
             grpc.push(t.elapsed());
             let (wall, cpu) = solve_in_process(&items, &ruleset, threads);
             local.push(wall);
-            local_cpu.extend(cpu);
+            local_cpu.extend(cpu.map(Duration::from_secs_f64));
         }
-        let (grpc, local) = (median(&mut grpc), median(&mut local));
+        let (grpc, local) = (median(&mut grpc).unwrap_or_default(), median(&mut local).unwrap_or_default());
         println!(
             "SolveBatch, {batch} example characters on the starter ruleset ({threads} cores), \
              medians of {rounds} alternated runs:"
@@ -145,18 +145,16 @@ fn main() {
             batch as f64 / local.as_secs_f64() / threads as f64,
             local.as_secs_f64()
         );
-        local_cpu.sort_by(f64::total_cmp);
-        let local_cpu = local_cpu.get(local_cpu.len() / 2).copied();
-        (items, local_cpu)
+        (items, median(&mut local_cpu).map(|d| d.as_secs_f64()))
     });
     drop(runtime);
-    external(&items, local_cpu, calls);
+    external(&items, local_cpu, calls, rounds);
 }
 
-/// The median of `runs` (sorted in place); zero when there are none.
-fn median(runs: &mut [Duration]) -> Duration {
+/// The median of `runs` (sorted in place); `None` when there are none.
+fn median(runs: &mut [Duration]) -> Option<Duration> {
     runs.sort();
-    runs.get(runs.len() / 2).copied().unwrap_or_default()
+    (!runs.is_empty()).then(|| percentile(runs, 0.5))
 }
 
 /// The baseline of SolveBatch: `items` solved in-process on `threads` threads, no gRPC — each
@@ -192,9 +190,9 @@ fn solve_in_process(
 }
 
 /// The real server in its own process: the Apply round trip (`calls` calls), then SolveBatch
-/// as sheets per second of its CPU time, against `local_cpu` (the CPU seconds the in-process
-/// baseline took for the same items).
-fn external(items: &[pb::SolveBatchRequest], local_cpu: Option<f64>, calls: usize) {
+/// `rounds` times as sheets per second of its CPU time (the median), against `local_cpu` (the
+/// median CPU seconds the in-process baseline took for the same items).
+fn external(items: &[pb::SolveBatchRequest], local_cpu: Option<f64>, calls: usize, rounds: usize) {
     let server = sheetd_benches::load::server_binary();
     if !std::path::Path::new(&server).is_file() {
         println!("(no {server}: `cargo build --release -p sheetd` to measure against the real server)");
@@ -212,7 +210,6 @@ fn external(items: &[pb::SolveBatchRequest], local_cpu: Option<f64>, calls: usiz
     });
     drop(client_rt);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    let rounds: usize = arg("--rounds", 5).max(1);
     let (wall, server_cpu) = runtime.block_on(async {
         let mut client = sheetd::cli::client::connect(&url, None, None).await.expect("connect");
         // One small batch first, so the server has loaded and compiled what a sheet needs.
@@ -224,10 +221,10 @@ fn external(items: &[pb::SolveBatchRequest], local_cpu: Option<f64>, calls: usiz
             let t = Instant::now();
             solve_batch(&mut client, sent).await;
             walls.push(t.elapsed());
-            cpus.extend(cpu_seconds(&pid).zip(before).map(|(after, before)| after - before));
+            let cpu = cpu_seconds(&pid).zip(before).map(|(after, before)| after - before);
+            cpus.extend(cpu.map(Duration::from_secs_f64));
         }
-        cpus.sort_by(f64::total_cmp);
-        (median(&mut walls), cpus.get(cpus.len() / 2).copied())
+        (median(&mut walls).unwrap_or_default(), median(&mut cpus).map(|d| d.as_secs_f64()))
     });
     drop(child);
     let n = items.len() as f64;

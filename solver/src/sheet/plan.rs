@@ -652,9 +652,7 @@ impl Plan {
         };
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        // Decimals and instructions this entry adds go after these marks (taken back if the plan
-        // cannot compute it).
-        let (decimals, int_ops) = (self.decimals.len(), self.int_ops.len());
+        let mark = self.side_mark();
         let mut start = match &sheet.defaults[n.def.0 as usize] {
             // A `min` or `max` aggregate does not start from its default (`Sheet::compute`).
             _ if sheet.rules.var(n.def).aggregate.is_some_and(crate::AggKind::starts_empty) => None,
@@ -677,8 +675,7 @@ impl Plan {
         }
         if start.is_none() {
             scratch.clear();
-            self.decimals.truncate(decimals);
-            self.int_ops.truncate(int_ops);
+            self.take_back(mark);
         }
         fold_leading(&mut start, &mut scratch);
         let len = scratch.len() as u32;
@@ -720,12 +717,11 @@ impl Plan {
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        let (decimals, int_ops) = (self.decimals.len(), self.int_ops.len());
+        let mark = self.side_mark();
         if self.push_steps(key, m, body, &mut scratch).is_none() {
             // The plan cannot compute this modifier: the variable leaves the plan (as `write`
             // would leave it), and what its steps added is taken back.
-            self.decimals.truncate(decimals);
-            self.int_ops.truncate(int_ops);
+            self.take_back(mark);
             self.vars[i] = PlanVar { start: None, end: v.first, ..v };
             self.scratch = scratch;
             return;
@@ -777,6 +773,19 @@ impl Plan {
             }
             _ => self.touch(n),
         }
+    }
+
+    /// Where the records beside the steps end now (decimals, instructions in `int_ops`): what
+    /// steps about to be written add goes after it.
+    fn side_mark(&self) -> (usize, usize) {
+        (self.decimals.len(), self.int_ops.len())
+    }
+
+    /// Takes back the records added beside the steps since `mark` (steps the plan then did not
+    /// keep: their entry cannot be computed by it).
+    fn take_back(&mut self, (decimals, int_ops): (usize, usize)) {
+        self.decimals.truncate(decimals);
+        self.int_ops.truncate(int_ops);
     }
 
     /// Appends `m` (modifier `key`) to `out` as steps, or `None` when the plan cannot compute it
