@@ -252,8 +252,16 @@ impl Engine {
         let state =
             SheetState { game, version, revision, deleted: false, recent: Default::default(), stale: false };
         let sheet = LiveSheet::new(&rec.id, entry, state, self.limits.watch_buffer);
-        self.write_sheets().insert(rec.id.clone(), sheet);
+        self.serve(sheet);
         Ok(())
+    }
+
+    /// Serves a sheet under its id, unless one is served there already: then that one stays.
+    /// Over a shared store the follower and a request may load the same stored
+    /// sheet at once, and a watcher may already hold the first: replacing it would leave that
+    /// watcher on a copy nothing catches up.
+    fn serve(&self, sheet: Arc<LiveSheet>) {
+        self.write_sheets().entry(sheet.id.clone()).or_insert(sheet);
     }
 
     /// A served sheet by id; a stored sheet that cannot be served answers why.

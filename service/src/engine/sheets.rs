@@ -269,7 +269,9 @@ impl Engine {
         };
         let sheet = LiveSheet::new(&id, ruleset, state, self.limits.watch_buffer);
         let info = sheet.info();
-        self.write_sheets().insert(id, sheet);
+        // The follower may have loaded it from the store meanwhile (this server's own
+        // notification): the same revision 0, and possibly watched already.
+        self.serve(sheet);
         drop(reservation);
         Ok((info, values))
     }

@@ -195,3 +195,20 @@ fn why_changed_starts_from_the_nearest_checkpoint() {
     assert_eq!(format!("{:?}", full.causes), format!("{:?}", near_end.causes));
     assert_eq!(format!("{:?}", full.to_trace), format!("{:?}", near_end.to_trace));
 }
+
+/// Loading a stored sheet a second time (over a shared store, the follower and a request can
+/// both load one another server created) keeps the copy already served: a watcher subscribed
+/// to it goes on seeing every change.
+#[test]
+fn a_second_load_of_a_served_sheet_keeps_its_watchers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = open(dir.path());
+    let (sheet, _) = engine.create_sheet("", None, vec![]).expect("create");
+    let mut watch = engine.watch(&sheet.id, None).expect("watch");
+    let record = engine.store.sheet_record(&sheet.id).expect("read").expect("stored");
+    engine.restore_sheet(&record).expect("loaded again");
+    assert!(Arc::ptr_eq(&watch.sheet, &engine.sheet(&sheet.id).expect("served")), "the served copy stays");
+    engine.apply(&sheet.id, Some(0), vec![armor(true)]).expect("apply");
+    let event = watch.rx.try_recv().expect("the watcher hears the change");
+    assert_eq!(event.revision, 1);
+}
