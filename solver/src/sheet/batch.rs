@@ -181,7 +181,12 @@ pub(super) struct Deferred {
 enum Undo {
     /// An instance created, and whether it reused a free slot (else it was pushed at the end).
     AddedInstance(InstanceId, bool),
-    AddedModifier(ModKey),
+    /// Modifiers added under keys `first`, `first + 1`, … (`count` of them), one after the
+    /// other with nothing else between: one entry for a run of additions (see `added`).
+    AddedModifiers {
+        first: u32,
+        count: u32,
+    },
     RemovedModifier(ModKey, ModArc),
     /// A modifier replaced in place (a stock's input adjusted): the one it replaced.
     ReplacedModifier(ModKey, ModArc),
@@ -243,6 +248,11 @@ impl Sheet {
                     result
                 }
                 OpRef::Op(Operation::RemoveSource(source)) => self.op_remove_source(source, &mut pending),
+                OpRef::Template(..) if pending.bulk => {
+                    let (done, result) = self.op_template_run(&ops[index..], &mut pending);
+                    next = index + done;
+                    result
+                }
                 OpRef::Template(id, t, on) => self.op_add_template(id, t, on, &mut pending),
                 OpRef::Op(Operation::Require(guard)) => self.op_require(guard, &mut pending),
                 OpRef::Op(Operation::Adjust(a)) => self.op_adjust(a, &mut pending),
@@ -493,8 +503,43 @@ impl Sheet {
             self.shape_mut().insert_modifier(m, plan_now)
         };
         pending.dirty.push(target);
-        pending.undo.push(Undo::AddedModifier(key));
+        added(&mut pending.undo, key);
         Ok(())
+    }
+
+    /// A run of template links at the start of `ops` in a bulk batch (see `bulk.rs`), in one
+    /// loop: the shape made this sheet's own and the catalog found once for the run, not once
+    /// a link. The first is linked as any operation (a batch rejected at its first change
+    /// leaves a shared shape shared). Returns how many it took, the one that failed included.
+    fn op_template_run<T: BatchOp>(
+        &mut self,
+        ops: &[T],
+        pending: &mut Pending,
+    ) -> (usize, Result<(), SolveError>) {
+        let Some(OpRef::Template(id, t, on)) = ops.first().map(BatchOp::get) else {
+            return (1, Ok(()));
+        };
+        if let Err(e) = self.op_add_template(id, t, on, pending) {
+            return (1, Err(e));
+        }
+        let shape = ShapeArc::make_mut(&mut self.shape);
+        let mut done = 1;
+        for op in &ops[1..] {
+            let OpRef::Template(id, t, on) = op.get() else { break };
+            done += 1;
+            let linked = shape.prepare_template(id, t, on, &mut pending.instance_hint, true).and_then(|m| {
+                let target = m.target;
+                shape.insert_modifier_bulk(m, &mut pending.bulk_edges).map(|key| (key, target))
+            });
+            match linked {
+                Ok((key, target)) => {
+                    pending.dirty.push(target);
+                    added(&mut pending.undo, key);
+                }
+                Err(e) => return (done, Err(e)),
+            }
+        }
+        (done, Ok(()))
     }
 
     pub(super) fn op_remove_modifier(&mut self, id: &str, pending: &mut Pending) -> Result<(), SolveError> {
@@ -749,10 +794,12 @@ impl Sheet {
         shape.add_collected_edges(&mut pending.bulk_edges);
         for undo in pending.undo.drain(..).rev() {
             match undo {
-                Undo::AddedModifier(key) => {
-                    shape.unlink_modifier(key);
-                    // Give the sequence number back, so the next modifier gets the same one.
-                    shape.next_seq -= 1;
+                Undo::AddedModifiers { first, count } => {
+                    for key in (first..first + count).rev() {
+                        shape.unlink_modifier(ModKey(key));
+                        // Give the sequence number back, so the next modifier gets the same one.
+                        shape.next_seq -= 1;
+                    }
                 }
                 Undo::ReplacedModifier(key, m) => {
                     shape.replace_modifier(key, m);
@@ -787,6 +834,19 @@ impl Sheet {
             }
         }
     }
+}
+
+/// Logs the addition of the modifier under `key`: the last entry counts it when it is the run
+/// of additions just before (keys handed out one after the other), else a new entry.
+#[inline(always)]
+fn added(undo: &mut Vec<Undo>, key: ModKey) {
+    if let Some(Undo::AddedModifiers { first, count }) = undo.last_mut()
+        && first.checked_add(*count) == Some(key.0)
+    {
+        *count += 1;
+        return;
+    }
+    undo.push(Undo::AddedModifiers { first: key.0, count: 1 });
 }
 
 /// How many of `ops` add modifiers, add instances, and do anything else.

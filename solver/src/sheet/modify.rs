@@ -614,21 +614,42 @@ impl Shape {
     /// Where modifier `m` goes in its target's list, which is kept sorted by (priority, inherent
     /// priority, insertion) — (priority, insertion) on a variable whose modifiers apply as
     /// added: the search reads only the modifiers before it.
+    ///
+    /// Most modifiers go last (a batch links in order of its sequence numbers, and most of a
+    /// variable's modifiers share a priority and a rank): one record read for those, here, and
+    /// the search out of line.
+    #[inline(always)]
     pub(super) fn place_in_order(&self, m: &Modifier) -> usize {
+        let list = &self.graph[m.target].mods;
+        match list.last().map(|k| self.mods.get(*k)) {
+            None => 0,
+            Some(Some(last)) if last.order() < m.order() => list.len(),
+            Some(_) => self.search_place(m),
+        }
+    }
+
+    /// [`Shape::place_in_order`] for a modifier that does not go last: a binary search.
+    #[inline(never)]
+    fn search_place(&self, m: &Modifier) -> usize {
         let order = m.order();
         let mods = &self.mods;
-        let list = &self.graph[m.target].mods;
-        // Most modifiers go last (a batch links in order of its sequence numbers, and most
-        // of a variable's modifiers share a priority and a rank): one record read for those.
-        match list.last().and_then(|k| mods.get(*k)) {
-            Some(last) if last.order() < order => list.len(),
-            _ => list.partition_point(|k| mods.get(*k).is_some_and(|x| x.order() < order)),
-        }
+        self.graph[m.target].mods.partition_point(|k| mods.get(*k).is_some_and(|x| x.order() < order))
     }
 
     /// Enters modifier `m`, under `key`, in the indexes by source (when that index is built)
     /// and by instance (the index by id is the caller's).
+    #[inline(always)]
     pub(super) fn index_modifier(&mut self, key: ModKey, m: &Modifier) {
+        // Most modifiers are on and from the global instance, on a sheet that has not built
+        // its index by source: nothing to do, decided here, before a call.
+        if self.sources.is_some() || m.on != GLOBAL || m.from != GLOBAL {
+            self.index_modifier_in(key, m);
+        }
+    }
+
+    /// [`Shape::index_modifier`] when there is something to enter.
+    #[inline(never)]
+    fn index_modifier_in(&mut self, key: ModKey, m: &Modifier) {
         if let Some(sources) = &mut self.sources {
             match sources.get_mut(&m.held.body(self.catalog.as_deref()).source) {
                 Some(list) => {
