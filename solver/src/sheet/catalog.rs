@@ -121,6 +121,9 @@ pub(super) struct Template {
     pub(super) cond_pos: Box<[u32]>,
     /// Whether its variable is kept by its instance ([`crate::VarDef::is_kept`]).
     pub(super) kept: bool,
+    /// Its value formula's plan steps, with its slots for variables, when they are steps of
+    /// their own (see [`super::plan::Plan::recipe`]): translated once, here, not at every link.
+    pub(super) recipe: Option<Box<[super::plan::Step]>>,
 }
 
 impl Template {
@@ -207,7 +210,12 @@ impl Catalog {
         let rank = self.rules.var(spec.var).order.rank(kind);
         let (vars, value_vars, cond_pos) = Template::reads_of(&body);
         let kept = self.rules.var(spec.var).is_kept();
+        let recipe = match &body.value {
+            ModValue::Formula(f) => super::plan::Plan::recipe(f),
+            ModValue::Const(_) => None,
+        };
         self.templates.push(Template {
+            recipe,
             def: spec.var,
             kind,
             rank,
@@ -229,6 +237,16 @@ impl Catalog {
 }
 
 impl Held {
+    /// The plan steps of its template's value formula, when the template keeps them
+    /// ([`Template::recipe`]; `None` for a modifier given whole).
+    #[inline]
+    pub(super) fn recipe<'a>(&self, catalog: Option<&'a Catalog>) -> Option<&'a [super::plan::Step]> {
+        match self {
+            Held::Own(_) => None,
+            Held::Template(t) => catalog.and_then(|c| c.get(*t)).and_then(|t| t.recipe.as_deref()),
+        }
+    }
+
     /// The body: the modifier's own, or its template's in `catalog` (the catalog of the sheet
     /// it is linked on).
     #[inline]

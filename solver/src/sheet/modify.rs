@@ -568,7 +568,8 @@ impl Shape {
         // Last in the list (a new modifier usually is: the latest applies last among equals),
         // it is appended to the plan's entry; anywhere else, the entry is written again.
         if plan_now && pos == self.graph[target].mods.len() {
-            self.plan.appended(target, key.0, &m, m.held.body(self.catalog.as_deref()));
+            let catalog = self.catalog.as_deref();
+            self.plan.appended(target, key.0, &m, (m.held.body(catalog), m.held.recipe(catalog)));
         } else {
             self.plan.touch(target);
         }

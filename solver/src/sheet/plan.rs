@@ -185,7 +185,7 @@ struct PlanVar {
 /// steps when it runs in one register (nearly all do: `A - B + C`, `floor(A / 2)`), so that an
 /// evaluation is one loop over one array, with one dispatch per step.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Step {
+pub(super) enum Step {
     /// `acc` = variable `v` (the first instruction of a formula's whole-number program).
     Load(u32),
     /// `acc` = `k`.
@@ -282,6 +282,28 @@ impl Step {
             Step::FoldDec(..) | Step::OpAt(_) => 1,
             Step::Program { len, .. } => len as usize,
             _ => 0,
+        }
+    }
+
+    /// The same step reading variable `f(v)` for every variable `v` it reads.
+    #[inline(always)]
+    fn renumber(self, f: impl Fn(u32) -> u32) -> Step {
+        match self {
+            Step::Load(v) => Step::Load(f(v)),
+            Step::AddVar(v) => Step::AddVar(f(v)),
+            Step::SubVar(v) => Step::SubVar(f(v)),
+            Step::MulVar(v) => Step::MulVar(f(v)),
+            Step::MinVar(v) => Step::MinVar(f(v)),
+            Step::MaxVar(v) => Step::MaxVar(f(v)),
+            Step::LoadAddK(v, k) => Step::LoadAddK(f(v), k),
+            Step::LoadFloorDivK(v, k) => Step::LoadFloorDivK(f(v), k),
+            Step::LoadMinK(v, k) => Step::LoadMinK(f(v), k),
+            Step::LoadMaxK(v, k) => Step::LoadMaxK(f(v), k),
+            Step::LoadAddVar(v, w) => Step::LoadAddVar(f(v), f(w)),
+            Step::LoadSubVar(v, w) => Step::LoadSubVar(f(v), f(w)),
+            Step::LoadMinVar(v, w) => Step::LoadMinVar(f(v), f(w)),
+            Step::LoadMaxVar(v, w) => Step::LoadMaxVar(f(v), f(w)),
+            step => step,
         }
     }
 
@@ -668,7 +690,10 @@ impl Plan {
             _ => None,
         };
         for (key, m) in n.mods.iter().filter_map(|k| Some((k.0, sheet.mods.get(*k)?))) {
-            if self.push_steps(key, m, m.held.body(sheet.catalog), &mut scratch).is_none() {
+            if self
+                .push_steps(key, m, m.held.body(sheet.catalog), m.held.recipe(sheet.catalog), &mut scratch)
+                .is_none()
+            {
                 start = None;
                 break;
             }
@@ -699,7 +724,13 @@ impl Plan {
     /// its steps go at the end of `n`'s entry, which is what writing the whole entry again would
     /// give, at the cost of one modifier. An entry stale already, or one the plan does not
     /// compute, is left to `touch`.
-    pub(super) fn appended(&mut self, n: NodeIndex, key: u32, m: &Modifier, body: &Body) {
+    pub(super) fn appended(
+        &mut self,
+        n: NodeIndex,
+        key: u32,
+        m: &Modifier,
+        (body, recipe): (&Body, Option<&[Step]>),
+    ) {
         let i = n.index();
         let v = match self.vars.get(i) {
             Some(v) if !v.stale && v.start.is_some() => *v,
@@ -718,7 +749,7 @@ impl Plan {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         let mark = self.side_mark();
-        if self.push_steps(key, m, body, &mut scratch).is_none() {
+        if self.push_steps(key, m, body, recipe, &mut scratch).is_none() {
             // The plan cannot compute this modifier: the variable leaves the plan (as `write`
             // would leave it), and what its steps added is taken back.
             self.take_back(mark);
@@ -790,7 +821,14 @@ impl Plan {
 
     /// Appends `m` (modifier `key`) to `out` as steps, or `None` when the plan cannot compute it
     /// (a condition, a value that is not a NUMBER).
-    fn push_steps(&mut self, key: u32, m: &Modifier, body: &Body, out: &mut Vec<Step>) -> Option<()> {
+    fn push_steps(
+        &mut self,
+        key: u32,
+        m: &Modifier,
+        body: &Body,
+        recipe: Option<&[Step]>,
+        out: &mut Vec<Step>,
+    ) -> Option<()> {
         if body.condition.is_some() || matches!(m.kind, ModKind::Append | ModKind::Union) {
             return None;
         }
@@ -803,43 +841,78 @@ impl Plan {
             (ModValue::Formula(f), None)
                 if *f.format() == formula::Format::Number && m.value_slots().len() == f.variables().len() =>
             {
-                let program = f.int_program().unwrap_or_default();
                 // Its variables renumbered to node indexes; an unknown slot reads as "not
                 // whole": the general path decides.
                 let slots = m.value_slots();
                 let node = |slot: u32| slots.get(slot as usize).map_or(u32::MAX, |(_, n)| n.index() as u32);
-                let straight = matches!(program.first(), Some(IntOp::Var(_) | IntOp::Const(_)))
-                    && program[1..].iter().all(|op| op.is_top_only());
-                match program.split_first() {
-                    Some((first, rest)) if straight => {
-                        let int_ops = &mut self.int_ops;
-                        let mut rest = rest.iter().map(|op| Step::op(op.renumber(node), int_ops)).peekable();
-                        out.push(match first.renumber(node) {
-                            IntOp::Var(v) => match rest.peek().and_then(|s| s.after_load(v)) {
-                                Some(fused) => {
-                                    rest.next();
-                                    fused
-                                }
-                                None => Step::Load(v),
-                            },
-                            IntOp::Const(k) => Step::LoadK(k),
-                            // `straight` says the first instruction is one of those.
-                            _ => return None,
-                        });
-                        out.extend(rest);
-                    }
-                    Some(_) => {
-                        let ops = self.int_ops.len() as u32;
-                        self.int_ops.extend(program.iter().map(|op| op.renumber(node)));
-                        out.push(Step::Program { ops, len: program.len() as u32 });
-                    }
-                    None => {}
+                if let Some(recipe) = recipe {
+                    // A template's steps, translated once: only its variables to renumber.
+                    out.extend(recipe.iter().map(|step| step.renumber(node)));
+                    out.push(Step::fold_formula(m.kind, key, true));
+                    return Some(());
+                }
+                let program = f.int_program().unwrap_or_default();
+                if !self.program_steps(program, node, out) {
+                    return None;
                 }
                 out.push(Step::fold_formula(m.kind, key, !program.is_empty()));
             }
             _ => return None,
         }
         Some(())
+    }
+
+    /// Appends the steps of whole-number program `program` (its variables through `node`) to
+    /// `out`: each instruction a step of its own when the program runs in one register, else
+    /// one `Program` step over its instructions copied into `int_ops`. `false` when the
+    /// program cannot be laid out (never, for a program [`Formula::int_program`] gives).
+    fn program_steps(
+        &mut self,
+        program: &[IntOp],
+        node: impl Fn(u32) -> u32 + Copy,
+        out: &mut Vec<Step>,
+    ) -> bool {
+        let straight = matches!(program.first(), Some(IntOp::Var(_) | IntOp::Const(_)))
+            && program[1..].iter().all(|op| op.is_top_only());
+        match program.split_first() {
+            Some((first, rest)) if straight => {
+                let int_ops = &mut self.int_ops;
+                let mut rest = rest.iter().map(|op| Step::op(op.renumber(node), int_ops)).peekable();
+                out.push(match first.renumber(node) {
+                    IntOp::Var(v) => match rest.peek().and_then(|s| s.after_load(v)) {
+                        Some(fused) => {
+                            rest.next();
+                            fused
+                        }
+                        None => Step::Load(v),
+                    },
+                    IntOp::Const(k) => Step::LoadK(k),
+                    // `straight` says the first instruction is one of those.
+                    _ => return false,
+                });
+                out.extend(rest);
+            }
+            Some(_) => {
+                let ops = self.int_ops.len() as u32;
+                self.int_ops.extend(program.iter().map(|op| op.renumber(node)));
+                out.push(Step::Program { ops, len: program.len() as u32 });
+            }
+            None => {}
+        }
+        true
+    }
+
+    /// The steps of formula `f`'s whole-number program with its slots for variables, when they
+    /// are steps of their own (no `int_ops`): what a template keeps, so that linking it only
+    /// renumbers them ([`Step::renumber`]) rather than translating its program each time.
+    pub(super) fn recipe(f: &Formula) -> Option<Box<[Step]>> {
+        if *f.format() != formula::Format::Number {
+            return None;
+        }
+        let program = f.int_program().filter(|p| !p.is_empty())?;
+        let mut plan = Plan::default();
+        let mut out = Vec::new();
+        (plan.program_steps(program, |slot| slot, &mut out) && plan.int_ops.is_empty()).then(|| out.into())
     }
 
     /// Takes out every live variable of `sheet` in ascending (level, index), sorted again if
