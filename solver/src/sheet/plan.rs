@@ -460,19 +460,24 @@ impl Plan {
     // ---- keeping the plan ----
 
     /// A variable was created in node `n`.
-    pub(super) fn node_added(&mut self, n: NodeIndex) {
-        let i = n.index();
-        if self.vars.len() <= i {
-            self.vars.resize(i + 1, PlanVar::default());
-            self.level.resize(i + 1, 0);
-            self.succ.grow_to(i);
+    /// Nodes `nodes` were added (an instance's variables): each starts at level 0 with no
+    /// dependents and a stale entry. The per-node arrays grow once for them all.
+    pub(super) fn nodes_added(&mut self, nodes: &[NodeIndex]) {
+        let Some(top) = nodes.iter().map(|n| n.index()).max() else { return };
+        if self.vars.len() <= top {
+            self.vars.resize(top + 1, PlanVar::default());
+            self.level.resize(top + 1, 0);
+            self.succ.grow_to(top);
         }
-        self.level[i] = 0;
-        self.succ.clear(i);
-        let old = self.vars[i];
-        self.garbage += (old.cap - old.first) as usize;
-        self.vars[i] = PlanVar::default();
-        self.touch(n);
+        for &n in nodes {
+            let i = n.index();
+            self.level[i] = 0;
+            self.succ.clear(i);
+            let old = self.vars[i];
+            self.garbage += (old.cap - old.first) as usize;
+            self.vars[i] = PlanVar::default();
+            self.touch(n);
+        }
         self.order_stale = true;
         self.drop_native();
     }
