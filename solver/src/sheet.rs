@@ -11,7 +11,6 @@ use crate::error::{SolveError, codes};
 use crate::modifier::{Instruction, ModKind, ModValue, ModifierSpec, Target};
 use crate::rules::{AggKind, Rules, ScopeId, VarDefId};
 use formula::{EvalContext, Format, Formula, FormulaError, Num, Value, VarId, number};
-use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use rust_decimal::Decimal;
 use std::fmt;
@@ -758,7 +757,6 @@ impl Shape {
         let nodes: usize = self.graph.node_weights().map(|n| size_of::<Node>() + 8 * n.mods.len()).sum();
         nodes
             + self.plan.footprint()
-            + self.graph.edge_count() * 24
             + mods
             + self.instances.slots() * (size_of::<Option<Instance>>() + 32)
             + self.mods.len() * 48

@@ -126,8 +126,10 @@ impl Shape {
         // Per source: its distinct targets with their counts; `seen[t]` is the last source that
         // had target `t`, `slot[t]` its place in `distinct`.
         let (mut seen, mut slot) = (vec![u32::MAX; n], vec![0u32; n]);
+        // Room at the end of the lists' array for every list that moves there (as many
+        // elements as edges at most), taken once rather than by doubling.
+        self.plan.succ.reserve_moves(to.len());
         let mut distinct: Vec<(u32, u32)> = Vec::new();
-        self.graph.reserve_edges(to.len());
         for f in 0..n {
             let targets = &to[start[f] as usize..start[f + 1] as usize];
             if targets.is_empty() {
@@ -144,20 +146,13 @@ impl Shape {
                     distinct.push((t, 1));
                 }
             }
-            // The graph is searched for an existing edge only when the source had edges
-            // before (a new source's edges are all new).
-            let had_edges = !self.plan.succ.of(f).is_empty();
+            // An existing edge is searched for only when the source had edges before (a new
+            // source's edges are all new).
+            let fresh = self.plan.succ.of(f).is_empty();
             self.plan.succ.reserve(f, distinct.len());
             let a = NodeIndex::new(f);
             for &(t, count) in &distinct {
-                let b = NodeIndex::new(t as usize);
-                match had_edges.then(|| self.graph.find_edge(a, b)).flatten() {
-                    Some(e) => self.graph[e] += count,
-                    None => {
-                        self.graph.add_edge(a, b, count);
-                        self.plan.edge_added(a, b);
-                    }
-                }
+                self.plan.add_edge(a, NodeIndex::new(t as usize), count, fresh);
             }
         }
     }

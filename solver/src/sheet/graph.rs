@@ -1,4 +1,5 @@
-//! The dependency graph: edges counted per reading modifier, topological levels kept so that
+//! The dependency graph: edges counted per reading modifier (kept as each variable's counted
+//! dependents, `Plan::succ`: the graph holds only the nodes), topological levels kept so that
 //! every edge goes up, and the cycle check that rejects a modifier closing a cycle.
 
 use super::*;
@@ -58,7 +59,7 @@ impl Shape {
         let mut parent: Map<NodeIndex, NodeIndex> = Map::default();
         let mut stack = vec![from];
         while let Some(n) = stack.pop() {
-            for next in self.graph.neighbors_directed(n, Direction::Outgoing) {
+            for next in self.plan.succ.of(n.index()).iter().map(|&t| NodeIndex::new(t as usize)) {
                 if next == to {
                     let mut path = vec![to, n];
                     let mut cur = n;
@@ -79,12 +80,9 @@ impl Shape {
     }
 
     pub(super) fn add_edge(&mut self, from: NodeIndex, to: NodeIndex) {
-        if let Some(e) = self.graph.find_edge(from, to) {
-            self.graph[e] += 1;
+        if !self.plan.add_edge(from, to, 1, false) {
             return;
         }
-        self.graph.add_edge(from, to, 1);
-        self.plan.edge_added(from, to);
         let needed = self.plan.level_of(from) + 1;
         if self.plan.level_of(to) < needed {
             // Raise `to` and everything after it that would no longer be above its inputs.
@@ -105,13 +103,6 @@ impl Shape {
     }
 
     pub(super) fn remove_edge(&mut self, from: NodeIndex, to: NodeIndex) {
-        if let Some(e) = self.graph.find_edge(from, to) {
-            if self.graph[e] > 1 {
-                self.graph[e] -= 1;
-            } else {
-                self.graph.remove_edge(e);
-                self.plan.edge_removed(from, to);
-            }
-        }
+        self.plan.remove_edge(from, to);
     }
 }

@@ -496,9 +496,12 @@ impl Plan {
         self.level.get(n.index()).copied().unwrap_or(0)
     }
 
-    /// A first edge `from → to` was added.
-    pub(super) fn edge_added(&mut self, from: NodeIndex, to: NodeIndex) {
-        self.succ.push(from.index(), to.index() as u32);
+    /// Counts `count` more edges `from → to` (a modifier of `to` reading `from`, `count`
+    /// times); `true` when the edge is new. `fresh`: the caller knows it is (no search).
+    pub(super) fn add_edge(&mut self, from: NodeIndex, to: NodeIndex, count: u32, fresh: bool) -> bool {
+        if !self.succ.add(from.index(), to.index() as u32, count, fresh) {
+            return false;
+        }
         // The native code runs in the order it was compiled in: an edge backwards in it breaks
         // it. A forward one is a dependent the code of `from` does not wake: `from` goes to
         // the interpreter, which wakes its dependents from `succ`.
@@ -514,11 +517,12 @@ impl Plan {
                 self.drop_native();
             }
         }
+        true
     }
 
-    /// The last edge `from → to` was removed.
-    pub(super) fn edge_removed(&mut self, from: NodeIndex, to: NodeIndex) {
-        self.succ.swap_remove(from.index(), to.index() as u32);
+    /// Counts one edge `from → to` fewer; `true` when that was its last.
+    pub(super) fn remove_edge(&mut self, from: NodeIndex, to: NodeIndex) -> bool {
+        self.succ.remove(from.index(), to.index() as u32)
     }
 
     /// Node `n`'s modifiers changed.

@@ -6,7 +6,6 @@
 use super::{GLOBAL, Sheet, Slot, Trace, VarRef};
 use crate::error::{SolveError, codes};
 use formula::{Format, Value};
-use petgraph::Direction;
 use petgraph::stable_graph::NodeIndex;
 use std::sync::Arc;
 
@@ -72,27 +71,23 @@ impl Sheet {
     }
 
     /// The variables `var`'s modifiers read: its incoming edges in the dependency graph, in
-    /// the order its modifiers apply and read them. Every modifier counts, whether or not it
-    /// evaluated: a variable in error still shows every edge.
+    /// the order its modifiers apply and read them, each once. Every modifier counts, whether
+    /// or not it evaluated: a variable in error still shows every edge.
     pub fn dependencies(&self, var: Var) -> Vec<Var> {
         if !self.contains(var) {
             return Vec::new();
         }
-        let mut incoming: Vec<NodeIndex> =
-            self.shape.graph.neighbors_directed(var.0, Direction::Incoming).collect();
-        let mut out = Vec::with_capacity(incoming.len());
-        // Order the edges as the modifiers read them (the order a trace shows).
+        // Every edge into `var` is a read of one of its modifiers (the graph's edges are its
+        // modifiers' reads, counted).
+        let mut out: Vec<Var> = Vec::new();
         for key in &self.shape.graph[var.0].mods {
             let Some(m) = self.shape.mods.get(*key) else { continue };
             for &(_, n) in m.reads.iter() {
-                if let Some(i) = incoming.iter().position(|&x| x == n) {
-                    out.push(Var(incoming.swap_remove(i)));
+                if !out.contains(&Var(n)) {
+                    out.push(Var(n));
                 }
             }
         }
-        // Every edge comes from a modifier's reads; anything left is kept all the same.
-        incoming.sort_unstable();
-        out.extend(incoming.into_iter().map(Var));
         out
     }
 
@@ -104,8 +99,11 @@ impl Sheet {
         }
         let mut out: Vec<(u32, String, NodeIndex)> = self
             .shape
-            .graph
-            .neighbors_directed(var.0, Direction::Outgoing)
+            .plan
+            .succ
+            .of(var.0.index())
+            .iter()
+            .map(|&t| NodeIndex::new(t as usize))
             .map(|n| (self.shape.plan.level_of(n), self.shape.var_ref(n).to_string(), n))
             .collect();
         out.sort();

@@ -8,7 +8,12 @@
 //! array with twice the room, leaving its old run as garbage, and the array is laid out again
 //! when garbage outweighs the lists. Copying every list is then two block copies.
 //!
-//! The invariant: runs with room (`cap > 0`) never overlap, and each lies inside `targets`.
+//! Each dependent is counted: `counts[k]` is how many modifiers of `targets[k]` read the
+//! variable (an edge of the dependency graph with its multiplicity). These lists are the
+//! graph's edges; the graph itself holds only the nodes.
+//!
+//! The invariants: runs with room (`cap > 0`) never overlap, and each lies inside `targets`;
+//! `counts` is as long as `targets`, and every count in a run is at least 1.
 
 /// Where a variable's dependents lie in [`Dependents::targets`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -23,6 +28,8 @@ struct Run {
 pub(in crate::sheet) struct Dependents {
     runs: Vec<Run>,
     targets: Vec<u32>,
+    /// Beside each of `targets`: how many modifiers of that dependent read the variable.
+    counts: Vec<u32>,
     /// Elements of `targets` in no run's room.
     garbage: usize,
 }
@@ -33,6 +40,7 @@ impl Clone for Dependents {
         Dependents {
             runs: super::with_room(&self.runs),
             targets: super::with_room(&self.targets),
+            counts: super::with_room(&self.counts),
             garbage: self.garbage,
         }
     }
@@ -99,29 +107,72 @@ impl Dependents {
         }
     }
 
-    /// Adds `t` to variable `i`'s dependents (`i` must have a list: see [`Dependents::grow_to`]).
-    pub(in crate::sheet) fn push(&mut self, i: usize, t: u32) {
-        let Some(&r) = self.runs.get(i) else { return };
+    /// Makes room for lists holding `extra` more elements in all to move to the end of the
+    /// array (see [`Dependents::reserve`]).
+    pub(in crate::sheet) fn reserve_moves(&mut self, extra: usize) {
+        self.targets.reserve(extra);
+        self.counts.reserve(extra);
+    }
+
+    /// Counts `count` more edges `i → t`: `true` when the edge is new (`t` then goes last in
+    /// `i`'s list). `fresh`: the caller knows `i` has no edge to `t` (no search).
+    pub(in crate::sheet) fn add(&mut self, i: usize, t: u32, count: u32, fresh: bool) -> bool {
+        let Some(&r) = self.runs.get(i) else { return false };
+        if !fresh {
+            let at = r.at as usize;
+            let run = self.targets.get(at..at + r.len as usize).unwrap_or_default();
+            if let Some(p) = run.iter().position(|&x| x == t) {
+                if let Some(c) = self.counts.get_mut(at + p) {
+                    *c += count;
+                }
+                return false;
+            }
+        }
         if r.len == r.cap {
             self.relocate(i, (2 * r.cap as usize).max(2));
         }
-        if let Some(r) = self.runs.get_mut(i)
-            && let Some(slot) = self.targets.get_mut((r.at + r.len) as usize)
-        {
-            *slot = t;
-            r.len += 1;
+        if let Some(r) = self.runs.get_mut(i) {
+            let k = (r.at + r.len) as usize;
+            if let (Some(slot), Some(c)) = (self.targets.get_mut(k), self.counts.get_mut(k)) {
+                *slot = t;
+                *c = count;
+                r.len += 1;
+            }
         }
+        true
     }
 
-    /// Removes `t` from variable `i`'s dependents, if there (the last one takes its place).
-    pub(in crate::sheet) fn swap_remove(&mut self, i: usize, t: u32) {
-        let Some(r) = self.runs.get_mut(i) else { return };
+    /// Counts one edge `i → t` fewer: `true` when that was its last (`t` then leaves `i`'s
+    /// list, the last one taking its place). `false` also when there is no such edge.
+    pub(in crate::sheet) fn remove(&mut self, i: usize, t: u32) -> bool {
+        let Some(r) = self.runs.get_mut(i) else { return false };
         let (at, len) = (r.at as usize, r.len as usize);
-        let Some(run) = self.targets.get_mut(at..at + len) else { return };
-        if let Some(p) = run.iter().position(|&x| x == t) {
-            run.swap(p, len - 1);
-            r.len -= 1;
+        let Some(run) = self.targets.get_mut(at..at + len) else { return false };
+        let Some(p) = run.iter().position(|&x| x == t) else { return false };
+        let Some(counts) = self.counts.get_mut(at..at + len) else { return false };
+        if counts[p] > 1 {
+            counts[p] -= 1;
+            return false;
         }
+        run.swap(p, len - 1);
+        counts.swap(p, len - 1);
+        r.len -= 1;
+        true
+    }
+
+    /// How many edges `i → t` there are.
+    #[cfg(test)]
+    fn count(&self, i: usize, t: u32) -> u32 {
+        let Some(r) = self.runs.get(i) else { return 0 };
+        let at = r.at as usize;
+        let run = self.targets.get(at..at + r.len as usize).unwrap_or_default();
+        run.iter().position(|&x| x == t).and_then(|p| self.counts.get(at + p).copied()).unwrap_or(0)
+    }
+
+    /// How many distinct edges there are (every list's length).
+    #[cfg(test)]
+    fn edge_count(&self) -> usize {
+        self.runs.iter().map(|r| r.len as usize).sum()
     }
 
     /// Moves variable `i`'s list to the end of the array with room for `cap`, or lays every
@@ -137,8 +188,10 @@ impl Dependents {
         // (A new list has nothing to copy: most lists are new when a sheet is built.)
         if r.len > 0 {
             self.targets.extend_from_within(r.at as usize..(r.at + r.len) as usize);
+            self.counts.extend_from_within(r.at as usize..(r.at + r.len) as usize);
         }
         self.targets.resize(at + cap, 0);
+        self.counts.resize(at + cap, 0);
         self.runs[i] = Run { at: at as u32, len: r.len, cap: cap as u32 };
     }
 
@@ -149,22 +202,25 @@ impl Dependents {
             |i: usize, r: &Run| if i == grow { cap.max(r.len as usize) } else { r.len as usize * 5 / 4 + 1 };
         let total: usize = self.runs.iter().enumerate().map(|(i, r)| room(i, r)).sum();
         let mut targets = Vec::with_capacity(total);
+        let mut counts = Vec::with_capacity(total);
         for (i, r) in self.runs.iter_mut().enumerate() {
             let at = targets.len();
-            targets.extend_from_slice(
-                self.targets.get(r.at as usize..(r.at + r.len) as usize).unwrap_or_default(),
-            );
+            let live = r.at as usize..(r.at + r.len) as usize;
+            targets.extend_from_slice(self.targets.get(live.clone()).unwrap_or_default());
+            counts.extend_from_slice(self.counts.get(live).unwrap_or_default());
             let cap = room(i, r);
             targets.resize(at + cap, 0);
+            counts.resize(at + cap, 0);
             *r = Run { at: at as u32, len: r.len, cap: cap as u32 };
         }
         self.targets = targets;
+        self.counts = counts;
         self.garbage = 0;
     }
 
     /// About how many bytes the lists hold.
     pub(in crate::sheet) fn footprint(&self) -> usize {
-        self.runs.len() * std::mem::size_of::<Run>() + self.targets.len() * 4
+        self.runs.len() * std::mem::size_of::<Run>() + self.targets.len() * 8
     }
 }
 
@@ -174,14 +230,15 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// The lists in one array hold what a `Vec` per variable holds, through pushes,
-        /// removals, clears, reservations and the moves and layouts they cause.
+        /// The lists in one array hold what a `Vec` of counted edges per variable holds,
+        /// through additions, removals, clears, reservations and the moves and layouts they
+        /// cause.
         #[test]
         fn lists_in_one_array_hold_what_a_vec_each_holds(
             ops in prop::collection::vec((0u8..4, 0usize..12, 0u32..40), 0..400),
         ) {
             let mut d = Dependents::default();
-            let mut model: Vec<Vec<u32>> = Vec::new();
+            let mut model: Vec<Vec<(u32, u32)>> = Vec::new();
             for (op, i, t) in ops {
                 if model.len() <= i {
                     model.resize_with(i + 1, Vec::new);
@@ -189,15 +246,33 @@ mod tests {
                 }
                 match op {
                     0 | 1 => {
-                        model[i].push(t);
-                        d.push(i, t);
+                        let count = 1 + t % 3;
+                        let new = match model[i].iter_mut().find(|(x, _)| *x == t) {
+                            Some((_, c)) => {
+                                *c += count;
+                                false
+                            }
+                            None => {
+                                model[i].push((t, count));
+                                true
+                            }
+                        };
+                        prop_assert_eq!(d.add(i, t, count, false), new);
                     }
                     2 => {
                         let v = &mut model[i];
-                        if let Some(p) = v.iter().position(|&x| x == t) {
-                            v.swap_remove(p);
-                        }
-                        d.swap_remove(i, t);
+                        let last = match v.iter().position(|(x, _)| *x == t) {
+                            Some(p) if v[p].1 > 1 => {
+                                v[p].1 -= 1;
+                                false
+                            }
+                            Some(p) => {
+                                v.swap_remove(p);
+                                true
+                            }
+                            None => false,
+                        };
+                        prop_assert_eq!(d.remove(i, t), last);
                     }
                     _ if t % 2 == 0 => {
                         model[i].clear();
@@ -207,8 +282,13 @@ mod tests {
                 }
                 prop_assert_eq!(d.len(), model.len());
                 for (k, v) in model.iter().enumerate() {
-                    prop_assert_eq!(d.of(k), v.as_slice());
+                    let targets: Vec<u32> = v.iter().map(|e| e.0).collect();
+                    prop_assert_eq!(d.of(k), targets.as_slice());
+                    for &(x, c) in v {
+                        prop_assert_eq!(d.count(k, x), c);
+                    }
                 }
+                prop_assert_eq!(d.edge_count(), model.iter().map(Vec::len).sum::<usize>());
             }
             prop_assert_eq!(d.of(model.len() + 3), &[] as &[u32]);
         }
