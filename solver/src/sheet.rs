@@ -738,6 +738,17 @@ impl Shape {
         None
     }
 
+    /// [`Shape::node_from`] with the instance looked up already: the variable of `inst` when
+    /// its scope declares it (most often), else of the nearest ancestor that does.
+    #[inline(always)]
+    fn node_in(&self, inst: &Instance, def: VarDefId) -> Option<NodeIndex> {
+        let var = self.rules.var(def);
+        if inst.scope == var.scope {
+            return inst.nodes.get(var.index as usize).copied();
+        }
+        self.node_from(inst.parent?, def)
+    }
+
     /// How output names the variable in `node`.
     fn var_ref(&self, node: NodeIndex) -> VarRef {
         let n = &self.graph[node];

@@ -89,8 +89,13 @@ impl Shape {
             ));
         };
         self.check_id(id, bulk)?;
-        let on_id = self.lookup_instance_hinted(on, hint)?;
-        let target = self.node_from(on_id, template.def).ok_or_else(|| {
+        let on_id = match on {
+            None => GLOBAL,
+            Some(_) => self.lookup_instance_hinted(on, hint)?,
+        };
+        // The instance found once for the target and every read.
+        let inst = self.instance(on_id);
+        let target = self.node_in(inst, template.def).ok_or_else(|| {
             SolveError::new(
                 codes::UNKNOWN_VARIABLE,
                 format!(
@@ -104,7 +109,7 @@ impl Shape {
         // nodes as seen from the instance.
         let mut reads = Reads::with_capacity(template.vars.len());
         for &v in template.vars.iter() {
-            let node = self.node_from(on_id, VarDefId(v.0)).ok_or_else(|| self.not_visible(id, v))?;
+            let node = self.node_in(inst, VarDefId(v.0)).ok_or_else(|| self.not_visible(id, v))?;
             reads.push((v, node));
         }
         // (`cond_pos` holds positions in `vars`, which `reads` follows.) Most templates have no
