@@ -290,14 +290,19 @@ impl Sheet {
         Ok(report)
     }
 
-    /// Ends the linking of a bulk batch (see `bulk.rs`): its edges into the graph, every level
-    /// given again. `false` when the graph now has a cycle (levels then unchanged; the edges
-    /// stay, for the rollback to remove).
+    /// Ends the linking of a bulk batch (see `bulk.rs`): every variable's modifiers in order,
+    /// its edges into the graph, every level given again. `false` when the graph now has a
+    /// cycle (levels then unchanged; the edges stay, for the rollback to remove).
     fn finish_bulk(&mut self, pending: &mut Pending) -> bool {
-        if pending.bulk_edges.is_empty() {
+        if pending.undo.is_empty() {
+            // Nothing linked (and a shared shape stays shared).
             return true;
         }
         let shape = self.shape_mut();
+        shape.order_lists();
+        if pending.bulk_edges.is_empty() {
+            return true;
+        }
         shape.add_collected_edges(&mut pending.bulk_edges);
         shape.relevel()
     }

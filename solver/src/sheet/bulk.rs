@@ -7,8 +7,9 @@
 //! edge list for an edge to count, a raise of levels, an insertion into the target's ordered
 //! list and a write of the target's plan entry, most of which a later modifier of the same
 //! batch does again. In bulk:
-//! - each modifier takes its place in its target's list, and its target's plan entry is marked
-//!   stale (not written: a later modifier may change it again);
+//! - each modifier goes last in its target's list, and its target's plan entry is marked
+//!   stale (not written: a later modifier may change it again); every list is put in order
+//!   once, at the end (`order_lists`: most are in order already);
 //! - its edges are collected, then grouped by source (a counting sort) and added to the graph
 //!   once each, with their counts;
 //! - one topological pass over the whole graph (Kahn's) gives every variable its level and
@@ -60,9 +61,10 @@ pub(super) fn count_bulk_batch() {
 }
 
 impl Shape {
-    /// Links modifier `m` under a new key, as part of a bulk batch: in its place in its
-    /// target's list, the target's plan entry marked stale, its edges added to `edges` (one per
-    /// read, `from << 32 | to` in node indexes, for `add_collected_edges`).
+    /// Links modifier `m` under a new key, as part of a bulk batch: last in its target's list
+    /// (every list is put in order once, at the end of the batch: `order_lists`), the
+    /// target's plan entry marked stale, its edges added to `edges` (one per read,
+    /// `from << 32 | to` in node indexes, for `add_collected_edges`).
     ///
     /// A taken id is found here, by the one insertion into the index by id (the batch then
     /// runs again one operation at a time, which names it).
@@ -86,11 +88,41 @@ impl Shape {
         let to = target.index() as u64;
         edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
         self.index_modifier(key, &m);
-        let pos = self.place_in_order(&m);
         self.plan.touch(target);
         self.mods.put(key, m);
-        self.graph[target].mods.insert(pos, key);
+        self.graph[target].mods.push(key);
         Ok(key)
+    }
+
+    /// Puts every variable's list of modifiers in the order they apply (priority, inherent
+    /// priority, insertion: `Modifier::order`) at the end of a bulk batch, which left each
+    /// batch's modifiers last in its target's list in the order linked. A list in order already
+    /// (most: a variable's modifiers mostly share a priority and a rank) is only read.
+    pub(super) fn order_lists(&mut self) {
+        let Shape { graph, mods, .. } = self;
+        // A list is the modifiers it held before the batch, in order, then the batch's in the
+        // order linked, each later than all before it: so sorting it *stably* by (priority,
+        // inherent priority) alone keeps insertion order among equals, which is the order.
+        // Each record is read once, its rank kept beside its key for the comparisons. (Every
+        // key in a list is live: lists hold exactly the live modifiers of their node.)
+        let mut keyed: Vec<(u64, ModKey)> = Vec::new();
+        for n in graph.node_weights_mut() {
+            if n.mods.len() < 2 {
+                continue;
+            }
+            keyed.clear();
+            keyed.extend(n.mods.iter().map(|&k| {
+                let (priority, rank, _) = mods.get(k).map_or((u32::MAX, u8::MAX, 0), |m| m.order());
+                ((u64::from(priority) << 8) | u64::from(rank), k)
+            }));
+            if keyed.windows(2).all(|w| w[0].0 <= w[1].0) {
+                continue;
+            }
+            keyed.sort_by_key(|e| e.0);
+            for (slot, &(_, k)) in n.mods.iter_mut().zip(keyed.iter()) {
+                *slot = k;
+            }
+        }
     }
 
     /// Adds the collected edges to the graph, each distinct edge once with its count (an edge
