@@ -178,13 +178,16 @@ impl Shape {
                     distinct.push((t, 1));
                 }
             }
-            // An existing edge is searched for only when the source had edges before (a new
-            // source's edges are all new).
-            let fresh = self.plan.succ.of(f).is_empty();
-            self.plan.succ.reserve(f, distinct.len());
+            // A new source's edges are all new, and go in at once; a source that had edges
+            // counts each up or adds it.
             let a = NodeIndex::new(f);
+            if self.plan.succ.of(f).is_empty() {
+                self.plan.add_new_edges(a, &distinct);
+                continue;
+            }
+            self.plan.succ.reserve(f, distinct.len());
             for &(t, count) in &distinct {
-                self.plan.add_edge(a, NodeIndex::new(t as usize), count, fresh);
+                self.plan.add_edge(a, NodeIndex::new(t as usize), count, false);
             }
         }
     }

@@ -520,6 +520,18 @@ impl Plan {
         true
     }
 
+    /// The edges (target, count) of `from`, which has none yet, all new: added at once (see
+    /// `Dependents::fill`), unless native code has to hear of each.
+    pub(super) fn add_new_edges(&mut self, from: NodeIndex, edges: &[(u32, u32)]) {
+        if self.native.is_some() {
+            for &(t, count) in edges {
+                self.add_edge(from, NodeIndex::new(t as usize), count, true);
+            }
+            return;
+        }
+        self.succ.fill(from.index(), edges);
+    }
+
     /// Counts one edge `from → to` fewer; `true` when that was its last.
     pub(super) fn remove_edge(&mut self, from: NodeIndex, to: NodeIndex) -> bool {
         self.succ.remove(from.index(), to.index() as u32)

@@ -114,6 +114,33 @@ impl Dependents {
         self.counts.reserve(extra);
     }
 
+    /// Makes `edges` (target, count) variable `i`'s list, which is empty: one move and one
+    /// copy for all of them (a source's edges in a bulk batch).
+    pub(in crate::sheet) fn fill(&mut self, i: usize, edges: &[(u32, u32)]) {
+        let Some(&r) = self.runs.get(i) else { return };
+        if r.len > 0 {
+            for &(t, count) in edges {
+                self.add(i, t, count, false);
+            }
+            return;
+        }
+        if (r.cap as usize) < edges.len() {
+            self.relocate(i, edges.len());
+        }
+        let Some(r) = self.runs.get_mut(i) else { return };
+        let at = r.at as usize;
+        let (Some(targets), Some(counts)) =
+            (self.targets.get_mut(at..at + edges.len()), self.counts.get_mut(at..at + edges.len()))
+        else {
+            return;
+        };
+        for ((slot, c), &(t, count)) in targets.iter_mut().zip(counts.iter_mut()).zip(edges) {
+            *slot = t;
+            *c = count;
+        }
+        r.len = edges.len() as u32;
+    }
+
     /// Counts `count` more edges `i → t`: `true` when the edge is new (`t` then goes last in
     /// `i`'s list). `fresh`: the caller knows `i` has no edge to `t` (no search).
     pub(in crate::sheet) fn add(&mut self, i: usize, t: u32, count: u32, fresh: bool) -> bool {
@@ -235,7 +262,7 @@ mod tests {
         /// cause.
         #[test]
         fn lists_in_one_array_hold_what_a_vec_each_holds(
-            ops in prop::collection::vec((0u8..4, 0usize..12, 0u32..40), 0..400),
+            ops in prop::collection::vec((0u8..5, 0usize..12, 0u32..40), 0..400),
         ) {
             let mut d = Dependents::default();
             let mut model: Vec<Vec<(u32, u32)>> = Vec::new();
@@ -273,6 +300,17 @@ mod tests {
                             None => false,
                         };
                         prop_assert_eq!(d.remove(i, t), last);
+                    }
+                    // A list filled at once (counted up one by one when not empty).
+                    4 => {
+                        let edges = [(t, 1 + t % 3), (t + 40, 1), (t + 80, 2)];
+                        for &(x, c) in &edges {
+                            match model[i].iter_mut().find(|(y, _)| *y == x) {
+                                Some((_, n)) => *n += c,
+                                None => model[i].push((x, c)),
+                            }
+                        }
+                        d.fill(i, &edges);
                     }
                     _ if t % 2 == 0 => {
                         model[i].clear();
