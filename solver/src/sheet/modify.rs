@@ -391,12 +391,14 @@ impl Shape {
         // Room for every variable of both (a formula's variables are distinct, so this is exact
         // unless the condition reads what the value reads).
         let mut reads = Reads::with_capacity(formulas.iter().flatten().map(|f| f.variables().len()).sum());
+        // The instance found once for every read.
+        let inst = self.instance(from);
         for f in formulas.into_iter().flatten() {
             for v in f.variables() {
                 if reads.iter().any(|(r, _)| *r == v) {
                     continue;
                 }
-                let node = self.node_from(from, VarDefId(v.0)).ok_or_else(|| self.not_visible(id, v))?;
+                let node = self.node_in(inst, VarDefId(v.0)).ok_or_else(|| self.not_visible(id, v))?;
                 reads.push((v, node));
             }
         }
