@@ -170,9 +170,12 @@ impl ModTable {
         match self.free.pop() {
             Some(k) => k,
             None => {
-                // (A full table doubles, as any `Vec`: records one at a time cost a copy of
-                // about two records each in all. A sheet built in one batch holds no room, and
-                // its first addition after makes room for as many again.)
+                // Records are held in place (see the module docs): a full table grows by an
+                // eighth, not by doubling, so that one modifier added to a sheet built in one
+                // batch does not hold room for thousands.
+                if self.own.len() == self.own.capacity() {
+                    self.own.reserve_exact(self.own.len() / 8 + 16);
+                }
                 self.own.push(None);
                 ModKey((self.key_count() - 1) as u32)
             }
