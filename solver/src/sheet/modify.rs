@@ -551,7 +551,6 @@ impl Shape {
     /// modifier linked last in its target's order has its steps appended to the target's plan
     /// entry at once; without (a sheet deferring its recomputation, whose entries are written
     /// when it settles), the entry is only marked stale.
-    #[inline(always)]
     pub(super) fn insert_modifier(&mut self, m: Modifier, plan_now: bool) -> ModKey {
         let key = self.new_key();
         self.link_modifier(key, m, plan_now);
@@ -566,7 +565,6 @@ impl Shape {
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list
     /// (`plan_now`: see [`Shape::insert_modifier`]).
-    #[inline(always)]
     pub(super) fn link_modifier(&mut self, key: ModKey, m: Modifier, plan_now: bool) {
         let target = m.target;
         for &(_, read) in m.reads.iter() {

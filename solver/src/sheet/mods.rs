@@ -170,12 +170,6 @@ impl ModTable {
         match self.free.pop() {
             Some(k) => k,
             None => {
-                // Records are held in place (see the module docs): a full table grows by an
-                // eighth, not by doubling, so that one modifier added to a sheet built in one
-                // batch does not hold room for thousands.
-                if self.own.len() == self.own.capacity() {
-                    self.own.reserve_exact(self.own.len() / 8 + 16);
-                }
                 self.own.push(None);
                 ModKey((self.key_count() - 1) as u32)
             }
@@ -283,7 +277,6 @@ impl ModTable {
 
     /// Links `m` under `key` with its id: [`ModTable::claim_id`] and [`ModTable::put`] (the
     /// caller has checked the id is free).
-    #[inline(always)]
     pub(super) fn link(&mut self, key: ModKey, m: Modifier) {
         if (key.0 as usize) >= self.base_len() {
             self.enter(&m.id, key);
