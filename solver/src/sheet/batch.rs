@@ -14,7 +14,7 @@
 
 use super::bulk::{BULK_MIN, BULK_SHARE};
 use super::{
-    Adjust, Change, Delta, Guard, Instance, InstanceId, ModKey, Modifier, Report, ShapeArc, Sheet, TemplateId,
+    Adjust, Change, Delta, Guard, Instance, InstanceId, ModArc, ModKey, Report, ShapeArc, Sheet, TemplateId,
 };
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
@@ -145,10 +145,7 @@ pub(super) struct Pending {
     bulk_edges: Vec<u64>,
     /// The modifiers a run of removals took out of the table, before the rest of their
     /// unlinking (see `Sheet::op_remove_run`); empty between operations.
-    taken: Vec<(ModKey, Modifier)>,
-    /// The records of the modifiers the batch removed or replaced, in that order, for its
-    /// undo log (`Undo::RemovedModifier`, `Undo::ReplacedModifier`), which stays small.
-    records: Vec<Modifier>,
+    taken: Vec<(ModKey, ModArc)>,
 }
 
 /// A sheet's spare [`Pending`], boxed: a batch takes it and gives it back by moving a pointer,
@@ -186,12 +183,13 @@ enum Undo {
     AddedInstance(InstanceId, bool),
     /// Modifiers added under keys `first`, `first + 1`, … (`count` of them), one after the
     /// other with nothing else between: one entry for a run of additions (see `added`).
-    AddedModifiers { first: u32, count: u32 },
-    /// A modifier removed: its record is the last of `Pending::records` when this is undone.
-    RemovedModifier(ModKey),
-    /// A modifier replaced in place (a stock's input adjusted): the one it replaced is the last
-    /// of `Pending::records` when this is undone.
-    ReplacedModifier(ModKey),
+    AddedModifiers {
+        first: u32,
+        count: u32,
+    },
+    RemovedModifier(ModKey, ModArc),
+    /// A modifier replaced in place (a stock's input adjusted): the one it replaced.
+    ReplacedModifier(ModKey, ModArc),
     /// The instances removed (root first).
     RemovedInstances(Vec<(InstanceId, Instance)>),
 }
@@ -318,11 +316,7 @@ impl Sheet {
             pending.bulk_edges = Vec::new();
         }
         const KEEP: usize = 256;
-        if pending.undo.capacity() <= KEEP
-            && pending.dirty.capacity() <= KEEP
-            && pending.records.capacity() <= KEEP
-            && pending.taken.capacity() <= KEEP
-        {
+        if pending.undo.capacity() <= KEEP && pending.dirty.capacity() <= KEEP {
             self.spare.0 = Some(pending);
         }
     }
@@ -502,7 +496,7 @@ impl Sheet {
 
     /// Links a prepared modifier (in bulk or not: see `bulk.rs`) and logs its undoing.
     #[inline(always)]
-    pub(super) fn op_link(&mut self, m: Modifier, pending: &mut Pending) -> Result<(), SolveError> {
+    pub(super) fn op_link(&mut self, m: ModArc, pending: &mut Pending) -> Result<(), SolveError> {
         let target = m.target;
         self.grow(pending);
         let key = if pending.bulk {
@@ -657,21 +651,19 @@ impl Sheet {
 
     /// Puts modifier `m` in place of the one under `key` (see [`Shape::replace_modifier`]); it
     /// takes the next sequence number.
-    pub(super) fn op_replace(&mut self, key: ModKey, m: Modifier, pending: &mut Pending) {
+    pub(super) fn op_replace(&mut self, key: ModKey, m: ModArc, pending: &mut Pending) {
         let target = m.target;
         let shape = self.shape_mut();
         shape.next_seq += 1;
         let old = shape.replace_modifier(key, m);
         pending.dirty.push(target);
-        pending.records.push(old);
-        pending.undo.push(Undo::ReplacedModifier(key));
+        pending.undo.push(Undo::ReplacedModifier(key, old));
     }
 
     pub(super) fn op_unlink(&mut self, key: ModKey, pending: &mut Pending) {
         let m = self.shape_mut().unlink_modifier(key);
         pending.dirty.push(m.target);
-        pending.records.push(m);
-        pending.undo.push(Undo::RemovedModifier(key));
+        pending.undo.push(Undo::RemovedModifier(key, m));
     }
 
     /// Ends a successful batch: drops the removed variables and recomputes — or, while the
@@ -679,7 +671,6 @@ impl Sheet {
     /// [`Sheet::settle`] recomputes, and reports nothing. Leaves `pending` empty.
     fn commit(&mut self, pending: &mut Pending) -> Report {
         pending.undo.clear();
-        pending.records.clear();
         // Only a batch with a guard or an adjustment recomputed before its end (nearly none
         // do: nothing is moved or dropped for the others).
         let mut interim = (pending.interim.recomputed > 0).then(|| std::mem::take(&mut pending.interim));
@@ -815,19 +806,14 @@ impl Sheet {
                         shape.next_seq -= 1;
                     }
                 }
-                // Its record is the last left (everything after it has been undone).
-                Undo::ReplacedModifier(key) => {
-                    if let Some(m) = pending.records.pop() {
-                        shape.replace_modifier(key, m);
-                    }
+                Undo::ReplacedModifier(key, m) => {
+                    shape.replace_modifier(key, m);
                     shape.next_seq -= 1;
                 }
-                Undo::RemovedModifier(key) => {
+                Undo::RemovedModifier(key, m) => {
                     // The key went to the free list last (everything after it has been undone).
                     shape.mods.unfree(key);
-                    if let Some(m) = pending.records.pop() {
-                        shape.link_modifier(key, m, true);
-                    }
+                    shape.link_modifier(key, m, true);
                 }
                 Undo::AddedInstance(id, reused) => {
                     // Everything done after it has been undone: its slot is either the last
@@ -852,8 +838,6 @@ impl Sheet {
                 }
             }
         }
-        // (Each record went back with its entry: none is left.)
-        pending.records.clear();
     }
 }
 
@@ -890,11 +874,10 @@ fn unknown_modifier(id: &str) -> SolveError {
 /// Finishes removing modifier `m`, taken out of `shape`'s table under `key`
 /// ([`super::mods::ModTable::unlink_id`]: found and taken out of the index in one probe): the
 /// rest of its unlinking, its variable marked dirty, the undo record.
-fn record_removal(shape: &mut super::Shape, key: ModKey, m: Modifier, pending: &mut Pending) {
+fn record_removal(shape: &mut super::Shape, key: ModKey, m: ModArc, pending: &mut Pending) {
     shape.unlinked(key, &m);
     pending.dirty.push(m.target);
-    pending.records.push(m);
-    pending.undo.push(Undo::RemovedModifier(key));
+    pending.undo.push(Undo::RemovedModifier(key, m));
 }
 
 /// A removal of the modifiers instances give an aggregate or a reference, which come and go

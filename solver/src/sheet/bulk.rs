@@ -68,10 +68,9 @@ impl Shape {
     ///
     /// A taken id is found here, by the one insertion into the index by id (the batch then
     /// runs again one operation at a time, which names it).
-    #[inline(always)]
     pub(super) fn insert_modifier_bulk(
         &mut self,
-        m: Modifier,
+        m: ModArc,
         edges: &mut Vec<u64>,
     ) -> Result<ModKey, SolveError> {
         let key = self.new_key();

@@ -37,7 +37,7 @@ impl Shape {
         spec: &ModifierSpec,
         hint: &mut Option<InstanceId>,
         bulk: bool,
-    ) -> Result<Modifier, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         self.check_id(&spec.id, bulk)?;
         let on = self.lookup_instance_hinted(spec.on.as_deref(), hint)?;
         let from = match &spec.from {
@@ -74,7 +74,6 @@ impl Shape {
     /// [`Shape::prepare`] for template `t` of the sheet's catalog, as modifier `id` on and from
     /// instance `on`: the template was checked when the catalog was made, so what is left is
     /// finding its nodes here.
-    #[inline(always)]
     pub(super) fn prepare_template(
         &self,
         id: &Arc<str>,
@@ -82,7 +81,7 @@ impl Shape {
         on: Option<&str>,
         hint: &mut Option<InstanceId>,
         bulk: bool,
-    ) -> Result<Modifier, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         let Some(template) = self.catalog.as_deref().and_then(|c| c.get(t)) else {
             return Err(SolveError::new(
                 codes::UNKNOWN_TEMPLATE,
@@ -153,7 +152,7 @@ impl Shape {
         from: InstanceId,
         key: &str,
         bulk: bool,
-    ) -> Result<Modifier, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         if let Some(part) = &agg.part {
             // The instance's part (kept by `part_of`), added up.
             let name = self.rules.var(part.var).name.clone();
@@ -190,7 +189,7 @@ impl Shape {
         from: InstanceId,
         key: &str,
         bulk: bool,
-    ) -> Option<Result<Modifier, SolveError>> {
+    ) -> Option<Result<ModArc, SolveError>> {
         let part = agg.part.as_ref()?;
         let body = Body {
             value: ModValue::Formula(part.value.clone()),
@@ -209,7 +208,7 @@ impl Shape {
         r: &crate::rules::Reference,
         from: InstanceId,
         bulk: bool,
-    ) -> Option<Result<Modifier, SolveError>> {
+    ) -> Option<Result<ModArc, SolveError>> {
         let scope = self.instance(from).scope;
         let (_, read) = r.reads.iter().find(|(s, _)| *s == scope)?;
         let name = self.rules.var(r.var).name.clone();
@@ -225,7 +224,7 @@ impl Shape {
         p: &crate::rules::Pointer,
         on: InstanceId,
         from: InstanceId,
-    ) -> Result<Modifier, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         let name = self.rules.var(p.var).name.clone();
         let key = |i: InstanceId| match &*self.instance(i).key {
             // The global instance has no key: its scope's name stands for it.
@@ -251,7 +250,7 @@ impl Shape {
         body: Body,
         const_num: Option<Num>,
         bulk: bool,
-    ) -> Result<Modifier, SolveError> {
+    ) -> Result<ModArc, SolveError> {
         let target = self.node_from(on, var).ok_or_else(|| {
             SolveError::new(
                 codes::UNKNOWN_VARIABLE,
@@ -286,15 +285,16 @@ impl Shape {
 
     /// The record of a checked modifier: the nodes its formulas read, resolved from its `from`
     /// instance, and (unless `bulk`) checked for a cycle.
-    fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<Modifier, SolveError> {
+    fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<ModArc, SolveError> {
         let reads = self.resolve_reads(link.id, link.from, held.body(self.catalog.as_deref()))?;
         let kept = self.graph.node_weight(link.target).is_some_and(|n| self.rules.var(n.def).is_kept());
         self.record(link, held, reads, kept, bulk)
     }
 
     /// The record of a checked modifier that reads `reads` (see [`ReadsOf`]) and whose variable
-    /// is `kept` or not — inlined into each caller, since the record is about 170 bytes and
-    /// each move of it was a copy — and, unless `bulk`, checked for a cycle.
+    /// is `kept` or not, in its `Arc` at once — inlined into each caller, since the record is
+    /// about 170 bytes and each move of it was a copy — and, unless `bulk`, checked for a
+    /// cycle.
     #[inline(always)]
     fn record(
         &self,
@@ -303,8 +303,8 @@ impl Shape {
         (reads, value_vars, cond_slots): ReadsOf,
         kept: bool,
         bulk: bool,
-    ) -> Result<Modifier, SolveError> {
-        let m = Modifier {
+    ) -> Result<ModArc, SolveError> {
+        let m = ModArc::new(Modifier {
             value_vars,
             cond_slots,
             const_num: link.const_num,
@@ -319,7 +319,7 @@ impl Shape {
             on: link.on,
             from: link.from,
             reads,
-        };
+        });
         if !bulk {
             self.check_cycles(&m)?;
         }
@@ -551,7 +551,7 @@ impl Shape {
     /// modifier linked last in its target's order has its steps appended to the target's plan
     /// entry at once; without (a sheet deferring its recomputation, whose entries are written
     /// when it settles), the entry is only marked stale.
-    pub(super) fn insert_modifier(&mut self, m: Modifier, plan_now: bool) -> ModKey {
+    pub(super) fn insert_modifier(&mut self, m: ModArc, plan_now: bool) -> ModKey {
         let key = self.new_key();
         self.link_modifier(key, m, plan_now);
         key
@@ -565,7 +565,7 @@ impl Shape {
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list
     /// (`plan_now`: see [`Shape::insert_modifier`]).
-    pub(super) fn link_modifier(&mut self, key: ModKey, m: Modifier, plan_now: bool) {
+    pub(super) fn link_modifier(&mut self, key: ModKey, m: ModArc, plan_now: bool) {
         let target = m.target;
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
@@ -588,15 +588,15 @@ impl Shape {
     /// type and reads (the caller's to ensure), another value, source or sequence number — in
     /// its target's list where its sequence number puts it, as if the old one were removed and
     /// `m` added. The key must be the table's own ([`mods::ModTable::is_own`]).
-    pub(super) fn replace_modifier(&mut self, key: ModKey, m: Modifier) -> Modifier {
-        let catalog = self.catalog.as_deref();
+    pub(super) fn replace_modifier(&mut self, key: ModKey, m: ModArc) -> ModArc {
         // The caller found `key` live.
-        let was = self.mods.get(key).expect("live modifier").held.body(catalog).source.clone();
-        let now = &m.held.body(catalog).source;
-        if was != *now
+        let old = self.mods.get(key).expect("live modifier").clone();
+        let catalog = self.catalog.as_deref();
+        let (was, now) = (&old.held.body(catalog).source, &m.held.body(catalog).source);
+        if was != now
             && let Some(sources) = &mut self.sources
         {
-            if let Some(list) = sources.get_mut(&was) {
+            if let Some(list) = sources.get_mut(was) {
                 list.retain(|k| *k != key);
                 self.empty_sources += usize::from(list.is_empty());
             }
@@ -612,10 +612,9 @@ impl Shape {
         }
         let target = m.target;
         self.plan.touch(target);
+        self.mods.put(key, m.clone());
         self.graph[target].mods.retain(|k| *k != key);
         let pos = self.place_in_order(&m);
-        // The key is the table's own and live (the caller's to ensure).
-        let old = self.mods.replace(key, m).expect("an own live modifier");
         self.graph[target].mods.insert(pos, key);
         old
     }
@@ -716,7 +715,7 @@ impl Shape {
     }
 
     /// Detaches a modifier from everything and returns it.
-    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Modifier {
+    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> ModArc {
         // Keys handed out are live until this function frees them.
         let m = self.mods.unlink(key).expect("live modifier");
         self.unlinked(key, &m);
