@@ -187,7 +187,7 @@ impl Shape {
             }
             self.plan.succ.reserve(f, distinct.len());
             for &(t, count) in &distinct {
-                self.plan.add_edge(a, NodeIndex::new(t as usize), count, false);
+                self.plan.add_edge(a, NodeIndex::new(t as usize), count);
             }
         }
     }

@@ -80,7 +80,7 @@ impl Shape {
     }
 
     pub(super) fn add_edge(&mut self, from: NodeIndex, to: NodeIndex) {
-        if !self.plan.add_edge(from, to, 1, false) {
+        if !self.plan.add_edge(from, to, 1) {
             return;
         }
         let needed = self.plan.level_of(from) + 1;

@@ -459,7 +459,6 @@ impl Clone for Plan {
 impl Plan {
     // ---- keeping the plan ----
 
-    /// A variable was created in node `n`.
     /// Nodes `nodes` were added (an instance's variables): each starts at level 0 with no
     /// dependents and a stale entry. The per-node arrays grow once for them all.
     pub(super) fn nodes_added(&mut self, nodes: &[NodeIndex]) {
@@ -497,9 +496,9 @@ impl Plan {
     }
 
     /// Counts `count` more edges `from → to` (a modifier of `to` reading `from`, `count`
-    /// times); `true` when the edge is new. `fresh`: the caller knows it is (no search).
-    pub(super) fn add_edge(&mut self, from: NodeIndex, to: NodeIndex, count: u32, fresh: bool) -> bool {
-        if !self.succ.add(from.index(), to.index() as u32, count, fresh) {
+    /// times); `true` when the edge is new.
+    pub(super) fn add_edge(&mut self, from: NodeIndex, to: NodeIndex, count: u32) -> bool {
+        if !self.succ.add(from.index(), to.index() as u32, count) {
             return false;
         }
         // The native code runs in the order it was compiled in: an edge backwards in it breaks
@@ -525,7 +524,7 @@ impl Plan {
     pub(super) fn add_new_edges(&mut self, from: NodeIndex, edges: &[(u32, u32)]) {
         if self.native.is_some() {
             for &(t, count) in edges {
-                self.add_edge(from, NodeIndex::new(t as usize), count, true);
+                self.add_edge(from, NodeIndex::new(t as usize), count);
             }
             return;
         }

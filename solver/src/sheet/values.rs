@@ -62,13 +62,13 @@ impl Clone for Values {
 }
 
 impl Values {
-    /// Makes room for node index `i`.
     /// Makes room for variables with indexes below `bound`.
     pub(super) fn reserve(&mut self, bound: usize) {
         self.ints.reserve(bound.saturating_sub(self.ints.len()));
         self.queued.reserve(bound.div_ceil(64).saturating_sub(self.queued.len()));
     }
 
+    /// Makes room for node index `i`.
     pub(super) fn grow(&mut self, i: usize) {
         if self.ints.len() <= i {
             self.ints.resize(i + 1, NOT_WHOLE);

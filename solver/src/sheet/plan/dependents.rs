@@ -120,7 +120,7 @@ impl Dependents {
         let Some(&r) = self.runs.get(i) else { return };
         if r.len > 0 {
             for &(t, count) in edges {
-                self.add(i, t, count, false);
+                self.add(i, t, count);
             }
             return;
         }
@@ -142,18 +142,16 @@ impl Dependents {
     }
 
     /// Counts `count` more edges `i → t`: `true` when the edge is new (`t` then goes last in
-    /// `i`'s list). `fresh`: the caller knows `i` has no edge to `t` (no search).
-    pub(in crate::sheet) fn add(&mut self, i: usize, t: u32, count: u32, fresh: bool) -> bool {
+    /// `i`'s list).
+    pub(in crate::sheet) fn add(&mut self, i: usize, t: u32, count: u32) -> bool {
         let Some(&r) = self.runs.get(i) else { return false };
-        if !fresh {
-            let at = r.at as usize;
-            let run = self.targets.get(at..at + r.len as usize).unwrap_or_default();
-            if let Some(p) = run.iter().position(|&x| x == t) {
-                if let Some(c) = self.counts.get_mut(at + p) {
-                    *c += count;
-                }
-                return false;
+        let at = r.at as usize;
+        let run = self.targets.get(at..at + r.len as usize).unwrap_or_default();
+        if let Some(p) = run.iter().position(|&x| x == t) {
+            if let Some(c) = self.counts.get_mut(at + p) {
+                *c += count;
             }
+            return false;
         }
         if r.len == r.cap {
             self.relocate(i, (2 * r.cap as usize).max(2));
@@ -284,7 +282,7 @@ mod tests {
                                 true
                             }
                         };
-                        prop_assert_eq!(d.add(i, t, count, false), new);
+                        prop_assert_eq!(d.add(i, t, count), new);
                     }
                     2 => {
                         let v = &mut model[i];
