@@ -283,12 +283,6 @@ struct ModKey(u32);
 /// 33.7k → 29.0k instructions, and the shape's copy and drop about 2.5k fewer.
 type ModList = smallvec::SmallVec<[ModKey; 4]>;
 
-/// How a modifier is held: by reference count, shared by a shape and its copies and by a
-/// batch's undo records. Without a weak count (no modifier is ever referred to weakly), so
-/// dropping the last reference is one atomic write, not two (a tick expiring a hundred effects
-/// drops a hundred modifiers).
-type ModArc = triomphe::Arc<Modifier>;
-
 /// How a sheet holds its shape: by reference count, shared with its copies. Without a weak
 /// count, so that asking whether the shape is this sheet's alone (`make_mut`, before every
 /// structural change: once per modifier of a batch linked in bulk) is one load, not the atomic
@@ -300,6 +294,8 @@ type ShapeArc = triomphe::Arc<Shape>;
 /// are held in place: no allocation to link such a modifier, none to free when it goes.
 type Reads = smallvec::SmallVec<[(VarId, NodeIndex); 2]>;
 
+/// A linked modifier: where it applies, what it reads, and its value (its own or its
+/// template's). Held in place in its shape's table (`mods.rs`), by value.
 #[derive(Clone, Debug)]
 struct Modifier {
     id: Arc<str>,

@@ -129,12 +129,12 @@ impl Sheet {
             // the key just freed), for several times less.
             let value = ModValue::Const(Value::Number(new));
             let body = Body { value, condition: None, text, source: Arc::from(source) };
-            let m = ModArc::new(Modifier {
+            let m = Modifier {
                 held: Held::Own(body),
                 const_num: Some(formula::Num::from_decimal(new)),
                 seq: self.shape.next_seq,
-                ..(**m).clone()
-            });
+                ..m.clone()
+            };
             self.op_replace(key, m, pending);
             return Ok(());
         }

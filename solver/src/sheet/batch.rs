@@ -14,7 +14,7 @@
 
 use super::bulk::{BULK_MIN, BULK_SHARE};
 use super::{
-    Adjust, Change, Delta, Guard, Instance, InstanceId, ModArc, ModKey, Report, ShapeArc, Sheet, TemplateId,
+    Adjust, Change, Delta, Guard, Instance, InstanceId, ModKey, Modifier, Report, ShapeArc, Sheet, TemplateId,
 };
 use crate::error::{SolveError, codes};
 use crate::modifier::ModifierSpec;
@@ -145,7 +145,10 @@ pub(super) struct Pending {
     bulk_edges: Vec<u64>,
     /// The modifiers a run of removals took out of the table, before the rest of their
     /// unlinking (see `Sheet::op_remove_run`); empty between operations.
-    taken: Vec<(ModKey, ModArc)>,
+    taken: Vec<(ModKey, Modifier)>,
+    /// The records of the modifiers the batch removed or replaced, in that order, for its
+    /// undo log (`Undo::RemovedModifier`, `Undo::ReplacedModifier`), which stays small.
+    records: Vec<Modifier>,
 }
 
 /// A sheet's spare [`Pending`], boxed: a batch takes it and gives it back by moving a pointer,
@@ -183,13 +186,12 @@ enum Undo {
     AddedInstance(InstanceId, bool),
     /// Modifiers added under keys `first`, `first + 1`, … (`count` of them), one after the
     /// other with nothing else between: one entry for a run of additions (see `added`).
-    AddedModifiers {
-        first: u32,
-        count: u32,
-    },
-    RemovedModifier(ModKey, ModArc),
-    /// A modifier replaced in place (a stock's input adjusted): the one it replaced.
-    ReplacedModifier(ModKey, ModArc),
+    AddedModifiers { first: u32, count: u32 },
+    /// A modifier removed: its record is the last of `Pending::records` when this is undone.
+    RemovedModifier(ModKey),
+    /// A modifier replaced in place (a stock's input adjusted): the one it replaced is the last
+    /// of `Pending::records` when this is undone.
+    ReplacedModifier(ModKey),
     /// The instances removed (root first).
     RemovedInstances(Vec<(InstanceId, Instance)>),
 }
@@ -316,7 +318,11 @@ impl Sheet {
             pending.bulk_edges = Vec::new();
         }
         const KEEP: usize = 256;
-        if pending.undo.capacity() <= KEEP && pending.dirty.capacity() <= KEEP {
+        if pending.undo.capacity() <= KEEP
+            && pending.dirty.capacity() <= KEEP
+            && pending.records.capacity() <= KEEP
+            && pending.taken.capacity() <= KEEP
+        {
             self.spare.0 = Some(pending);
         }
     }
@@ -478,8 +484,9 @@ impl Sheet {
     ) -> Result<(), SolveError> {
         // In bulk, a taken id is found by the insertion and cycles at the end of the batch
         // (see `bulk.rs`).
-        let m = self.shape.prepare(spec, &mut pending.instance_hint, pending.bulk)?;
-        self.op_link(m, pending)
+        let mut m = None;
+        self.shape.prepare(spec, &mut pending.instance_hint, pending.bulk, &mut m)?;
+        self.op_link_from(&mut m, pending)
     }
 
     /// Adds modifier `id` from template `t` of the sheet's catalog, on instance `on`.
@@ -490,18 +497,27 @@ impl Sheet {
         on: Option<&str>,
         pending: &mut Pending,
     ) -> Result<(), SolveError> {
-        let m = self.shape.prepare_template(id, t, on, &mut pending.instance_hint, pending.bulk)?;
-        self.op_link(m, pending)
+        let mut m = None;
+        self.shape.prepare_template(id, t, on, &mut pending.instance_hint, pending.bulk, &mut m)?;
+        self.op_link_from(&mut m, pending)
     }
 
     /// Links a prepared modifier (in bulk or not: see `bulk.rs`) and logs its undoing.
+    pub(super) fn op_link(&mut self, m: Modifier, pending: &mut Pending) -> Result<(), SolveError> {
+        self.op_link_from(&mut Some(m), pending)
+    }
+
+    /// [`Sheet::op_link`] of the record prepared into `m` (left empty), moved once, into the
+    /// table.
     #[inline(always)]
-    pub(super) fn op_link(&mut self, m: ModArc, pending: &mut Pending) -> Result<(), SolveError> {
-        let target = m.target;
+    fn op_link_from(&mut self, m: &mut Option<Modifier>, pending: &mut Pending) -> Result<(), SolveError> {
+        let Some(target) = m.as_ref().map(|m| m.target) else {
+            return Ok(());
+        };
         self.grow(pending);
         let key = if pending.bulk {
             let Sheet { shape, .. } = self;
-            ShapeArc::make_mut(shape).insert_modifier_bulk(m, &mut pending.bulk_edges)?
+            ShapeArc::make_mut(shape).insert_modifier_bulk(m, &mut pending.bulk_edges)?.0
         } else {
             // While deferring, plan entries are written when the sheet settles.
             let plan_now = self.deferred.is_none();
@@ -529,13 +545,14 @@ impl Sheet {
         }
         let shape = ShapeArc::make_mut(&mut self.shape);
         let mut done = 1;
+        // Each record is prepared here, then moved once, into the table.
+        let mut m = None;
         for op in &ops[1..] {
             let OpRef::Template(id, t, on) = op.get() else { break };
             done += 1;
-            let linked = shape.prepare_template(id, t, on, &mut pending.instance_hint, true).and_then(|m| {
-                let target = m.target;
-                shape.insert_modifier_bulk(m, &mut pending.bulk_edges).map(|key| (key, target))
-            });
+            let linked = shape
+                .prepare_template(id, t, on, &mut pending.instance_hint, true, &mut m)
+                .and_then(|()| shape.insert_modifier_bulk(&mut m, &mut pending.bulk_edges));
             match linked {
                 Ok((key, target)) => {
                     pending.dirty.push(target);
@@ -651,19 +668,21 @@ impl Sheet {
 
     /// Puts modifier `m` in place of the one under `key` (see [`Shape::replace_modifier`]); it
     /// takes the next sequence number.
-    pub(super) fn op_replace(&mut self, key: ModKey, m: ModArc, pending: &mut Pending) {
+    pub(super) fn op_replace(&mut self, key: ModKey, m: Modifier, pending: &mut Pending) {
         let target = m.target;
         let shape = self.shape_mut();
         shape.next_seq += 1;
         let old = shape.replace_modifier(key, m);
         pending.dirty.push(target);
-        pending.undo.push(Undo::ReplacedModifier(key, old));
+        pending.records.push(old);
+        pending.undo.push(Undo::ReplacedModifier(key));
     }
 
     pub(super) fn op_unlink(&mut self, key: ModKey, pending: &mut Pending) {
         let m = self.shape_mut().unlink_modifier(key);
         pending.dirty.push(m.target);
-        pending.undo.push(Undo::RemovedModifier(key, m));
+        pending.records.push(m);
+        pending.undo.push(Undo::RemovedModifier(key));
     }
 
     /// Ends a successful batch: drops the removed variables and recomputes — or, while the
@@ -671,6 +690,7 @@ impl Sheet {
     /// [`Sheet::settle`] recomputes, and reports nothing. Leaves `pending` empty.
     fn commit(&mut self, pending: &mut Pending) -> Report {
         pending.undo.clear();
+        pending.records.clear();
         // Only a batch with a guard or an adjustment recomputed before its end (nearly none
         // do: nothing is moved or dropped for the others).
         let mut interim = (pending.interim.recomputed > 0).then(|| std::mem::take(&mut pending.interim));
@@ -806,14 +826,19 @@ impl Sheet {
                         shape.next_seq -= 1;
                     }
                 }
-                Undo::ReplacedModifier(key, m) => {
-                    shape.replace_modifier(key, m);
+                // Its record is the last left (everything after it has been undone).
+                Undo::ReplacedModifier(key) => {
+                    if let Some(m) = pending.records.pop() {
+                        shape.replace_modifier(key, m);
+                    }
                     shape.next_seq -= 1;
                 }
-                Undo::RemovedModifier(key, m) => {
+                Undo::RemovedModifier(key) => {
                     // The key went to the free list last (everything after it has been undone).
                     shape.mods.unfree(key);
-                    shape.link_modifier(key, m, true);
+                    if let Some(m) = pending.records.pop() {
+                        shape.link_modifier(key, m, true);
+                    }
                 }
                 Undo::AddedInstance(id, reused) => {
                     // Everything done after it has been undone: its slot is either the last
@@ -838,6 +863,8 @@ impl Sheet {
                 }
             }
         }
+        // (Each record went back with its entry: none is left.)
+        pending.records.clear();
     }
 }
 
@@ -874,10 +901,11 @@ fn unknown_modifier(id: &str) -> SolveError {
 /// Finishes removing modifier `m`, taken out of `shape`'s table under `key`
 /// ([`super::mods::ModTable::unlink_id`]: found and taken out of the index in one probe): the
 /// rest of its unlinking, its variable marked dirty, the undo record.
-fn record_removal(shape: &mut super::Shape, key: ModKey, m: ModArc, pending: &mut Pending) {
+fn record_removal(shape: &mut super::Shape, key: ModKey, m: Modifier, pending: &mut Pending) {
     shape.unlinked(key, &m);
     pending.dirty.push(m.target);
-    pending.undo.push(Undo::RemovedModifier(key, m));
+    pending.records.push(m);
+    pending.undo.push(Undo::RemovedModifier(key));
 }
 
 /// A removal of the modifiers instances give an aggregate or a reference, which come and go

@@ -61,18 +61,23 @@ pub(super) fn count_bulk_batch() {
 }
 
 impl Shape {
-    /// Links modifier `m` under a new key, as part of a bulk batch: last in its target's list
+    /// Links the modifier prepared into `src` (left empty) under a new key, as part of a bulk
+    /// batch: last in its target's list
     /// (every list is put in order once, at the end of the batch: `order_lists`), the
     /// target's plan entry marked stale, its edges added to `edges` (one per read,
-    /// `from << 32 | to` in node indexes, for `add_collected_edges`).
+    /// `from << 32 | to` in node indexes, for `add_collected_edges`). Returns its key and
+    /// target.
     ///
     /// A taken id is found here, by the one insertion into the index by id (the batch then
     /// runs again one operation at a time, which names it).
+    #[inline(always)]
     pub(super) fn insert_modifier_bulk(
         &mut self,
-        m: ModArc,
+        src: &mut Option<Modifier>,
         edges: &mut Vec<u64>,
-    ) -> Result<ModKey, SolveError> {
+    ) -> Result<(ModKey, NodeIndex), SolveError> {
+        // The caller has just prepared the record into `src`.
+        let m = src.as_ref().expect("a prepared modifier");
         let key = self.new_key();
         // One insertion into the index by id, which also finds a taken id (`claim_id`).
         if self.mods.claim_id(&m.id, key).is_some() {
@@ -87,11 +92,11 @@ impl Shape {
         let target = m.target;
         let to = target.index() as u64;
         edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
-        self.index_modifier(key, &m);
+        self.index_modifier(key, m);
         self.plan.touch(target);
-        self.mods.put(key, m);
+        self.mods.put_from(key, src);
         self.graph[target].mods.push(key);
-        Ok(key)
+        Ok((key, target))
     }
 
     /// Puts every variable's list of modifiers in the order they apply (priority, inherent

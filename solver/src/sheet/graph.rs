@@ -5,18 +5,19 @@
 use super::*;
 
 impl Shape {
-    /// Rejects the modifier if an edge from something it reads to its target would close a cycle.
-    pub(super) fn check_cycles(&self, m: &Modifier) -> Result<(), SolveError> {
-        for &(_, read) in m.reads.iter() {
-            if let Some(path) = self.path(m.target, read) {
+    /// Rejects modifier `id` on `target`, reading `reads`, if an edge from something it reads to
+    /// its target would close a cycle.
+    pub(super) fn check_cycles(&self, id: &str, target: NodeIndex, reads: &Reads) -> Result<(), SolveError> {
+        for &(_, read) in reads.iter() {
+            if let Some(path) = self.path(target, read) {
                 // path: target → … → read; the new edge read → target closes it.
                 let mut cycle: Vec<NodeIndex> = vec![read];
                 cycle.extend(path);
                 let names: Vec<String> = cycle.iter().map(|&n| self.var_ref(n).to_string()).collect();
-                let mut modifiers = vec![m.id.to_string()];
+                let mut modifiers = vec![id.to_string()];
                 for pair in cycle.windows(2) {
                     let (a, b) = (pair[0], pair[1]);
-                    if b == m.target && a == read {
+                    if b == target && a == read {
                         continue;
                     }
                     for &k in &self.graph[b].mods {
@@ -31,8 +32,8 @@ impl Shape {
                     codes::CYCLE,
                     format!(
                         "modifier `{}` on `{}` would create a cycle: {} (modifiers: {})",
-                        m.id,
-                        self.var_ref(m.target),
+                        id,
+                        self.var_ref(target),
                         names.join(" → "),
                         modifiers.join(", ")
                     ),

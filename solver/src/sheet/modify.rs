@@ -30,14 +30,16 @@ impl Shape {
     /// `hint` is the instance the batch's previous modifier named (see
     /// [`Shape::lookup_instance_hinted`]). Unless `bulk`, a modifier whose id is taken or that
     /// would close a cycle is rejected; a bulk batch finds a taken id when it inserts the id,
-    /// and cycles once, at its end (see `bulk.rs`).
+    /// and cycles once, at its end (see `bulk.rs`). The record is written into `out` (empty
+    /// before), where the caller moves it once, into the table (see [`Shape::record_into`]).
     #[inline(always)]
     pub(super) fn prepare(
         &self,
         spec: &ModifierSpec,
         hint: &mut Option<InstanceId>,
         bulk: bool,
-    ) -> Result<ModArc, SolveError> {
+        out: &mut Option<Modifier>,
+    ) -> Result<(), SolveError> {
         self.check_id(&spec.id, bulk)?;
         let on = self.lookup_instance_hinted(spec.on.as_deref(), hint)?;
         let from = match &spec.from {
@@ -68,12 +70,13 @@ impl Shape {
             priority: spec.priority,
             const_num,
         };
-        self.record(link, held, reads, self.rules.var(def).is_kept(), bulk)
+        self.record_into(link, held, reads, self.rules.var(def).is_kept(), bulk, out)
     }
 
     /// [`Shape::prepare`] for template `t` of the sheet's catalog, as modifier `id` on and from
-    /// instance `on`: the template was checked when the catalog was made, so what is left is
-    /// finding its nodes here.
+    /// instance `on`, written into `out`: the template was checked when the catalog was made,
+    /// so what is left is finding its nodes here.
+    #[inline(always)]
     pub(super) fn prepare_template(
         &self,
         id: &Arc<str>,
@@ -81,7 +84,8 @@ impl Shape {
         on: Option<&str>,
         hint: &mut Option<InstanceId>,
         bulk: bool,
-    ) -> Result<ModArc, SolveError> {
+        out: &mut Option<Modifier>,
+    ) -> Result<(), SolveError> {
         let Some(template) = self.catalog.as_deref().and_then(|c| c.get(t)) else {
             return Err(SolveError::new(
                 codes::UNKNOWN_TEMPLATE,
@@ -128,7 +132,8 @@ impl Shape {
             priority: template.priority,
             const_num: template.const_num,
         };
-        self.record(link, Held::Template(t), (reads, template.value_vars, cond_slots), template.kept, bulk)
+        let reads = (reads, template.value_vars, cond_slots);
+        self.record_into(link, Held::Template(t), reads, template.kept, bulk, out)
     }
 
     /// The error for a formula of modifier `id` reading `v`, which its instance does not see.
@@ -152,7 +157,7 @@ impl Shape {
         from: InstanceId,
         key: &str,
         bulk: bool,
-    ) -> Result<ModArc, SolveError> {
+    ) -> Result<Modifier, SolveError> {
         if let Some(part) = &agg.part {
             // The instance's part (kept by `part_of`), added up.
             let name = self.rules.var(part.var).name.clone();
@@ -189,7 +194,7 @@ impl Shape {
         from: InstanceId,
         key: &str,
         bulk: bool,
-    ) -> Option<Result<ModArc, SolveError>> {
+    ) -> Option<Result<Modifier, SolveError>> {
         let part = agg.part.as_ref()?;
         let body = Body {
             value: ModValue::Formula(part.value.clone()),
@@ -208,7 +213,7 @@ impl Shape {
         r: &crate::rules::Reference,
         from: InstanceId,
         bulk: bool,
-    ) -> Option<Result<ModArc, SolveError>> {
+    ) -> Option<Result<Modifier, SolveError>> {
         let scope = self.instance(from).scope;
         let (_, read) = r.reads.iter().find(|(s, _)| *s == scope)?;
         let name = self.rules.var(r.var).name.clone();
@@ -224,7 +229,7 @@ impl Shape {
         p: &crate::rules::Pointer,
         on: InstanceId,
         from: InstanceId,
-    ) -> Result<ModArc, SolveError> {
+    ) -> Result<Modifier, SolveError> {
         let name = self.rules.var(p.var).name.clone();
         let key = |i: InstanceId| match &*self.instance(i).key {
             // The global instance has no key: its scope's name stands for it.
@@ -250,7 +255,7 @@ impl Shape {
         body: Body,
         const_num: Option<Num>,
         bulk: bool,
-    ) -> Result<ModArc, SolveError> {
+    ) -> Result<Modifier, SolveError> {
         let target = self.node_from(on, var).ok_or_else(|| {
             SolveError::new(
                 codes::UNKNOWN_VARIABLE,
@@ -285,26 +290,45 @@ impl Shape {
 
     /// The record of a checked modifier: the nodes its formulas read, resolved from its `from`
     /// instance, and (unless `bulk`) checked for a cycle.
-    fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<ModArc, SolveError> {
+    fn make(&self, link: Link<'_>, held: Held, bulk: bool) -> Result<Modifier, SolveError> {
         let reads = self.resolve_reads(link.id, link.from, held.body(self.catalog.as_deref()))?;
         let kept = self.graph.node_weight(link.target).is_some_and(|n| self.rules.var(n.def).is_kept());
         self.record(link, held, reads, kept, bulk)
     }
 
     /// The record of a checked modifier that reads `reads` (see [`ReadsOf`]) and whose variable
-    /// is `kept` or not, in its `Arc` at once — inlined into each caller, since the record is
-    /// about 170 bytes and each move of it was a copy — and, unless `bulk`, checked for a
-    /// cycle.
-    #[inline(always)]
+    /// is `kept` or not, unless `bulk` checked for a cycle.
     fn record(
+        &self,
+        link: Link<'_>,
+        held: Held,
+        reads: ReadsOf,
+        kept: bool,
+        bulk: bool,
+    ) -> Result<Modifier, SolveError> {
+        let mut out = None;
+        self.record_into(link, held, reads, kept, bulk, &mut out)?;
+        // `record_into` fills `out` when it succeeds.
+        Ok(out.expect("a record"))
+    }
+
+    /// [`Shape::record`] written into `out` (empty before): the record is about 170 bytes,
+    /// built where it is written, and moved once more, into its table's slot (each move of a
+    /// record just written is a copy that waits for the writes).
+    #[inline(always)]
+    fn record_into(
         &self,
         link: Link<'_>,
         held: Held,
         (reads, value_vars, cond_slots): ReadsOf,
         kept: bool,
         bulk: bool,
-    ) -> Result<ModArc, SolveError> {
-        let m = ModArc::new(Modifier {
+        out: &mut Option<Modifier>,
+    ) -> Result<(), SolveError> {
+        if !bulk {
+            self.check_cycles(link.id, link.target, &reads)?;
+        }
+        *out = Some(Modifier {
             value_vars,
             cond_slots,
             const_num: link.const_num,
@@ -320,10 +344,7 @@ impl Shape {
             from: link.from,
             reads,
         });
-        if !bulk {
-            self.check_cycles(&m)?;
-        }
-        Ok(m)
+        Ok(())
     }
 
     /// The nodes a modifier's formulas read, seen from instance `from`: every variable once,
@@ -551,9 +572,10 @@ impl Shape {
     /// modifier linked last in its target's order has its steps appended to the target's plan
     /// entry at once; without (a sheet deferring its recomputation, whose entries are written
     /// when it settles), the entry is only marked stale.
-    pub(super) fn insert_modifier(&mut self, m: ModArc, plan_now: bool) -> ModKey {
+    #[inline(always)]
+    pub(super) fn insert_modifier(&mut self, m: &mut Option<Modifier>, plan_now: bool) -> ModKey {
         let key = self.new_key();
-        self.link_modifier(key, m, plan_now);
+        self.link_modifier_from(key, m, plan_now);
         key
     }
 
@@ -565,22 +587,30 @@ impl Shape {
 
     /// Attaches modifier `m` under `key`: edges, indexes, and its place in its target's list
     /// (`plan_now`: see [`Shape::insert_modifier`]).
-    pub(super) fn link_modifier(&mut self, key: ModKey, m: ModArc, plan_now: bool) {
+    pub(super) fn link_modifier(&mut self, key: ModKey, m: Modifier, plan_now: bool) {
+        self.link_modifier_from(key, &mut Some(m), plan_now);
+    }
+
+    /// [`Shape::link_modifier`] of the record in `src`, which is left empty: the record is read
+    /// where it is and moved once, into the table.
+    #[inline(always)]
+    fn link_modifier_from(&mut self, key: ModKey, src: &mut Option<Modifier>, plan_now: bool) {
+        let Some(m) = src.as_ref() else { return };
         let target = m.target;
         for &(_, read) in m.reads.iter() {
             self.add_edge(read, target);
         }
-        self.index_modifier(key, &m);
-        let pos = self.place_in_order(&m);
+        self.index_modifier(key, m);
+        let pos = self.place_in_order(m);
         // Last in the list (a new modifier usually is: the latest applies last among equals),
         // it is appended to the plan's entry; anywhere else, the entry is written again.
         if plan_now && pos == self.graph[target].mods.len() {
             let catalog = self.catalog.as_deref();
-            self.plan.appended(target, key.0, &m, (m.held.body(catalog), m.held.recipe(catalog)));
+            self.plan.appended(target, key.0, m, (m.held.body(catalog), m.held.recipe(catalog)));
         } else {
             self.plan.touch(target);
         }
-        self.mods.link(key, m);
+        self.mods.link_from(key, src);
         self.graph[target].mods.insert(pos, key);
     }
 
@@ -588,15 +618,15 @@ impl Shape {
     /// type and reads (the caller's to ensure), another value, source or sequence number — in
     /// its target's list where its sequence number puts it, as if the old one were removed and
     /// `m` added. The key must be the table's own ([`mods::ModTable::is_own`]).
-    pub(super) fn replace_modifier(&mut self, key: ModKey, m: ModArc) -> ModArc {
-        // The caller found `key` live.
-        let old = self.mods.get(key).expect("live modifier").clone();
+    pub(super) fn replace_modifier(&mut self, key: ModKey, m: Modifier) -> Modifier {
         let catalog = self.catalog.as_deref();
-        let (was, now) = (&old.held.body(catalog).source, &m.held.body(catalog).source);
-        if was != now
+        // The caller found `key` live.
+        let was = self.mods.get(key).expect("live modifier").held.body(catalog).source.clone();
+        let now = &m.held.body(catalog).source;
+        if was != *now
             && let Some(sources) = &mut self.sources
         {
-            if let Some(list) = sources.get_mut(was) {
+            if let Some(list) = sources.get_mut(&was) {
                 list.retain(|k| *k != key);
                 self.empty_sources += usize::from(list.is_empty());
             }
@@ -612,9 +642,10 @@ impl Shape {
         }
         let target = m.target;
         self.plan.touch(target);
-        self.mods.put(key, m.clone());
         self.graph[target].mods.retain(|k| *k != key);
         let pos = self.place_in_order(&m);
+        // The key is the table's own and live (the caller's to ensure).
+        let old = self.mods.replace(key, m).expect("an own live modifier");
         self.graph[target].mods.insert(pos, key);
         old
     }
@@ -715,7 +746,7 @@ impl Shape {
     }
 
     /// Detaches a modifier from everything and returns it.
-    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> ModArc {
+    pub(super) fn unlink_modifier(&mut self, key: ModKey) -> Modifier {
         // Keys handed out are live until this function frees them.
         let m = self.mods.unlink(key).expect("live modifier");
         self.unlinked(key, &m);

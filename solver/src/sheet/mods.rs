@@ -14,6 +14,14 @@
 //! - base modifiers unlinked since, one bit each;
 //! - keys freed since, for reuse (only the overlay's: a base key is the base's record).
 //!
+//! Records are held in place, in the tables' arrays, not each in an allocation of its own:
+//! linking a modifier allocates nothing (the arrays grow once for a batch: `reserve`), and
+//! dropping a sheet frees its table in one piece. At 8,000 modifiers an allocation and a free
+//! each were about a fifth of building and dropping a sheet. So a record moves by value: an
+//! overlay record taken out is moved out; a base record, shared, is copied out when unlinked
+//! (and put back by clearing its bit); the overlay is copied record by record with the shape,
+//! which is why copies are made from a frozen table, whose overlay is empty.
+//!
 //! [`ModTable::freeze`] folds the overlay into a new base, once, when a sheet is made the
 //! source of copies (`Sheet::prepare_to_share`).
 //!
@@ -23,7 +31,7 @@
 //!   clear;
 //! - the base never changes while shared (it is only ever replaced, by `freeze`).
 
-use super::{ModArc, ModKey};
+use super::{ModKey, Modifier};
 use crate::Map;
 use hashbrown::hash_table::Entry;
 use std::hash::BuildHasher;
@@ -34,7 +42,7 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 #[repr(align(128))]
 struct Base {
-    mods: Vec<Option<ModArc>>,
+    mods: Vec<Option<Modifier>>,
     ids: Map<Arc<str>, ModKey>,
 }
 
@@ -46,7 +54,7 @@ pub(super) struct ModTable {
     /// through the `Arc` was one more dependent load on each.
     base_len: usize,
     /// Keys `base.mods.len()..`: modifiers linked since the base was made.
-    own: Vec<Option<ModArc>>,
+    own: Vec<Option<Modifier>>,
     /// The index by id of the live modifiers in `own`: (the id's hash by `hasher`, key).
     own_ids: hashbrown::HashTable<(u64, ModKey)>,
     /// Hashes the overlay's ids (copied with the table, so its hashes stay valid).
@@ -71,7 +79,7 @@ impl ModTable {
 
     /// The live modifier under `key`.
     #[inline(always)]
-    pub(super) fn get(&self, key: ModKey) -> Option<&ModArc> {
+    pub(super) fn get(&self, key: ModKey) -> Option<&Modifier> {
         let k = key.0 as usize;
         // One bounds check finds an overlay key (a base key wraps past the end).
         match self.own.get(k.wrapping_sub(self.base_len)) {
@@ -82,7 +90,7 @@ impl ModTable {
 
     /// [`ModTable::get`] for a key that is not the overlay's.
     #[inline(never)]
-    fn get_base(&self, k: usize) -> Option<&ModArc> {
+    fn get_base(&self, k: usize) -> Option<&Modifier> {
         if k >= self.base_len || (self.gone_count > 0 && self.is_gone(k)) {
             return None;
         }
@@ -91,14 +99,14 @@ impl ModTable {
 
     /// The id of the overlay's record under `key`, if live.
     #[inline(always)]
-    fn own_id(own: &[Option<ModArc>], base_len: usize, key: ModKey) -> Option<&str> {
+    fn own_id(own: &[Option<Modifier>], base_len: usize, key: ModKey) -> Option<&str> {
         own.get((key.0 as usize).wrapping_sub(base_len))?.as_ref().map(|m| &*m.id)
     }
 
     /// Whether the overlay's record under `key` has id `id`: the same text, most often the same
     /// allocation (a removal names a modifier by the id it was added with), then not compared.
     #[inline(always)]
-    fn has_own_id(own: &[Option<ModArc>], base_len: usize, key: ModKey, id: &str) -> bool {
+    fn has_own_id(own: &[Option<Modifier>], base_len: usize, key: ModKey, id: &str) -> bool {
         Self::own_id(own, base_len, key)
             .is_some_and(|o| (std::ptr::eq(o.as_ptr(), id.as_ptr()) && o.len() == id.len()) || o == id)
     }
@@ -138,7 +146,7 @@ impl ModTable {
     }
 
     /// Every live modifier with its key, base first, each in key order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (ModKey, &ModArc)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (ModKey, &Modifier)> {
         let base = self.base.mods.iter().enumerate().filter(|(k, _)| !self.is_gone(*k));
         let own = self.own.iter().enumerate().map(|(o, m)| (o + self.base_len(), m));
         base.chain(own).filter_map(|(k, m)| Some((ModKey(k as u32), m.as_ref()?)))
@@ -162,6 +170,9 @@ impl ModTable {
         match self.free.pop() {
             Some(k) => k,
             None => {
+                // (A full table doubles, as any `Vec`: records one at a time cost a copy of
+                // about two records each in all. A sheet built in one batch holds no room, and
+                // its first addition after makes room for as many again.)
                 self.own.push(None);
                 ModKey((self.key_count() - 1) as u32)
             }
@@ -219,8 +230,8 @@ impl ModTable {
 
     /// Puts `m` under `key`, its id entered already ([`ModTable::claim_id`]) — or, for a base
     /// key, the base's own record put back (a failed batch undoing a removal).
-    #[inline]
-    pub(super) fn put(&mut self, key: ModKey, m: ModArc) {
+    #[inline(always)]
+    pub(super) fn put(&mut self, key: ModKey, m: Modifier) {
         let k = key.0 as usize;
         if let Some(slot) = k.checked_sub(self.base_len()).and_then(|o| self.own.get_mut(o)) {
             *slot = Some(m);
@@ -229,12 +240,15 @@ impl ModTable {
         self.put_base(key, m);
     }
 
-    /// [`ModTable::put`] for a base key.
-    fn put_base(&mut self, key: ModKey, m: ModArc) {
+    /// [`ModTable::put`] for a base key: the base's own record put back, which is `m` (a
+    /// removal undone; the base never changes while shared, so the record there is the one
+    /// taken out) — its key live again.
+    fn put_base(&mut self, key: ModKey, m: Modifier) {
         let k = key.0 as usize;
         match k.checked_sub(self.base_len()) {
             Some(_) => {}
-            None if self.base.mods.get(k).and_then(Option::as_ref).is_some_and(|b| ModArc::ptr_eq(b, &m)) => {
+            None if self.base.mods.get(k).is_some_and(Option::is_some) => {
+                drop(m);
                 if let Some(w) = self.gone.get_mut(k / 64)
                     && *w & (1 << (k % 64)) != 0
                 {
@@ -251,24 +265,50 @@ impl ModTable {
         }
     }
 
+    /// Puts `m` in place of the overlay's live record under `key` and returns that one; `None`
+    /// (and `m` dropped) when `key` is not the overlay's or not live.
+    pub(super) fn replace(&mut self, key: ModKey, m: Modifier) -> Option<Modifier> {
+        let slot = self.own.get_mut((key.0 as usize).wrapping_sub(self.base_len))?.as_mut()?;
+        Some(std::mem::replace(slot, m))
+    }
+
     /// Whether `key` is one of this table's own (not its base's): its record may be replaced
     /// in place ([`ModTable::put`]) without copying the base.
     pub(super) fn is_own(&self, key: ModKey) -> bool {
         key.0 as usize >= self.base_len
     }
 
-    /// Links `m` under `key` with its id: [`ModTable::claim_id`] and [`ModTable::put`] (the
-    /// caller has checked the id is free).
-    pub(super) fn link(&mut self, key: ModKey, m: ModArc) {
-        if (key.0 as usize) >= self.base_len() {
+    /// Links the record in `src` under `key` with its id, moved into its slot (`src` left
+    /// empty): [`ModTable::claim_id`] and [`ModTable::put`] (the caller has checked the id is
+    /// free).
+    #[inline(always)]
+    pub(super) fn link_from(&mut self, key: ModKey, src: &mut Option<Modifier>) {
+        if let Some(m) = src.as_ref()
+            && (key.0 as usize) >= self.base_len()
+        {
             self.enter(&m.id, key);
         }
-        self.put(key, m);
+        self.put_from(key, src);
+    }
+
+    /// [`ModTable::put`] of the record in `src` (left empty): one copy into the slot.
+    #[inline(always)]
+    pub(super) fn put_from(&mut self, key: ModKey, src: &mut Option<Modifier>) {
+        let k = key.0 as usize;
+        if let Some(slot) = k.checked_sub(self.base_len()).and_then(|o| self.own.get_mut(o))
+            && slot.is_none()
+        {
+            *slot = src.take();
+            return;
+        }
+        if let Some(m) = src.take() {
+            self.put(key, m);
+        }
     }
 
     /// Unlinks the modifier under `key` and returns it; its key is freed (an overlay key for
     /// reuse; a base key is marked gone).
-    pub(super) fn unlink(&mut self, key: ModKey) -> Option<ModArc> {
+    pub(super) fn unlink(&mut self, key: ModKey) -> Option<Modifier> {
         let k = key.0 as usize;
         match k.checked_sub(self.base_len()) {
             Some(o) => {
@@ -297,7 +337,7 @@ impl ModTable {
     /// [`ModTable::unlink`] of the live modifier with id `id`, found and taken out of the index
     /// in one probe when it is the overlay's (an effect expiring, an input replaced): returns
     /// its key and record.
-    pub(super) fn unlink_id(&mut self, id: &str) -> Option<(ModKey, ModArc)> {
+    pub(super) fn unlink_id(&mut self, id: &str) -> Option<(ModKey, Modifier)> {
         let h = self.hasher.hash_one(id);
         let Self { own_ids, own, base_len, .. } = self;
         let found = own_ids.find_entry(h, |&(eh, k)| eh == h && Self::has_own_id(own, *base_len, k, id));
@@ -314,7 +354,7 @@ impl ModTable {
 
     /// Puts back a modifier [`ModTable::unlink_id`] or [`ModTable::unlink`] just took out (a
     /// removal refused after the lookup), with its key and id as they were.
-    pub(super) fn relink(&mut self, key: ModKey, m: ModArc) {
+    pub(super) fn relink(&mut self, key: ModKey, m: Modifier) {
         if self.is_own(key) {
             self.unfree(key);
             self.enter(&m.id, key);
@@ -366,7 +406,7 @@ impl ModTable {
     fn thaw(&mut self) {
         let base = std::mem::take(&mut self.base);
         self.base_len = 0;
-        let mut own: Vec<Option<ModArc>> = Vec::with_capacity(base.mods.len() + self.own.len());
+        let mut own: Vec<Option<Modifier>> = Vec::with_capacity(base.mods.len() + self.own.len());
         for (k, m) in base.mods.iter().enumerate() {
             let m = m.clone().filter(|_| !self.is_gone(k));
             if let Some(m) = &m {
