@@ -1,7 +1,9 @@
 //! One row of the anchor workload's table in a fixed loop, for profiling with perf or
 //! callgrind: `anchor_loop <resolve|first|copy|build|linked|hub|leaf|linkedhub|linkedleaf|onebyone|deferred> [rounds] [variables]`.
 //! Example: `valgrind --tool=callgrind ./target/release/examples/anchor_loop hub 200`. With
-//! `SHEETD_NATIVE=1` the built sheet's plan is compiled to native code first.
+//! `SHEETD_NATIVE=1` the built sheet's plan is compiled to native code first; with
+//! `SHEETD_SHARED=1` it is first prepared to share (its modifiers folded into the shared base,
+//! as the criterion rows after `sheet_from_compiled` run on).
 
 use sheetd_benches::workload::Workload;
 
@@ -40,7 +42,7 @@ fn main() {
     let linked = w.templates(&rules);
     let mut sheet = w.build();
     sheet.solve_all();
-    if what == "copy" {
+    if what == "copy" || std::env::var_os("SHEETD_SHARED").is_some() {
         // Copies are made from a compiled sheet, prepared as a ruleset's starting one is.
         sheet.prepare_to_share();
     }
