@@ -511,6 +511,7 @@ impl Sheet {
     /// table.
     #[inline(always)]
     fn op_link_from(&mut self, m: &mut Option<Modifier>, pending: &mut Pending) -> Result<(), SolveError> {
+        // (Every caller has just filled `m`: `prepare`, `prepare_template` or `op_link`.)
         let Some(target) = m.as_ref().map(|m| m.target) else {
             return Ok(());
         };
