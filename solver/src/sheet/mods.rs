@@ -291,7 +291,9 @@ impl ModTable {
         self.put_from(key, src);
     }
 
-    /// [`ModTable::put`] of the record in `src` (left empty): one copy into the slot.
+    /// [`ModTable::put`] of the record in `src` (left empty). An empty overlay slot (a new key's)
+    /// takes it in line: through `put` instead, a linked build ran 56.6M → 57.2M instructions
+    /// (callgrind, `anchor_loop linked 5`).
     #[inline(always)]
     pub(super) fn put_from(&mut self, key: ModKey, src: &mut Option<Modifier>) {
         let k = key.0 as usize;
