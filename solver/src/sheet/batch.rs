@@ -333,6 +333,9 @@ impl Sheet {
         if adds + instances > 0 {
             let shape = self.shape_mut();
             shape.mods.reserve(adds);
+            if pending.bulk {
+                shape.plan.reserve_ready(adds);
+            }
             // (Not `sources`: a batch's modifiers mostly share a few sources — an object's, a
             // file's — and room for one each would hold megabytes for a large batch.)
             shape.instances.reserve(instances);
@@ -730,11 +733,13 @@ impl Sheet {
             d.dirty.append(&mut pending.dirty);
             d.created.append(&mut pending.created);
             d.removed.extend(removed);
+            self.forget_ready();
             return Report::default();
         }
         // By full name, each made once (the key of a plain sort is made at every comparison).
         removed.sort_by_cached_key(|c| c.var.full_name());
         let mut report = self.recompute(&pending.dirty, &pending.created, removed);
+        self.forget_ready();
         pending.dirty.clear();
         pending.created.clear();
         if let Some(mut interim) = interim {
@@ -745,6 +750,16 @@ impl Sheet {
             report.evaluated = interim.evaluated;
         }
         report
+    }
+
+    /// Drops the steps made for the modifiers the batch linked in bulk, once its recomputation
+    /// has copied them into their entries — or has not, on a deferring sheet, which writes its
+    /// entries later, after batches that may link other modifiers under the same keys (see
+    /// `plan::Ready`).
+    fn forget_ready(&mut self) {
+        if self.shape.plan.holds_ready() {
+            self.shape_mut().plan.forget_ready();
+        }
     }
 
     /// The variables a batch removed after an interim recomputation (see `guard.rs`): one it

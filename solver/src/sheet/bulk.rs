@@ -94,6 +94,9 @@ impl Shape {
         edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
         self.index_modifier(key, m);
         self.plan.touch(target);
+        // Its steps, while its record and template are in the cache (see `plan::Ready`).
+        let catalog = self.catalog.as_deref();
+        self.plan.make_ready(key.0, m, m.held.body(catalog), m.held.recipe(catalog));
         self.mods.put_from(key, src);
         self.graph[target].mods.push(key);
         Ok((key, target))

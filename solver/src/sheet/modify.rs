@@ -619,6 +619,8 @@ impl Shape {
     /// its target's list where its sequence number puts it, as if the old one were removed and
     /// `m` added. The key must be the table's own ([`mods::ModTable::is_own`]).
     pub(super) fn replace_modifier(&mut self, key: ModKey, m: Modifier) -> Modifier {
+        // Steps made for the old record are not the new one's (see `plan::Ready`).
+        self.plan.forget_ready();
         let catalog = self.catalog.as_deref();
         // The caller found `key` live.
         let was = self.mods.get(key).expect("live modifier").held.body(catalog).source.clone();
@@ -757,6 +759,8 @@ impl Shape {
     /// the plan's entry, the edges of what it read, its variable's, source's and instances'
     /// lists.
     pub(super) fn unlinked(&mut self, key: ModKey, m: &Modifier) {
+        // Its key may be linked again, with other steps (see `plan::Ready`).
+        self.plan.forget_ready();
         // The last of its variable's modifiers, a whole-number constant (an effect expiring, an
         // input replaced): its step leaves the plan's entry; anything else rewrites the entry.
         let last = self.graph.node_weight(m.target).is_some_and(|n| n.mods.last() == Some(&key));

@@ -43,7 +43,7 @@
 //! its inputs (the modifier's reads): the plan copies neither.
 
 use super::values::Values;
-use super::{Body, ModValue, Modifier, Node, Shape};
+use super::{Body, ModKey, ModValue, Modifier, Node, Shape};
 use crate::modifier::ModKind;
 use formula::{EvalContext, Formula, IntOp, Num, Value, VarId, run_int};
 use petgraph::stable_graph::NodeIndex;
@@ -78,7 +78,7 @@ pub(super) struct Formulas<'a> {
 impl<'a> Formulas<'a> {
     /// Modifier `key`'s value formula, with the modifier (whose reads are its inputs, by slot).
     fn formula(self, key: u32) -> Option<(&'a Formula, &'a Modifier)> {
-        let m = self.mods.get(super::ModKey(key))?;
+        let m = self.mods.get(ModKey(key))?;
         match &m.held.body(self.catalog).value {
             ModValue::Formula(f) => Some((f, m)),
             ModValue::Const(_) => None,
@@ -154,10 +154,49 @@ pub(super) struct Plan {
     /// the code nothing). [`NO_LEN`] once the entry was written anew, or the code would not wake
     /// a dependent of it.
     native_len: Vec<u32>,
+    /// The steps of modifiers linked in bulk, made as each was linked ([`Plan::make_ready`]),
+    /// for the entries written at the batch's end to copy.
+    ready: Ready,
 }
 
 /// [`Plan::native_len`] of an entry that is not the one the code was compiled from.
 const NO_LEN: u32 = u32::MAX;
+
+/// The steps of the modifiers a bulk batch links, made while each modifier's record and
+/// template were in the cache (the link loop reads them in the batch's order). Writing the
+/// entries at the batch's end copies them from here: it goes through the variables in
+/// topological order, where reading each record and its template again was a cache miss apiece
+/// (a third of a sheet's build went to those entries).
+///
+/// **Invariant: a modifier's span holds exactly the steps `Plan::push_steps` gives its record,
+/// and only while that record is linked under its key.** A modifier's steps depend on its
+/// record alone (and its template, which never changes), and a bulk batch only adds; so spans
+/// are made only by bulk linking, and all of them are dropped when any modifier is unlinked or
+/// replaced ([`Plan::forget_ready`]), and when the entries are written or the batch ends.
+#[derive(Debug, Default)]
+struct Ready {
+    /// The key of `spans[0]`.
+    from: u32,
+    /// Per key from `from`: its steps in `steps` (`start << 32 | len`), or [`NOT_READY`].
+    spans: Vec<u64>,
+    steps: Vec<Step>,
+}
+
+/// A key in [`Ready::spans`] without steps made.
+const NOT_READY: u64 = u64::MAX;
+
+impl Ready {
+    /// Modifier `key`'s steps, when they were made.
+    #[inline(always)]
+    fn get(&self, key: u32) -> Option<&[Step]> {
+        let span = *self.spans.get(key.wrapping_sub(self.from) as usize)?;
+        if span == NOT_READY {
+            return None;
+        }
+        let start = (span >> 32) as usize;
+        self.steps.get(start..start + (span & u64::from(u32::MAX)) as usize)
+    }
+}
 
 /// A variable's entry record: 32 bytes, aligned to 32, so that a record never straddles two
 /// cache lines (at 40 bytes, some did, and a large recomputation waited on the second line for
@@ -452,6 +491,8 @@ impl Clone for Plan {
             native: self.native.clone(),
             native_ok: with_room(&self.native_ok),
             native_len: with_room(&self.native_len),
+            // Made and dropped within a batch: a copy is taken between batches.
+            ready: Ready::default(),
         }
     }
 }
@@ -614,14 +655,16 @@ impl Plan {
         let many = self.stale.len() >= COMPACT_STALE_MIN && self.stale.len() * 4 > self.vars.len();
         if self.garbage > GARBAGE_SLACK.max(self.steps.len() / 2) || many {
             self.compact(sheet);
-            return;
+        } else {
+            let stale = std::mem::take(&mut self.stale);
+            for &i in &stale {
+                self.write(sheet, i as usize, true);
+            }
+            self.stale = stale;
+            self.stale.clear();
         }
-        let stale = std::mem::take(&mut self.stale);
-        for &i in &stale {
-            self.write(sheet, i as usize, true);
-        }
-        self.stale = stale;
-        self.stale.clear();
+        // Copied into their entries.
+        self.forget_ready();
     }
 
     /// Writes every entry again from scratch, dropping the garbage.
@@ -709,7 +752,12 @@ impl Plan {
             },
             _ => None,
         };
-        for (key, m) in n.mods.iter().filter_map(|k| Some((k.0, sheet.mods.get(*k)?))) {
+        for &ModKey(key) in n.mods.iter() {
+            if let Some(steps) = self.ready.get(key) {
+                scratch.extend_from_slice(steps);
+                continue;
+            }
+            let Some(m) = sheet.mods.get(ModKey(key)) else { continue };
             if self
                 .push_steps(key, m, m.held.body(sheet.catalog), m.held.recipe(sheet.catalog), &mut scratch)
                 .is_none()
@@ -839,6 +887,54 @@ impl Plan {
         self.int_ops.truncate(int_ops);
     }
 
+    /// Makes the steps of modifier `key` (`m`, just linked in bulk, its template's `body` and
+    /// `recipe`) for its entry to copy when it is written (see [`Ready`]). A modifier whose steps
+    /// need decimals or instructions beside them (rare), or that the plan does not compute, is
+    /// left to the entry's writing.
+    #[inline]
+    pub(super) fn make_ready(&mut self, key: u32, m: &Modifier, body: &Body, recipe: Option<&[Step]>) {
+        let ready = &mut self.ready;
+        if ready.spans.is_empty() {
+            ready.from = key;
+        }
+        let Some(at) = key.checked_sub(ready.from).map(|at| at as usize) else { return };
+        if ready.spans.len() <= at {
+            ready.spans.resize(at + 1, NOT_READY);
+        }
+        let mut out = std::mem::take(&mut ready.steps);
+        let start = out.len();
+        let mark = self.side_mark();
+        let made = self.push_steps(key, m, body, recipe, &mut out).is_some() && self.side_mark() == mark;
+        if made {
+            self.ready.spans[at] = (start as u64) << 32 | (out.len() - start) as u64;
+        } else {
+            out.truncate(start);
+            self.take_back(mark);
+        }
+        self.ready.steps = out;
+    }
+
+    /// Room for the steps of `mods` modifiers linked in bulk (about two each).
+    pub(super) fn reserve_ready(&mut self, mods: usize) {
+        self.ready.spans.reserve(mods);
+        self.ready.steps.reserve(2 * mods);
+    }
+
+    /// Drops every modifier's made steps (a modifier was unlinked or replaced, or the batch
+    /// ended: see [`Ready`]).
+    #[inline]
+    pub(super) fn forget_ready(&mut self) {
+        if !self.ready.spans.is_empty() {
+            self.ready.spans.clear();
+            self.ready.steps.clear();
+        }
+    }
+
+    /// Whether modifiers' steps are held made (see [`Ready`]).
+    pub(super) fn holds_ready(&self) -> bool {
+        !self.ready.spans.is_empty()
+    }
+
     /// Appends `m` (modifier `key`) to `out` as steps, or `None` when the plan cannot compute it
     /// (a condition, a value that is not a NUMBER).
     fn push_steps(
@@ -858,19 +954,22 @@ impl Plan {
                 self.decimals.push(d);
                 out.push(Step::FoldDec(m.kind, self.decimals.len() as u32 - 1));
             }
+            // A template's steps, translated once: only its variables to renumber, to node
+            // indexes (an unknown slot reads as "not whole": the general path decides). Its
+            // template keeps them only for a NUMBER formula, whose variables are the template's
+            // value reads and so the record's (`Template::reads_of`): the formula itself, on
+            // the heap apart, is not read (at 8,000 modifiers, reading it was a cache miss each).
+            (ModValue::Formula(_), None) if let Some(recipe) = recipe => {
+                let slots = m.value_slots();
+                let node = |slot: u32| slots.get(slot as usize).map_or(u32::MAX, |(_, n)| n.index() as u32);
+                out.extend(recipe.iter().map(|step| step.renumber(node)));
+                out.push(Step::fold_formula(m.kind, key, true));
+            }
             (ModValue::Formula(f), None)
                 if *f.format() == formula::Format::Number && m.value_slots().len() == f.variables().len() =>
             {
-                // Its variables renumbered to node indexes; an unknown slot reads as "not
-                // whole": the general path decides.
                 let slots = m.value_slots();
                 let node = |slot: u32| slots.get(slot as usize).map_or(u32::MAX, |(_, n)| n.index() as u32);
-                if let Some(recipe) = recipe {
-                    // A template's steps, translated once: only its variables to renumber.
-                    out.extend(recipe.iter().map(|step| step.renumber(node)));
-                    out.push(Step::fold_formula(m.kind, key, true));
-                    return Some(());
-                }
                 let program = f.int_program().unwrap_or_default();
                 if !self.program_steps(program, node, out) {
                     return None;
