@@ -745,6 +745,15 @@ impl Shape {
         self.node_from(inst.parent?, def)
     }
 
+    /// [`Shape::node_in`] for `def`, which is at `place` (see [`catalog::Place`]).
+    #[inline(always)]
+    fn node_at(&self, inst: &Instance, def: VarDefId, place: catalog::Place) -> Option<NodeIndex> {
+        if inst.scope == place.scope {
+            return inst.nodes.get(place.index as usize).copied();
+        }
+        self.node_from(inst.parent?, def)
+    }
+
     /// How output names the variable in `node`.
     fn var_ref(&self, node: NodeIndex) -> VarRef {
         let n = &self.graph[node];

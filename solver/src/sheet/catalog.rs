@@ -100,10 +100,33 @@ impl Body {
     }
 }
 
+/// Where a variable's node is in any instance of its scope (in the instance's list of nodes),
+/// read from its declaration once, when a template is made: linking then finds the node
+/// without reading the declaration (with thousands of variables, a cache miss apiece).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Place {
+    pub(super) scope: ScopeId,
+    /// Its position in its scope's variables ([`crate::VarDef::index`]).
+    pub(super) index: u32,
+}
+
+impl Place {
+    /// Where `def` is.
+    fn of(rules: &Rules, def: VarDefId) -> Place {
+        let var = rules.var(def);
+        Place { scope: var.scope, index: var.index }
+    }
+}
+
+/// A variable a template reads, with where it is.
+pub(super) type PlacedVar = (VarId, Place);
+
 /// One checked template.
 #[derive(Debug)]
 pub(super) struct Template {
     pub(super) def: VarDefId,
+    /// Where `def` is.
+    pub(super) place: Place,
     /// The type as it applies to the variable's format.
     pub(super) kind: ModKind,
     /// Its rank at one user priority, by the variable's order (see `Modifier::rank`).
@@ -113,8 +136,8 @@ pub(super) struct Template {
     pub(super) body: Body,
     /// The variables its formulas read, each once: the value formula's first, in its order
     /// (its slots), then the condition's others — the order `Shape::reads` gives, found once
-    /// here rather than at every link.
-    pub(super) vars: Box<[VarId]>,
+    /// here rather than at every link; each with where it is.
+    pub(super) vars: Box<[PlacedVar]>,
     /// How many of `vars` are the value formula's.
     pub(super) value_vars: u32,
     /// The condition's variables, by its slots, as positions in `vars`.
@@ -128,7 +151,7 @@ pub(super) struct Template {
 
 impl Template {
     /// `body`'s variables as [`Template::vars`], `value_vars` and `cond_pos` hold them.
-    fn reads_of(body: &Body) -> (Box<[VarId]>, u32, Box<[u32]>) {
+    fn reads_of(body: &Body, rules: &Rules) -> (Box<[PlacedVar]>, u32, Box<[u32]>) {
         let value = match &body.value {
             ModValue::Formula(f) => Some(f),
             ModValue::Const(_) => None,
@@ -146,7 +169,8 @@ impl Template {
             };
             cond_pos.push(at as u32);
         }
-        (vars.into(), value_vars, cond_pos.into())
+        let vars = vars.into_iter().map(|v| (v, Place::of(rules, VarDefId(v.0)))).collect();
+        (vars, value_vars, cond_pos.into())
     }
 }
 
@@ -208,7 +232,7 @@ impl Catalog {
             )
         })?);
         let rank = self.rules.var(spec.var).order.rank(kind);
-        let (vars, value_vars, cond_pos) = Template::reads_of(&body);
+        let (vars, value_vars, cond_pos) = Template::reads_of(&body, &self.rules);
         let kept = self.rules.var(spec.var).is_kept();
         let recipe = match &body.value {
             ModValue::Formula(f) => super::plan::Plan::recipe(f),
@@ -217,6 +241,7 @@ impl Catalog {
         self.templates.push(Template {
             recipe,
             def: spec.var,
+            place: Place::of(&self.rules, spec.var),
             kind,
             rank,
             priority: spec.priority,

@@ -99,7 +99,7 @@ impl Shape {
         };
         // The instance found once for the target and every read.
         let inst = self.instance(on_id);
-        let target = self.node_in(inst, template.def).ok_or_else(|| {
+        let target = self.node_at(inst, template.def, template.place).ok_or_else(|| {
             SolveError::new(
                 codes::UNKNOWN_VARIABLE,
                 format!(
@@ -112,8 +112,8 @@ impl Shape {
         // The template's variables were found once, in the catalog: what is left is their
         // nodes as seen from the instance.
         let mut reads = Reads::with_capacity(template.vars.len());
-        for &v in template.vars.iter() {
-            let node = self.node_in(inst, VarDefId(v.0)).ok_or_else(|| self.not_visible(id, v))?;
+        for &(v, place) in template.vars.iter() {
+            let node = self.node_at(inst, VarDefId(v.0), place).ok_or_else(|| self.not_visible(id, v))?;
             reads.push((v, node));
         }
         // (`cond_pos` holds positions in `vars`, which `reads` follows.) Most templates have no
