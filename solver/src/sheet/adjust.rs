@@ -130,7 +130,7 @@ impl Sheet {
             let value = ModValue::Const(Value::Number(new));
             let body = Body { value, condition: None, text, source: Arc::from(source) };
             let m = Modifier {
-                held: Held::Own(body),
+                held: Held::Own(Box::new(body)),
                 const_num: Some(formula::Num::from_decimal(new)),
                 seq: self.shape.next_seq,
                 ..m.clone()
@@ -243,7 +243,7 @@ fn is_input(m: &Modifier) -> bool {
         && m.reads.is_empty()
         && matches!(
             &m.held,
-            Held::Own(Body { value: ModValue::Const(Value::Number(_)), condition: None, .. })
+            Held::Own(b) if matches!(**b, Body { value: ModValue::Const(Value::Number(_)), condition: None, .. })
         )
 }
 

@@ -58,7 +58,7 @@ impl Shape {
             from_scope,
             spec.source.clone(),
         )?;
-        let held = Held::Own(body);
+        let held = Held::Own(Box::new(body));
         let reads = self.resolve_reads(&spec.id, from, held.body(None))?;
         let link = Link {
             id: &spec.id,
@@ -273,7 +273,7 @@ impl Shape {
             priority: 0,
             const_num,
         };
-        self.make(link, Held::Own(body), bulk)
+        self.make(link, Held::Own(Box::new(body)), bulk)
     }
 
     /// Rejects a taken id (unless `bulk`: see [`Shape::prepare`]).
