@@ -1219,7 +1219,7 @@ fn a_bulk_batch_names_the_first_operation_to_fail() {
     assert_eq!(sheet.modifier_count(), 0);
     sheet.apply(&[ops[0].clone(), ops[2].clone(), ops[4].clone()]).unwrap();
     assert_eq!((val(&sheet, "A"), val(&sheet, "C")), ("1".to_owned(), "3".to_owned()));
-    // A taken id, found when the bulk batch inserts it: taken within the batch, or on the
+    // A taken id, found when the bulk batch enters it, at its end: taken within the batch, or on the
     // sheet already. The sheet is unchanged, and takes later batches as before.
     let before = sheet.values();
     for (batch, index) in [

@@ -139,10 +139,10 @@ pub(super) struct Pending {
     /// The instance the last modifier named, tried first for the next
     /// ([`super::Shape::lookup_instance_hinted`]; only ever a hint, checked against the key).
     instance_hint: Option<InstanceId>,
-    /// Whether the batch links its modifiers in bulk (see `bulk.rs`), and the edges it
-    /// collected for its end (`Shape::insert_modifier_bulk`).
+    /// Whether the batch links its modifiers in bulk (see `bulk.rs`), and what it collected
+    /// for its end (`Shape::insert_modifier_bulk`).
     bulk: bool,
-    bulk_edges: Vec<u64>,
+    links: super::bulk::Links,
     /// The modifiers a run of removals took out of the table, before the rest of their
     /// unlinking (see `Sheet::op_remove_run`); empty between operations.
     taken: Vec<(ModKey, Modifier)>,
@@ -227,9 +227,7 @@ impl Sheet {
             && adds.saturating_mul(BULK_SHARE) >= self.shape.mods.len();
         if pending.bulk {
             super::bulk::count_bulk_batch();
-            // About two reads a modifier: the list of edges grows once or twice, not by
-            // doubling from nothing (it is dropped at the end of the batch).
-            pending.bulk_edges.reserve(2 * adds);
+            pending.links.reserve(adds);
         }
         let mut index = 0;
         while let Some(op) = ops.get(index) {
@@ -273,7 +271,7 @@ impl Sheet {
             index = next;
         }
         if pending.bulk && !self.finish_bulk(&mut pending) {
-            // A cycle: one operation at a time names the one that closes it.
+            // A taken id or a cycle: one operation at a time names the operation.
             self.rollback(&mut pending);
             self.keep_spare(pending);
             return self.apply_ops(ops, false);
@@ -292,20 +290,24 @@ impl Sheet {
         Ok(report)
     }
 
-    /// Ends the linking of a bulk batch (see `bulk.rs`): every variable's modifiers in order,
-    /// its edges into the graph, every level given again. `false` when the graph now has a
-    /// cycle (levels then unchanged; the edges stay, for the rollback to remove).
+    /// Ends the linking of a bulk batch (see `bulk.rs`): every modifier's id entered and the
+    /// modifier in its variable's list, every list in order, the edges into the graph, every
+    /// level given again. `false` at a taken id, or when the graph now has a cycle (levels then
+    /// unchanged; the edges stay, for the rollback to remove).
     fn finish_bulk(&mut self, pending: &mut Pending) -> bool {
         if pending.undo.is_empty() {
             // Nothing linked (and a shared shape stays shared).
             return true;
         }
         let shape = self.shape_mut();
+        if !shape.link_collected(&mut pending.links) {
+            return false;
+        }
         shape.order_lists();
-        if pending.bulk_edges.is_empty() {
+        if pending.links.edges.is_empty() {
             return true;
         }
-        shape.add_collected_edges(&mut pending.bulk_edges);
+        shape.add_collected_edges(&mut pending.links.edges);
         shape.relevel()
     }
 
@@ -314,8 +316,8 @@ impl Sheet {
     fn keep_spare(&mut self, mut pending: Box<Pending>) {
         pending.grow = (0, 0);
         pending.bulk = false;
-        if pending.bulk_edges.capacity() > 256 {
-            pending.bulk_edges = Vec::new();
+        if pending.links.is_large() {
+            pending.links = super::bulk::Links::default();
         }
         const KEEP: usize = 256;
         if pending.undo.capacity() <= KEEP
@@ -521,7 +523,7 @@ impl Sheet {
         self.grow(pending);
         let key = if pending.bulk {
             let Sheet { shape, .. } = self;
-            ShapeArc::make_mut(shape).insert_modifier_bulk(m, &mut pending.bulk_edges)?.0
+            ShapeArc::make_mut(shape).insert_modifier_bulk(m, &mut pending.links).0
         } else {
             // While deferring, plan entries are written when the sheet settles.
             let plan_now = self.deferred.is_none();
@@ -554,16 +556,12 @@ impl Sheet {
         for op in &ops[1..] {
             let OpRef::Template(id, t, on) = op.get() else { break };
             done += 1;
-            let linked = shape
-                .prepare_template(id, t, on, &mut pending.instance_hint, true, &mut m)
-                .and_then(|()| shape.insert_modifier_bulk(&mut m, &mut pending.bulk_edges));
-            match linked {
-                Ok((key, target)) => {
-                    pending.dirty.push(target);
-                    added(&mut pending.undo, key);
-                }
-                Err(e) => return (done, Err(e)),
+            if let Err(e) = shape.prepare_template(id, t, on, &mut pending.instance_hint, true, &mut m) {
+                return (done, Err(e));
             }
+            let (key, target) = shape.insert_modifier_bulk(&mut m, &mut pending.links);
+            pending.dirty.push(target);
+            added(&mut pending.undo, key);
         }
         (done, Ok(()))
     }
@@ -825,14 +823,15 @@ impl Sheet {
         pending.removed.clear();
         if pending.undo.is_empty() {
             // Nothing was done (and a shared shape stays shared).
-            pending.bulk_edges.clear();
+            pending.links.clear();
             return;
         }
         let Sheet { shape, vals, .. } = self;
         let shape = ShapeArc::make_mut(shape);
         // Modifiers linked in bulk expect their edges in the graph when unlinked (the order of
         // their lists does not matter: unlinking removes them all).
-        shape.add_collected_edges(&mut pending.bulk_edges);
+        shape.add_collected_edges(&mut pending.links.edges);
+        pending.links.clear();
         for undo in pending.undo.drain(..).rev() {
             match undo {
                 Undo::AddedModifiers { first, count } => {

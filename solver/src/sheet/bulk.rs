@@ -7,6 +7,11 @@
 //! edge list for an edge to count, a raise of levels, an insertion into the target's ordered
 //! list and a write of the target's plan entry, most of which a later modifier of the same
 //! batch does again. In bulk:
+//! - the link loop does only what reads and writes memory in the batch's order: each record
+//!   is prepared and put in the table, its plan steps made (`plan::Ready`), its edges, key and
+//!   target collected. What lands at random places in a large sheet — the id's entry in the
+//!   index by id, the target's list and plan entry — is done at the end, in one short loop
+//!   (`link_collected`), whose cache misses overlap;
 //! - each modifier goes last in its target's list, and its target's plan entry is marked
 //!   stale (not written: a later modifier may change it again); every list is put in order
 //!   once, at the end (`order_lists`: most are in order already);
@@ -19,8 +24,9 @@
 //!
 //! **Invariant: a batch gives the same result in bulk as one operation at a time.** The same
 //! modifiers, in the same order of application, with the same values; when it fails, the same
-//! error at the same operation. Bulk linking skips the cycle check, so a failure — any error
-//! of any operation, or a cycle found by the final pass — rolls the batch back and runs it
+//! error at the same operation. Bulk linking skips the cycle check and enters ids at the end,
+//! so a failure — any error of any operation, a taken id found at the end, or a cycle found
+//! by the final pass — rolls the batch back and runs it
 //! again one operation at a time, which names the operation that fails first. Rolling back
 //! adds the collected edges to the graph first, so that unlinking each modifier finds the
 //! edges it expects (levels are not touched until the final pass succeeds). Levels may differ
@@ -60,46 +66,85 @@ pub(super) fn count_bulk_batch() {
     BULK_BATCHES.with(|c| c.set(c.get() + 1));
 }
 
+/// What a bulk batch collects as it links, for its end (`Sheet::finish_bulk`).
+#[derive(Default, Clone)]
+pub(super) struct Links {
+    /// One per read: `from << 32 | to` in node indexes, for `add_collected_edges`.
+    pub(super) edges: Vec<u64>,
+    /// One per modifier, in the order linked: `target << 32 | key`, for `link_collected`.
+    pub(super) linked: Vec<u64>,
+}
+
+impl Links {
+    /// Room for `adds` modifiers.
+    pub(super) fn reserve(&mut self, adds: usize) {
+        // About two reads a modifier: the list of edges grows once or twice, not by doubling
+        // from nothing (it is dropped at the end of the batch).
+        self.edges.reserve(2 * adds);
+        self.linked.reserve(adds);
+    }
+
+    /// Forgets what the batch collected.
+    pub(super) fn clear(&mut self) {
+        self.edges.clear();
+        self.linked.clear();
+    }
+
+    /// Whether a large batch left these buffers large (a sheet does not keep them).
+    pub(super) fn is_large(&self) -> bool {
+        self.edges.capacity() > 256 || self.linked.capacity() > 256
+    }
+}
+
 impl Shape {
-    /// Links the modifier prepared into `src` (left empty) under a new key, as part of a bulk
-    /// batch: last in its target's list
-    /// (every list is put in order once, at the end of the batch: `order_lists`), the
-    /// target's plan entry marked stale, its edges added to `edges` (one per read,
-    /// `from << 32 | to` in node indexes, for `add_collected_edges`). Returns its key and
-    /// target.
+    /// Puts the modifier prepared into `src` (left empty) in the table under a new key, as part
+    /// of a bulk batch: its edges go to `links.edges`, and its key and target to
+    /// `links.linked`, for `link_collected` to enter its id, add it to its target's list and
+    /// mark the target's plan entry stale. Returns its key and target.
     ///
-    /// A taken id is found here, by the one insertion into the index by id (the batch then
-    /// runs again one operation at a time, which names it).
+    /// Every step here reads or writes what the batch reads in its order (the record, its
+    /// template, the ends of growing arrays). The rest — the index by id, the target's node, its
+    /// plan entry — is a cache miss apiece in a large sheet, and waits for the end of the
+    /// batch, where one short loop takes them all, many at once.
     #[inline(always)]
     pub(super) fn insert_modifier_bulk(
         &mut self,
         src: &mut Option<Modifier>,
-        edges: &mut Vec<u64>,
-    ) -> Result<(ModKey, NodeIndex), SolveError> {
+        links: &mut Links,
+    ) -> (ModKey, NodeIndex) {
         // The caller has just prepared the record into `src`.
         let m = src.as_ref().expect("a prepared modifier");
         let key = self.new_key();
-        // One insertion into the index by id, which also finds a taken id (`claim_id`).
-        if self.mods.claim_id(&m.id, key).is_some() {
-            // Give the key back, as if nothing happened.
-            self.mods.give_back(key);
-            self.next_seq -= 1;
-            return Err(SolveError::new(
-                codes::DUPLICATE_MODIFIER,
-                format!("modifier `{}` already exists", m.id),
-            ));
-        }
         let target = m.target;
         let to = target.index() as u64;
-        edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
+        links.edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
+        links.linked.push(to << 32 | u64::from(key.0));
         self.index_modifier(key, m);
-        self.plan.touch(target);
         // Its steps, while its record and template are in the cache (see `plan::Ready`).
         let catalog = self.catalog.as_deref();
         self.plan.make_ready(key.0, m, m.held.body(catalog), m.held.recipe(catalog));
         self.mods.put_from(key, src);
-        self.graph[target].mods.push(key);
-        Ok((key, target))
+        (key, target)
+    }
+
+    /// Ends the linking of a bulk batch's modifiers (`links.linked`, left empty): enters each
+    /// one's id in the index by id, adds it last to its target's list, and marks the target's
+    /// plan entry stale. `false` at a taken id (an earlier modifier's, or one of the batch's):
+    /// the batch then runs again one operation at a time, which names it.
+    pub(super) fn link_collected(&mut self, links: &mut Links) -> bool {
+        for &e in &links.linked {
+            let (target, key) = (NodeIndex::new((e >> 32) as usize), ModKey(e as u32));
+            if self.mods.claim_id(key).is_some() {
+                links.linked.clear();
+                return false;
+            }
+            if let Some(n) = self.graph.node_weight_mut(target) {
+                n.mods.push(key);
+            }
+            self.plan.touch(target);
+        }
+        links.linked.clear();
+        true
     }
 
     /// Puts every variable's list of modifiers in the order they apply (priority, inherent

@@ -67,6 +67,11 @@ pub(super) struct ModTable {
     free: Vec<ModKey>,
 }
 
+/// Whether bit `k` of `bits` is set.
+fn is_set(bits: &[u64], k: usize) -> bool {
+    bits.get(k / 64).is_some_and(|w| w & (1 << (k % 64)) != 0)
+}
+
 impl ModTable {
     #[inline(always)]
     fn base_len(&self) -> usize {
@@ -74,7 +79,7 @@ impl ModTable {
     }
 
     fn is_gone(&self, k: usize) -> bool {
-        self.gone.get(k / 64).is_some_and(|w| w & (1 << (k % 64)) != 0)
+        is_set(&self.gone, k)
     }
 
     /// The live modifier under `key`.
@@ -187,25 +192,23 @@ impl ModTable {
         }
     }
 
-    /// Gives `key` back unused (after [`ModTable::new_key`]).
-    pub(super) fn give_back(&mut self, key: ModKey) {
-        self.free.push(key);
-    }
-
-    /// Enters `m`'s id under `key` (from [`ModTable::new_key`]) unless a live modifier has that
-    /// id; returns that modifier's key then, entering nothing. One probe of the overlay's index
-    /// (and one of the base's, when there is a base).
-    pub(super) fn claim_id(&mut self, id: &str, key: ModKey) -> Option<ModKey> {
-        if self.base_len > 0
-            && let Some(&k) = self.base.ids.get(id)
-            && !self.is_gone(k.0 as usize)
+    /// Enters the id of the overlay's record under `key` (put without its id: a bulk batch's,
+    /// see `bulk.rs`) unless another live modifier has that id; returns that modifier's key
+    /// then, entering nothing. One probe of the overlay's index (and one of the base's, when
+    /// there is a base).
+    pub(super) fn claim_id(&mut self, key: ModKey) -> Option<ModKey> {
+        let Self { base, base_len, own, own_ids, hasher, gone, .. } = self;
+        let base_len = *base_len;
+        let id = Self::own_id(own, base_len, key)?;
+        if base_len > 0
+            && let Some(&k) = base.ids.get(id)
+            && !is_set(gone, k.0 as usize)
         {
             return Some(k);
         }
         // One probe finds a taken id or the place for this one.
-        let h = self.hasher.hash_one(id);
-        let Self { own_ids, own, base_len, .. } = self;
-        match own_ids.entry(h, |&(eh, k)| eh == h && Self::has_own_id(own, *base_len, k, id), |&(eh, _)| eh) {
+        let h = hasher.hash_one(id);
+        match own_ids.entry(h, |&(eh, k)| eh == h && Self::has_own_id(own, base_len, k, id), |&(eh, _)| eh) {
             Entry::Occupied(e) => Some(e.get().1),
             Entry::Vacant(v) => {
                 v.insert((h, key));
