@@ -422,11 +422,12 @@ fn combine_whole(kind: ModKind, cur: i64, v: i64) -> Option<i64> {
 
 /// Applies an entry's leading whole constants to its start, once, when the entry is written:
 /// the entry starts from their result (what every evaluation would compute first). A step that
-/// does not stay whole stays in the entry, for the exact path to take at evaluation.
-fn fold_leading(start: &mut Option<i64>, steps: &mut Vec<Step>) {
+/// does not stay whole stays in the entry, for the exact path to take at evaluation. The entry
+/// is `steps[from..]`.
+fn fold_leading(start: &mut Option<i64>, steps: &mut Vec<Step>, from: usize) {
     if let Some(mut whole) = *start {
         let mut folded = 0;
-        for s in steps.iter() {
+        for s in steps.iter().skip(from) {
             let Some((kind, FoldOf::Whole(k))) = s.fold() else { break };
             let Some(next) = combine_whole(kind, whole, k) else { break };
             whole = next;
@@ -434,7 +435,7 @@ fn fold_leading(start: &mut Option<i64>, steps: &mut Vec<Step>) {
         }
         if folded > 0 {
             *start = Some(whole);
-            steps.drain(..folded);
+            steps.drain(from..from + folded);
         }
     }
 }
@@ -735,8 +736,10 @@ impl Plan {
             self.vars[i] = PlanVar { start: None, end: old.first, stale: false, ..old };
             return;
         };
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
+        // The entry is made at the end of the steps: where it stays when it does not fit in
+        // place (always, when the plan is laid out from scratch), else copied from.
+        let mut steps = std::mem::take(&mut self.steps);
+        let made = steps.len();
         let mark = self.side_mark();
         let mut start = match &sheet.defaults[n.def.0 as usize] {
             // A `min` or `max` aggregate does not start from its default (`Sheet::compute`).
@@ -746,20 +749,20 @@ impl Plan {
                 // From 0, set to the decimal first (see `PlanVar::start`).
                 Num::Dec(d) => {
                     self.decimals.push(d);
-                    scratch.push(Step::FoldDec(ModKind::Set, self.decimals.len() as u32 - 1));
+                    steps.push(Step::FoldDec(ModKind::Set, self.decimals.len() as u32 - 1));
                     Some(0)
                 }
             },
             _ => None,
         };
         for &ModKey(key) in n.mods.iter() {
-            if let Some(steps) = self.ready.get(key) {
-                scratch.extend_from_slice(steps);
+            if let Some(ready) = self.ready.get(key) {
+                steps.extend_from_slice(ready);
                 continue;
             }
             let Some(m) = sheet.mods.get(ModKey(key)) else { continue };
             if self
-                .push_steps(key, m, m.held.body(sheet.catalog), m.held.recipe(sheet.catalog), &mut scratch)
+                .push_steps(key, m, m.held.body(sheet.catalog), m.held.recipe(sheet.catalog), &mut steps)
                 .is_none()
             {
                 start = None;
@@ -767,25 +770,24 @@ impl Plan {
             }
         }
         if start.is_none() {
-            scratch.clear();
+            steps.truncate(made);
             self.take_back(mark);
         }
-        fold_leading(&mut start, &mut scratch);
-        let len = scratch.len() as u32;
+        fold_leading(&mut start, &mut steps, made);
+        let len = (steps.len() - made) as u32;
         let (first, cap) = if len <= old.cap - old.first {
+            steps.copy_within(made.., old.first as usize);
+            steps.truncate(made);
             (old.first, old.cap)
         } else {
             self.garbage += (old.cap - old.first) as usize;
-            let first = self.steps.len() as u32;
-            (first, first + if room { (2 * len).max(4) } else { len })
+            let first = made as u32;
+            let cap = first + if room { (2 * len).max(4) } else { len };
+            steps.resize(cap as usize, Step::LoadK(0));
+            (first, cap)
         };
-        let end = first + len;
-        if cap as usize > self.steps.len() {
-            self.steps.resize(cap as usize, Step::LoadK(0));
-        }
-        self.steps[first as usize..end as usize].copy_from_slice(&scratch);
-        self.scratch = scratch;
-        self.vars[i] = PlanVar { start, first, end, cap, stale: false };
+        self.steps = steps;
+        self.vars[i] = PlanVar { start, first, end: first + len, cap, stale: false };
     }
 
     /// Modifier `key` (`m`) was linked last in node `n`'s list (it applies after every other):
@@ -828,7 +830,7 @@ impl Plan {
         // Leading constants fold into the start only while nothing is left before them.
         let mut start = v.start;
         if v.first == v.end {
-            fold_leading(&mut start, &mut scratch);
+            fold_leading(&mut start, &mut scratch, 0);
         }
         let len = scratch.len() as u32;
         let (first, end, cap) = if v.end + len <= v.cap {
