@@ -744,11 +744,7 @@ impl Shape {
     /// its scope declares it (most often), else of the nearest ancestor that does.
     #[inline(always)]
     fn node_in(&self, inst: &Instance, def: VarDefId) -> Option<NodeIndex> {
-        let var = self.rules.var(def);
-        if inst.scope == var.scope {
-            return inst.nodes.get(var.index as usize).copied();
-        }
-        self.node_from(inst.parent?, def)
+        self.node_at(inst, def, catalog::Place::of(&self.rules, def))
     }
 
     /// [`Shape::node_in`] for `def`, which is at `place` (see [`catalog::Place`]).

@@ -112,7 +112,8 @@ pub(super) struct Place {
 
 impl Place {
     /// Where `def` is.
-    fn of(rules: &Rules, def: VarDefId) -> Place {
+    #[inline(always)]
+    pub(super) fn of(rules: &Rules, def: VarDefId) -> Place {
         let var = rules.var(def);
         Place { scope: var.scope, index: var.index }
     }
