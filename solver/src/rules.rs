@@ -774,6 +774,7 @@ impl RulesBuilder {
             by_name,
             defaults: self.defaults,
             var_defaults: Arc::from([]),
+            whole_starts: Box::default(),
             formats: self.formats,
         };
         rules.var_defaults = rules.vars.iter().map(|v| rules.default_value(&v.format)).collect();
@@ -821,6 +822,19 @@ impl RulesBuilder {
             });
         }
         rules.compile_reads(references, pointers);
+        rules.whole_starts = rules
+            .vars
+            .iter()
+            .zip(rules.var_defaults.iter())
+            .map(|(v, d)| match d {
+                _ if v.aggregate.is_some_and(AggKind::starts_empty) => None,
+                Value::Number(n) => match formula::Num::from_decimal(*n) {
+                    formula::Num::Int(x) => Some(x),
+                    formula::Num::Dec(_) => None,
+                },
+                _ => None,
+            })
+            .collect();
         rules
     }
 }
@@ -889,6 +903,10 @@ pub struct Rules {
     defaults: HashMap<Format, Value>,
     /// Every declaration's default value, by `VarDefId`: computed once, shared by every sheet.
     var_defaults: Arc<[Value]>,
+    /// Every declaration's first value in a new instance when that is a whole number (its
+    /// default, unless it is an aggregate that starts empty), by `VarDefId`: a new sheet's
+    /// thousands of variables start without converting a decimal each.
+    whole_starts: Box<[Option<i64>]>,
     compiler: Compiler,
     formats: FormatRegistry,
     /// Aggregates whose formulas compiled; by canonical text in lower case (an index into
@@ -1096,6 +1114,12 @@ impl Rules {
     /// Whether `ancestor` is `scope` or one of its ancestors.
     pub fn is_ancestor_or_self(&self, ancestor: ScopeId, scope: ScopeId) -> bool {
         ancestor_or_self(&self.scopes, ancestor, scope)
+    }
+
+    /// `def`'s first value in a new instance, when that is a whole number (see `whole_starts`).
+    #[inline]
+    pub(crate) fn whole_start(&self, def: VarDefId) -> Option<i64> {
+        self.whole_starts.get(def.0 as usize).copied().flatten()
     }
 
     /// The default value of every declaration, by `VarDefId` (shared: sheets hold the `Arc`).

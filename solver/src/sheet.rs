@@ -635,6 +635,10 @@ impl Sheet {
             .iter()
             .map(|&def| {
                 let node = graph.add_node(Node { def, owner: id, mods: ModList::new() });
+                if let Some(x) = rules.whole_start(def) {
+                    vals.set_num(node.index(), Num::Int(x));
+                    return node;
+                }
                 let var = rules.var(def);
                 let start = match var.aggregate {
                     // A `min` or `max` aggregate has no value until an instance counts.
