@@ -939,6 +939,7 @@ impl Plan {
 
     /// Appends `m` (modifier `key`) to `out` as steps, or `None` when the plan cannot compute it
     /// (a condition, a value that is not a NUMBER).
+    #[inline(always)]
     fn push_steps(
         &mut self,
         key: u32,
