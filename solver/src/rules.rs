@@ -822,19 +822,7 @@ impl RulesBuilder {
             });
         }
         rules.compile_reads(references, pointers);
-        rules.whole_starts = rules
-            .vars
-            .iter()
-            .zip(rules.var_defaults.iter())
-            .map(|(v, d)| match d {
-                _ if v.aggregate.is_some_and(AggKind::starts_empty) => None,
-                Value::Number(n) => match formula::Num::from_decimal(*n) {
-                    formula::Num::Int(x) => Some(x),
-                    formula::Num::Dec(_) => None,
-                },
-                _ => None,
-            })
-            .collect();
+        rules.whole_starts = rules.whole_starts();
         rules
     }
 }
@@ -1114,6 +1102,23 @@ impl Rules {
     /// Whether `ancestor` is `scope` or one of its ancestors.
     pub fn is_ancestor_or_self(&self, ancestor: ScopeId, scope: ScopeId) -> bool {
         ancestor_or_self(&self.scopes, ancestor, scope)
+    }
+
+    /// Every declaration's first value in a new instance when a whole number (see
+    /// `Rules::whole_starts`), computed from the defaults and the aggregates.
+    fn whole_starts(&self) -> Box<[Option<i64>]> {
+        self.vars
+            .iter()
+            .zip(self.var_defaults.iter())
+            .map(|(v, d)| match d {
+                _ if v.aggregate.is_some_and(AggKind::starts_empty) => None,
+                Value::Number(n) => match formula::Num::from_decimal(*n) {
+                    formula::Num::Int(x) => Some(x),
+                    formula::Num::Dec(_) => None,
+                },
+                _ => None,
+            })
+            .collect()
     }
 
     /// `def`'s first value in a new instance, when that is a whole number (see `whole_starts`).
