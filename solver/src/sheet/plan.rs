@@ -742,6 +742,9 @@ impl Plan {
         let made = steps.len();
         let mark = self.side_mark();
         let mut start = match &sheet.defaults[n.def.0 as usize] {
+            // Most variables: a whole default, read from a dense array rather than from the
+            // declaration (a cache miss apiece, the entries written in topological order).
+            _ if let Some(whole) = sheet.rules.whole_start(n.def) => Some(whole),
             // A `min` or `max` aggregate does not start from its default (`Sheet::compute`).
             _ if sheet.rules.var(n.def).aggregate.is_some_and(crate::AggKind::starts_empty) => None,
             Value::Number(d) => match Num::from_decimal(*d) {
