@@ -172,7 +172,8 @@ const NO_LEN: u32 = u32::MAX;
 /// and only while that record is linked under its key.** A modifier's steps depend on its
 /// record alone (and its template, which never changes), and a bulk batch only adds; so spans
 /// are made only by bulk linking, and all of them are dropped when any modifier is unlinked or
-/// replaced ([`Plan::forget_ready`]), and when the entries are written or the batch ends.
+/// replaced ([`Plan::forget_ready`]) and when the batch ends (`Sheet::commit`, after its
+/// recomputation has copied them into their entries).
 #[derive(Debug, Default)]
 struct Ready {
     /// The key of `spans[0]`.
@@ -656,16 +657,14 @@ impl Plan {
         let many = self.stale.len() >= COMPACT_STALE_MIN && self.stale.len() * 4 > self.vars.len();
         if self.garbage > GARBAGE_SLACK.max(self.steps.len() / 2) || many {
             self.compact(sheet);
-        } else {
-            let stale = std::mem::take(&mut self.stale);
-            for &i in &stale {
-                self.write(sheet, i as usize, true);
-            }
-            self.stale = stale;
-            self.stale.clear();
+            return;
         }
-        // Copied into their entries.
-        self.forget_ready();
+        let stale = std::mem::take(&mut self.stale);
+        for &i in &stale {
+            self.write(sheet, i as usize, true);
+        }
+        self.stale = stale;
+        self.stale.clear();
     }
 
     /// Writes every entry again from scratch, dropping the garbage.
