@@ -303,7 +303,6 @@ impl Sheet {
         if !shape.link_collected(&mut pending.links) {
             return false;
         }
-        shape.order_lists();
         if pending.links.edges.is_empty() {
             return true;
         }

@@ -8,13 +8,14 @@
 //! list and a write of the target's plan entry, most of which a later modifier of the same
 //! batch does again. In bulk:
 //! - the link loop does only what reads and writes memory in the batch's order: each record
-//!   is prepared and put in the table, its plan steps made (`plan::Ready`), its edges, key and
-//!   target collected. What lands at random places in a large sheet — the id's entry in the
-//!   index by id, the target's list and plan entry — is done at the end, in one short loop
-//!   (`link_collected`), whose cache misses overlap;
-//! - each modifier goes last in its target's list, and its target's plan entry is marked
-//!   stale (not written: a later modifier may change it again); every list is put in order
-//!   once, at the end (`order_lists`: most are in order already);
+//!   is prepared and put in the table, its plan steps made (`plan::Ready`), its edges, key,
+//!   target and rank collected. What lands at random places in a large sheet — the id's entry
+//!   in the index by id, the target's list and plan entry — is done at the end
+//!   (`link_collected`): the ids in one short loop, each index line asked for a few ids ahead;
+//! - the modifiers are then grouped by target (a counting sort), and each target's list is
+//!   written once, in order (by the ranks collected: no record is read, unless a list that
+//!   held modifiers before the batch now needs sorting), its plan entry marked stale (written
+//!   at the commit);
 //! - its edges are collected, then grouped by source (a counting sort) and added to the graph
 //!   once each, with their counts;
 //! - one topological pass over the whole graph (Kahn's) gives every variable its level and
@@ -71,8 +72,26 @@ pub(super) fn count_bulk_batch() {
 pub(super) struct Links {
     /// One per read: `from << 32 | to` in node indexes, for `add_collected_edges`.
     pub(super) edges: Vec<u64>,
-    /// One per modifier, in the order linked: `target << 32 | key`, for `link_collected`.
-    pub(super) linked: Vec<u64>,
+    /// One per modifier, in the order linked, for `link_collected`.
+    pub(super) linked: Vec<Linked>,
+}
+
+/// A modifier linked in bulk, for the end of its batch (`Shape::link_collected`).
+#[derive(Clone, Copy)]
+pub(super) struct Linked {
+    target: u32,
+    key: ModKey,
+    /// Where it ranks in its target's list (`rank_of`), read while its record was at hand, so
+    /// that ordering the lists reads no record.
+    rank: u64,
+}
+
+/// Where modifier `m` ranks in its target's list before its insertion order: by user
+/// priority, then inherent priority (see [`Modifier::order`]).
+#[inline(always)]
+fn rank_of(m: &Modifier) -> u64 {
+    let (priority, rank, _) = m.order();
+    (u64::from(priority) << 8) | u64::from(rank)
 }
 
 impl Links {
@@ -118,7 +137,7 @@ impl Shape {
         let target = m.target;
         let to = target.index() as u64;
         links.edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
-        links.linked.push(to << 32 | u64::from(key.0));
+        links.linked.push(Linked { target: target.index() as u32, key, rank: rank_of(m) });
         self.index_modifier(key, m);
         // Its steps, while its record and template are in the cache (see `plan::Ready`).
         let catalog = self.catalog.as_deref();
@@ -128,53 +147,104 @@ impl Shape {
     }
 
     /// Ends the linking of a bulk batch's modifiers (`links.linked`, left empty): enters each
-    /// one's id in the index by id, adds it last to its target's list, and marks the target's
-    /// plan entry stale. `false` at a taken id (an earlier modifier's, or one of the batch's):
-    /// the batch then runs again one operation at a time, which names it.
+    /// one's id in the index by id, adds it to its target's list, in order, and marks the
+    /// target's plan entry stale. `false` at a taken id (an earlier modifier's, or one of the
+    /// batch's): the batch then runs again one operation at a time, which names it.
     pub(super) fn link_collected(&mut self, links: &mut Links) -> bool {
-        for &e in &links.linked {
-            let (target, key) = (NodeIndex::new((e >> 32) as usize), ModKey(e as u32));
-            if self.mods.claim_id(key).is_some() {
-                links.linked.clear();
-                return false;
-            }
-            if let Some(n) = self.graph.node_weight_mut(target) {
-                n.mods.push(key);
-            }
-            self.plan.touch(target);
+        let claimed = self.claim_collected(&links.linked);
+        if claimed {
+            self.list_collected(links);
         }
         links.linked.clear();
+        claimed
+    }
+
+    /// Enters the id of each modifier of `linked` in the index by id; `false` at a taken one.
+    fn claim_collected(&mut self, linked: &[Linked]) -> bool {
+        // Each id lands at a random place in the index: its line is asked for `AHEAD` ids
+        // before it is entered, the hashes kept meanwhile in a ring.
+        const AHEAD: usize = 8;
+        let key_of = |e: &Linked| e.key;
+        let mut ring = [None; AHEAD];
+        for (slot, e) in ring.iter_mut().zip(linked) {
+            *slot = self.mods.own_id_hash(key_of(e));
+            slot.inspect(|&h| self.mods.prefetch_id(h));
+        }
+        for (i, e) in linked.iter().enumerate() {
+            let h = match linked.get(i + AHEAD) {
+                Some(ahead) => {
+                    let next = self.mods.own_id_hash(key_of(ahead));
+                    next.inspect(|&h| self.mods.prefetch_id(h));
+                    std::mem::replace(&mut ring[i % AHEAD], next)
+                }
+                None => ring[i % AHEAD],
+            };
+            if h.is_some_and(|h| self.mods.claim_id_hashed(key_of(e), h).is_some()) {
+                return false;
+            }
+        }
         true
     }
 
-    /// Puts every variable's list of modifiers in the order they apply (priority, inherent
-    /// priority, insertion: `Modifier::order`) at the end of a bulk batch, which left each
-    /// batch's modifiers last in its target's list in the order linked. A list in order already
-    /// (most: a variable's modifiers mostly share a priority and a rank) is only read.
-    pub(super) fn order_lists(&mut self) {
-        let Shape { graph, mods, .. } = self;
-        // A list is the modifiers it held before the batch, in order, then the batch's in the
-        // order linked, each later than all before it: so sorting it *stably* by (priority,
-        // inherent priority) alone keeps insertion order among equals, which is the order.
-        // Each record is read once, its rank kept beside its key for the comparisons. (Every
-        // key in a list is live: lists hold exactly the live modifiers of their node.)
+    /// Adds each modifier of `links.linked` to its target's list, in the order the list
+    /// applies (priority, inherent priority, insertion: `Modifier::order`), and marks the
+    /// target's plan entry stale.
+    ///
+    /// The modifiers are grouped by target first (a counting sort over node indexes, stable:
+    /// each target's in the order linked, which is their insertion order), so that every list
+    /// is written once, in node order. A target's new modifiers go after those it held
+    /// before the batch, each later than all before it: so sorting a list *stably* by
+    /// (priority, inherent priority) alone keeps insertion order among equals, which is the
+    /// order. The new ones' ranks came with them (`Linked::rank`); only a list that held
+    /// modifiers before and is now out of order reads its old ones' records.
+    fn list_collected(&mut self, links: &Links) {
+        let Shape { graph, mods, plan, .. } = self;
+        // (The plan has an entry per node.)
+        let bound = plan.succ.len();
+        let target_of = |e: &Linked| e.target as usize;
+        // `start[t]..start[t + 1]`: target t's modifiers in `by_target`, as positions in
+        // `linked`. (A target is a node of the graph; anything else is left out.)
+        let mut start = vec![0u32; bound + 1];
+        for e in &links.linked {
+            if let Some(c) = start.get_mut(target_of(e) + 1) {
+                *c += 1;
+            }
+        }
+        for t in 0..bound {
+            start[t + 1] += start[t];
+        }
+        let mut fill = start.clone();
+        let mut by_target = vec![0u32; start[bound] as usize];
+        for (i, e) in links.linked.iter().enumerate() {
+            if let Some(f) = fill.get_mut(target_of(e)) {
+                by_target[*f as usize] = i as u32;
+                *f += 1;
+            }
+        }
         let mut keyed: Vec<(u64, ModKey)> = Vec::new();
-        for n in graph.node_weights_mut() {
-            if n.mods.len() < 2 {
+        for t in 0..bound {
+            let run = &by_target[start[t] as usize..start[t + 1] as usize];
+            let Some(node) = run.first().and_then(|_| graph.node_weight_mut(NodeIndex::new(t))) else {
+                continue;
+            };
+            plan.touch(NodeIndex::new(t));
+            let rank = |i: u32| links.linked.get(i as usize).map_or(u64::MAX, |e| e.rank);
+            let key = |i: u32| links.linked.get(i as usize).map_or(ModKey(u32::MAX), |e| e.key);
+            // The old list is in order; so is the whole when the new ones are, the first not
+            // below the last old one. (Every key in a list is live: lists hold exactly the live
+            // modifiers of their node.)
+            let last_old = node.mods.last().map(|&k| mods.get(k).map_or(u64::MAX, rank_of));
+            if last_old.is_none_or(|r| r <= rank(run[0])) && run.windows(2).all(|w| rank(w[0]) <= rank(w[1]))
+            {
+                node.mods.extend(run.iter().map(|&i| key(i)));
                 continue;
             }
             keyed.clear();
-            keyed.extend(n.mods.iter().map(|&k| {
-                let (priority, rank, _) = mods.get(k).map_or((u32::MAX, u8::MAX, 0), |m| m.order());
-                ((u64::from(priority) << 8) | u64::from(rank), k)
-            }));
-            if keyed.windows(2).all(|w| w[0].0 <= w[1].0) {
-                continue;
-            }
+            keyed.extend(node.mods.iter().map(|&k| (mods.get(k).map_or(u64::MAX, rank_of), k)));
+            keyed.extend(run.iter().map(|&i| (rank(i), key(i))));
             keyed.sort_by_key(|e| e.0);
-            for (slot, &(_, k)) in n.mods.iter_mut().zip(keyed.iter()) {
-                *slot = k;
-            }
+            node.mods.clear();
+            node.mods.extend(keyed.iter().map(|&(_, k)| k));
         }
     }
 

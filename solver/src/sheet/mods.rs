@@ -31,9 +31,11 @@
 //!   clear;
 //! - the base never changes while shared (it is only ever replaced, by `freeze`).
 
+mod index;
+
 use super::{ModKey, Modifier};
 use crate::Map;
-use hashbrown::hash_table::Entry;
+use index::IdIndex;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -55,8 +57,9 @@ pub(super) struct ModTable {
     base_len: usize,
     /// Keys `base.mods.len()..`: modifiers linked since the base was made.
     own: Vec<Option<Modifier>>,
-    /// The index by id of the live modifiers in `own`: (the id's hash by `hasher`, key).
-    own_ids: hashbrown::HashTable<(u64, ModKey)>,
+    /// The index by id of the live modifiers in `own`: keys by their ids' hashes by `hasher`
+    /// (`mods/index.rs`).
+    own_ids: IdIndex,
     /// Hashes the overlay's ids (copied with the table, so its hashes stay valid).
     hasher: foldhash::fast::RandomState,
     /// Base keys unlinked since, a bit each (empty until the first).
@@ -120,7 +123,7 @@ impl ModTable {
     #[inline]
     fn own_key(&self, id: &str, h: u64) -> Option<ModKey> {
         let (own, base_len) = (&self.own, self.base_len);
-        self.own_ids.find(h, |&(eh, k)| eh == h && Self::has_own_id(own, base_len, k, id)).map(|&(_, k)| k)
+        self.own_ids.find(h, |k| Self::has_own_id(own, base_len, k, id))
     }
 
     /// The key of the live modifier with id `id`.
@@ -167,7 +170,7 @@ impl ModTable {
     /// Room for `adds` more modifiers without growing.
     pub(super) fn reserve(&mut self, adds: usize) {
         self.own.reserve(adds.saturating_sub(self.free.len()));
-        self.own_ids.reserve(adds, |&(h, _)| h);
+        self.own_ids.reserve(adds);
     }
 
     /// A key for a new modifier: the last one freed, or a new one.
@@ -192,12 +195,27 @@ impl ModTable {
         }
     }
 
+    /// The hash of the id of the overlay's record under `key`, if live: for
+    /// [`ModTable::claim_id_hashed`], and [`ModTable::prefetch_id`] ahead of it.
+    #[inline(always)]
+    pub(super) fn own_id_hash(&self, key: ModKey) -> Option<u64> {
+        Self::own_id(&self.own, self.base_len, key).map(|id| self.hasher.hash_one(id))
+    }
+
+    /// Asks for the line of the overlay's index where an id hashed `h` is looked for: a bulk
+    /// batch enters thousands of ids in a row, each at a random place (see `link_collected`).
+    #[inline(always)]
+    pub(super) fn prefetch_id(&self, h: u64) {
+        self.own_ids.prefetch(h);
+    }
+
     /// Enters the id of the overlay's record under `key` (put without its id: a bulk batch's,
     /// see `bulk.rs`) unless another live modifier has that id; returns that modifier's key
-    /// then, entering nothing. One probe of the overlay's index (and one of the base's, when
-    /// there is a base).
-    pub(super) fn claim_id(&mut self, key: ModKey) -> Option<ModKey> {
-        let Self { base, base_len, own, own_ids, hasher, gone, .. } = self;
+    /// then, entering nothing. `h` is the id's hash ([`ModTable::own_id_hash`]). One probe of
+    /// the overlay's index (and one of the base's, when there is a base).
+    #[inline(always)]
+    pub(super) fn claim_id_hashed(&mut self, key: ModKey, h: u64) -> Option<ModKey> {
+        let Self { base, base_len, own, own_ids, gone, .. } = self;
         let base_len = *base_len;
         let id = Self::own_id(own, base_len, key)?;
         if base_len > 0
@@ -207,31 +225,22 @@ impl ModTable {
             return Some(k);
         }
         // One probe finds a taken id or the place for this one.
-        let h = hasher.hash_one(id);
-        match own_ids.entry(h, |&(eh, k)| eh == h && Self::has_own_id(own, base_len, k, id), |&(eh, _)| eh) {
-            Entry::Occupied(e) => Some(e.get().1),
-            Entry::Vacant(v) => {
-                v.insert((h, key));
-                None
-            }
-        }
+        own_ids.claim(h, key, |k| Self::has_own_id(own, base_len, k, id))
     }
 
     /// Enters the overlay key `key` under `id`'s hash (its id checked free by the caller).
     fn enter(&mut self, id: &str, key: ModKey) {
         let h = self.hasher.hash_one(id);
-        self.own_ids.insert_unique(h, (h, key), |&(eh, _)| eh);
+        self.own_ids.insert_unique(h, key);
     }
 
     /// Takes the overlay key `key`, of a modifier with id `id`, out of the index.
     fn leave(&mut self, id: &str, key: ModKey) {
         let h = self.hasher.hash_one(id);
-        if let Ok(e) = self.own_ids.find_entry(h, |&(_, k)| k == key) {
-            e.remove();
-        }
+        self.own_ids.remove(h, |k| k == key);
     }
 
-    /// Puts `m` under `key`, its id entered already ([`ModTable::claim_id`]) — or, for a base
+    /// Puts `m` under `key`, its id entered already ([`ModTable::claim_id_hashed`]) — or, for a base
     /// key, the base's own record put back (a failed batch undoing a removal).
     #[inline(always)]
     pub(super) fn put(&mut self, key: ModKey, m: Modifier) {
@@ -282,7 +291,7 @@ impl ModTable {
     }
 
     /// Links the record in `src` under `key` with its id, moved into its slot (`src` left
-    /// empty): [`ModTable::claim_id`] and [`ModTable::put`] (the caller has checked the id is
+    /// empty): its id entered and [`ModTable::put`] (the caller has checked the id is
     /// free).
     #[inline(always)]
     pub(super) fn link_from(&mut self, key: ModKey, src: &mut Option<Modifier>) {
@@ -345,9 +354,7 @@ impl ModTable {
     pub(super) fn unlink_id(&mut self, id: &str) -> Option<(ModKey, Modifier)> {
         let h = self.hasher.hash_one(id);
         let Self { own_ids, own, base_len, .. } = self;
-        let found = own_ids.find_entry(h, |&(eh, k)| eh == h && Self::has_own_id(own, *base_len, k, id));
-        if let Ok(e) = found {
-            let ((_, key), _) = e.remove();
+        if let Some(key) = own_ids.remove(h, |k| Self::has_own_id(own, *base_len, k, id)) {
             // An overlay index entry names a live overlay slot (the module's invariants).
             let m = self.own.get_mut((key.0 as usize).wrapping_sub(self.base_len)).and_then(Option::take)?;
             self.free.push(key);
@@ -416,7 +423,7 @@ impl ModTable {
             let m = m.clone().filter(|_| !self.is_gone(k));
             if let Some(m) = &m {
                 let h = self.hasher.hash_one(&*m.id);
-                self.own_ids.insert_unique(h, (h, ModKey(k as u32)), |&(eh, _)| eh);
+                self.own_ids.insert_unique(h, ModKey(k as u32));
             }
             own.push(m);
         }
