@@ -37,6 +37,8 @@ pub use batch::{BatchError, Operation, Step};
 pub(crate) use bulk::bulk_batches;
 use catalog::Body;
 pub use catalog::{Catalog, TemplateId, TemplateSpec};
+#[cfg(test)]
+pub(crate) use compute::fused_evaluations;
 pub use guard::Guard;
 pub use query::Var;
 
@@ -693,6 +695,7 @@ impl Sheet {
 }
 
 impl Shape {
+    #[inline]
     fn instance(&self, id: InstanceId) -> &Instance {
         // Ids in live structures always name live instances: removal clears every reference.
         self.instances.get(id).expect("live instance")

@@ -1189,6 +1189,37 @@ proptest! {
     }
 }
 
+/// A sheet built in one batch has each variable evaluated as soon as its plan entry is
+/// written, until one needs more than whole numbers (here `V6`, given a decimal): from there
+/// the recomputation's own loop goes on. Either way the values are those of the same modifiers
+/// added one at a time, and of a plan laid out again and solved from scratch.
+#[test]
+fn a_built_sheet_is_evaluated_as_its_plan_is_written() {
+    let names: Vec<String> = (0..12).map(|i| format!("V{i}")).collect();
+    let rules = globals(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut ops = vec![Operation::AddModifier(spec_s("v0", "V0", ModKind::Set, "3"))];
+    for i in 1..12 {
+        let value = if i == 6 { "V5 + 0.5".to_owned() } else { format!("V{} * 2 + 1", i - 1) };
+        ops.push(Operation::AddModifier(spec_s(&format!("v{i}"), &format!("V{i}"), ModKind::Add, &value)));
+        ops.push(Operation::AddModifier(spec_s(&format!("w{i}"), &format!("V{i}"), ModKind::Max, "4")));
+    }
+    let (before, stops) = crate::sheet::fused_evaluations();
+    let mut built = Sheet::new(rules.clone());
+    let report = built.apply(&ops).unwrap();
+    let (after, stops_after) = crate::sheet::fused_evaluations();
+    // V0..V5 in order before V6, whose decimal the plan's whole numbers do not hold.
+    assert!(after - before >= 6, "evaluated as written: {}", after - before);
+    assert_eq!(stops_after - stops, 1, "the pass stopped at V6");
+    assert_eq!(report.changed.len(), 12);
+    let mut one = Sheet::new(rules);
+    for op in &ops {
+        one.apply(std::slice::from_ref(op)).unwrap();
+    }
+    assert_eq!(built.values(), one.values());
+    assert_eq!(built.replanned().values(), built.values());
+    assert_eq!(built.value("V6").unwrap().unwrap().to_string(), "127.5");
+}
+
 /// A bulk batch that fails is run again one operation at a time, which names the first
 /// operation to fail: here the second closes a cycle, which bulk linking only finds at the end,
 /// after the fourth failed for an unknown variable.

@@ -300,7 +300,7 @@ impl Sheet {
             return true;
         }
         let shape = self.shape_mut();
-        if !shape.link_collected(&mut pending.links) {
+        if !shape.link_collected(&mut pending.links, &mut pending.dirty) {
             return false;
         }
         if pending.links.edges.is_empty() {
@@ -522,13 +522,14 @@ impl Sheet {
         self.grow(pending);
         let key = if pending.bulk {
             let Sheet { shape, .. } = self;
-            ShapeArc::make_mut(shape).insert_modifier_bulk(m, &mut pending.links).0
+            ShapeArc::make_mut(shape).insert_modifier_bulk(m, &mut pending.links)
         } else {
             // While deferring, plan entries are written when the sheet settles.
             let plan_now = self.deferred.is_none();
-            self.shape_mut().insert_modifier(m, plan_now)
+            let key = self.shape_mut().insert_modifier(m, plan_now);
+            pending.dirty.push(target);
+            key
         };
-        pending.dirty.push(target);
         added(&mut pending.undo, key);
         Ok(())
     }
@@ -558,8 +559,7 @@ impl Sheet {
             if let Err(e) = shape.prepare_template(id, t, on, &mut pending.instance_hint, true, &mut m) {
                 return (done, Err(e));
             }
-            let (key, target) = shape.insert_modifier_bulk(&mut m, &mut pending.links);
-            pending.dirty.push(target);
+            let key = shape.insert_modifier_bulk(&mut m, &mut pending.links);
             added(&mut pending.undo, key);
         }
         (done, Ok(()))

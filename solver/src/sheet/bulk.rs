@@ -119,18 +119,14 @@ impl Shape {
     /// Puts the modifier prepared into `src` (left empty) in the table under a new key, as part
     /// of a bulk batch: its edges go to `links.edges`, and its key and target to
     /// `links.linked`, for `link_collected` to enter its id, add it to its target's list and
-    /// mark the target's plan entry stale. Returns its key and target.
+    /// mark the target's plan entry stale and the target dirty. Returns its key.
     ///
     /// Every step here reads or writes what the batch reads in its order (the record, its
     /// template, the ends of growing arrays). The rest — the index by id, the target's node, its
     /// plan entry — is a cache miss apiece in a large sheet, and waits for the end of the
     /// batch, where one short loop takes them all, many at once.
     #[inline(always)]
-    pub(super) fn insert_modifier_bulk(
-        &mut self,
-        src: &mut Option<Modifier>,
-        links: &mut Links,
-    ) -> (ModKey, NodeIndex) {
+    pub(super) fn insert_modifier_bulk(&mut self, src: &mut Option<Modifier>, links: &mut Links) -> ModKey {
         // The caller has just prepared the record into `src`.
         let m = src.as_ref().expect("a prepared modifier");
         let key = self.new_key();
@@ -143,17 +139,18 @@ impl Shape {
         let catalog = self.catalog.as_deref();
         self.plan.make_ready(key.0, m, m.held.body(catalog), m.held.recipe(catalog));
         self.mods.put_from(key, src);
-        (key, target)
+        key
     }
 
     /// Ends the linking of a bulk batch's modifiers (`links.linked`, left empty): enters each
-    /// one's id in the index by id, adds it to its target's list, in order, and marks the
-    /// target's plan entry stale. `false` at a taken id (an earlier modifier's, or one of the
-    /// batch's): the batch then runs again one operation at a time, which names it.
-    pub(super) fn link_collected(&mut self, links: &mut Links) -> bool {
+    /// one's id in the index by id, adds it to its target's list, in order, marks the target's
+    /// plan entry stale and the target dirty (in `dirty`, once). `false` at a taken id (an
+    /// earlier modifier's, or one of the batch's): the batch then runs again one operation at a
+    /// time, which names it.
+    pub(super) fn link_collected(&mut self, links: &mut Links, dirty: &mut Vec<NodeIndex>) -> bool {
         let claimed = self.claim_collected(&links.linked);
         if claimed {
-            self.list_collected(links);
+            self.list_collected(links, dirty);
         }
         links.linked.clear();
         claimed
@@ -188,7 +185,7 @@ impl Shape {
 
     /// Adds each modifier of `links.linked` to its target's list, in the order the list
     /// applies (priority, inherent priority, insertion: `Modifier::order`), and marks the
-    /// target's plan entry stale.
+    /// target's plan entry stale and the target dirty (in `dirty`).
     ///
     /// The modifiers are grouped by target first (a counting sort over node indexes, stable:
     /// each target's in the order linked, which is their insertion order), so that every list
@@ -197,7 +194,7 @@ impl Shape {
     /// (priority, inherent priority) alone keeps insertion order among equals, which is the
     /// order. The new ones' ranks came with them (`Linked::rank`); only a list that held
     /// modifiers before and is now out of order reads its old ones' records.
-    fn list_collected(&mut self, links: &Links) {
+    fn list_collected(&mut self, links: &Links, dirty: &mut Vec<NodeIndex>) {
         let Shape { graph, mods, plan, .. } = self;
         // (The plan has an entry per node.)
         let bound = plan.succ.len();
@@ -228,6 +225,7 @@ impl Shape {
                 continue;
             };
             plan.touch(NodeIndex::new(t));
+            dirty.push(NodeIndex::new(t));
             let rank = |i: u32| links.linked.get(i as usize).map_or(u64::MAX, |e| e.rank);
             let key = |i: u32| links.linked.get(i as usize).map_or(ModKey(u32::MAX), |e| e.key);
             // The old list is in order; so is the whole when the new ones are, the first not

@@ -28,11 +28,11 @@ const SWEEP_SKIPS_PER_WAITING: usize = if cfg!(test) { usize::MAX / 2 } else { 1
 /// (61 → 64–65 ns), hence a threshold: about where a sheet's plan outgrows the 2 MiB L2.
 const SORTED_LEVELS_MIN: usize = if cfg!(test) { 1 } else { 16_384 };
 
-/// Variables queued at the start (targets touched, with repeats, and variables created) from
-/// which a recomputation that queues at least as many as the sheet has variables (a sheet built
-/// in one batch) takes one pass over the full solve's order instead of its buckets (in tests,
-/// from 2, so that the property tests run it; there, levels are sorted, so both give the same
-/// order).
+/// Variables queued at the start (targets touched — once each in a bulk batch, with repeats
+/// otherwise — and variables created) from which a recomputation that queues at least half as
+/// many as the sheet has variables (a sheet built in one batch) takes one pass over the full
+/// solve's order instead of its buckets (in tests, from 2, so that the property tests run it;
+/// there, levels are sorted, so both give the same order).
 const DENSE_MIN: usize = if cfg!(test) { 2 } else { 1_024 };
 
 /// How far ahead in a sorted level a recomputation asks for a variable's entry record, value,
@@ -65,7 +65,10 @@ impl Sheet {
         removed: Vec<Change>,
     ) -> Report {
         let queued = dirty.len() + created.len();
-        if queued >= DENSE_MIN.max(self.shape.plan.variable_slots()) && ShapeArc::count(&self.shape) == 1 {
+        if queued >= DENSE_MIN
+            && 2 * queued >= self.shape.plan.variable_slots()
+            && ShapeArc::count(&self.shape) == 1
+        {
             return self.recompute_dense(dirty, created, removed);
         }
         self.refresh_plan(false);
@@ -156,20 +159,34 @@ impl Sheet {
         created: &[NodeIndex],
         removed: Vec<Change>,
     ) -> Report {
-        self.refresh_plan(true);
-        let shape = ShapeArc::clone(&self.shape);
-        let plan = &shape.plan;
         let mut created = created.to_vec();
         created.sort_unstable();
         for &n in dirty.iter().chain(&created) {
             // Variables removed since they were touched are gone.
-            if shape.graph.contains_node(n) {
+            if self.shape.graph.contains_node(n) {
                 self.vals.queue(n.index());
             }
         }
-        let changed = Vec::with_capacity(self.vals.changed_hint.max(plan.order().len()));
+        let changed = Vec::with_capacity(self.vals.changed_hint.max(self.shape.graph.node_count()));
         let mut report = Report { removed, changed, recomputed: 0, evaluated: Vec::new() };
-        for &index in plan.order() {
+        // A plan laid out from scratch (a sheet built in one batch) has each variable evaluated
+        // as soon as its entry is written, while its steps are in the cache, until one needs
+        // more than the plan's whole numbers (then the loop below goes on from there).
+        let mut taken = 0;
+        if !self.record_evaluations && !self.shape.plan.is_fresh(true) {
+            let Sheet { shape, vals, .. } = self;
+            let (plan, source) = ShapeArc::make_mut(shape).plan_and_source();
+            let settle = |plan: &plan::Plan, fs: plan::Formulas<'_>, i| {
+                settle_queued(plan, fs, vals, i, &created, &mut report)
+            };
+            taken = plan.refresh_each(&source, settle).unwrap_or(0);
+            plan.sort_order(&source);
+            count_fused(taken, plan.order().len());
+        }
+        self.refresh_plan(true);
+        let shape = ShapeArc::clone(&self.shape);
+        let plan = &shape.plan;
+        for &index in plan.order().get(taken..).unwrap_or_default() {
             let i = index as usize;
             if !self.vals.take_queued(i) || !self.evaluate_queued(&shape, i, &created, &mut report) {
                 continue;
@@ -356,14 +373,8 @@ impl Sheet {
         let n = NodeIndex::new(i);
         let new = match plan.eval(&self.vals, i, self.shape.formulas()) {
             Some(num) => {
-                if !is_new && self.vals.holds(i, num) {
-                    return None;
-                }
-                // The common case, recorded as it is: whole numbers.
-                let old = self.vals.int(i);
-                if let (Num::Int(new), true) = (num, is_new || old.is_some()) {
-                    self.vals.set_num(i, num);
-                    return Some(Delta::whole(Var::new(n), old.filter(|_| !is_new), new));
+                if let Some(delta) = settle_whole(&mut self.vals, i, num, is_new) {
+                    return delta;
                 }
                 let old = if is_new { None } else { Some(self.value_of(n)) };
                 self.vals.set_num(i, num);
@@ -755,6 +766,77 @@ fn sort_indexes(v: &mut Vec<u32>, scratch: &mut Vec<u32>) {
         }
         std::mem::swap(v, scratch);
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    static FUSED: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// How many variables this thread evaluated as their entries were written (see
+/// `Sheet::recompute_dense`), and how many such passes stopped before the end of the order
+/// (for tests: that both ways are reached).
+#[cfg(test)]
+pub(crate) fn fused_evaluations() -> (usize, usize) {
+    FUSED.with(|c| c.get())
+}
+
+/// Counts a pass that evaluated `taken` of `order` variables as their entries were written
+/// (tests only).
+fn count_fused(taken: usize, order: usize) {
+    #[cfg(test)]
+    FUSED.with(|c| {
+        let (t, stopped) = c.get();
+        c.set((t + taken, stopped + usize::from(taken < order)));
+    });
+    let _ = (taken, order);
+}
+
+/// The value `num` the plan computed for variable `i` stored, as [`Sheet::reevaluate`] does, when
+/// it is recorded as a whole number (the common case): its change, if any. `None` (nothing
+/// done) when it is not: the caller records it otherwise.
+#[inline(always)]
+fn settle_whole(vals: &mut values::Values, i: usize, num: Num, is_new: bool) -> Option<Option<Delta>> {
+    if !is_new && vals.holds(i, num) {
+        return Some(None);
+    }
+    let old = vals.int(i);
+    if let (Num::Int(new), true) = (num, is_new || old.is_some()) {
+        vals.set_num(i, num);
+        return Some(Some(Delta::whole(Var::new(NodeIndex::new(i)), old.filter(|_| !is_new), new)));
+    }
+    None
+}
+
+/// Variable `i`, just written in a plan laid out from scratch, taken from the queue and
+/// evaluated through the plan, as [`Sheet::recompute_dense`]'s loop does (see
+/// [`plan::Plan::refresh_each`]). `false`, with `i` left queued, when it needs more than the
+/// plan's whole numbers (`Sheet::compute`, or a value recorded otherwise).
+#[inline(always)]
+fn settle_queued(
+    plan: &plan::Plan,
+    fs: plan::Formulas<'_>,
+    vals: &mut values::Values,
+    i: usize,
+    created: &[NodeIndex],
+    report: &mut Report,
+) -> bool {
+    if !vals.take_queued(i) {
+        return true;
+    }
+    let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
+    let Some(delta) = plan.eval(vals, i, fs).and_then(|num| settle_whole(vals, i, num, is_new)) else {
+        vals.queue(i);
+        return false;
+    };
+    report.recomputed += 1;
+    if let Some(delta) = delta {
+        report.changed.push(delta);
+        for &s in plan.succ.of(i) {
+            vals.queue(s as usize);
+        }
+    }
+    true
 }
 
 #[cfg(test)]

@@ -111,11 +111,17 @@ impl Shape {
         })?;
         // The template's variables were found once, in the catalog: what is left is their
         // nodes as seen from the instance.
-        let mut reads = Reads::with_capacity(template.vars.len());
-        for &(v, place) in template.vars.iter() {
-            let node = self.node_at(inst, VarDefId(v.0), place).ok_or_else(|| self.not_visible(id, v))?;
-            reads.push((v, node));
-        }
+        let node = |(v, place): (VarId, catalog::Place)| {
+            self.node_at(inst, VarDefId(v.0), place).map(|n| (v, n)).ok_or_else(|| self.not_visible(id, v))
+        };
+        let reads = match *template.vars {
+            // Most templates read two variables or fewer: the list made in place, in one piece
+            // (pushing each checked the list's room and length).
+            [] => Reads::new(),
+            [a] => Reads::from_buf_and_len([node(a)?, (a.0, NodeIndex::end())], 1),
+            [a, b] => Reads::from_buf([node(a)?, node(b)?]),
+            ref vars => vars.iter().map(|&r| node(r)).collect::<Result<_, _>>()?,
+        };
         // (`cond_pos` holds positions in `vars`, which `reads` follows.) Most templates have no
         // condition: collecting nothing into a box still cost about 90 instructions a link.
         let cond_slots = match &*template.cond_pos {

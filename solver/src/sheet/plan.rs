@@ -186,6 +186,44 @@ struct Ready {
 /// A key in [`Ready::spans`] without steps made.
 const NOT_READY: u64 = u64::MAX;
 
+/// What [`push_plain`] did with a modifier.
+enum Plain {
+    /// Its steps are appended.
+    Done,
+    /// The plan does not compute it (a condition, a value that is not a NUMBER).
+    NotComputed,
+    /// Its steps need records beside them (a decimal, instructions in `int_ops`), or its formula
+    /// read: left to [`Plan::push_steps`].
+    Other,
+}
+
+/// Appends the steps of modifier `key` (`m`, with its `body` and its template's `recipe`) to
+/// `out` when they need nothing beside them and no formula read: a whole constant, or a
+/// template's recipe — nearly every modifier. What [`Plan::push_steps`] and
+/// [`Plan::make_ready`] start with.
+#[inline(always)]
+fn push_plain(key: u32, m: &Modifier, body: &Body, recipe: Option<&[Step]>, out: &mut Vec<Step>) -> Plain {
+    if body.condition.is_some() || matches!(m.kind, ModKind::Append | ModKind::Union) {
+        return Plain::NotComputed;
+    }
+    match (&body.value, m.const_num) {
+        (_, Some(Num::Int(k))) => out.push(Step::fold_whole(m.kind, k)),
+        // A template's steps, translated once: only its variables to renumber, to node
+        // indexes (an unknown slot reads as "not whole": the general path decides). Its
+        // template keeps them only for a NUMBER formula, whose variables are the template's
+        // value reads and so the record's (`Template::reads_of`): the formula itself, on
+        // the heap apart, is not read (at 8,000 modifiers, reading it was a cache miss each).
+        (ModValue::Formula(_), None) if let Some(recipe) = recipe => {
+            let slots = m.value_slots();
+            let node = |slot: u32| slots.get(slot as usize).map_or(u32::MAX, |(_, n)| n.index() as u32);
+            out.extend(recipe.iter().map(|step| step.renumber(node)));
+            out.push(Step::fold_formula(m.kind, key, true));
+        }
+        _ => return Plain::Other,
+    }
+    Plain::Done
+}
+
 impl Ready {
     /// Modifier `key`'s steps, when they were made.
     #[inline(always)]
@@ -646,8 +684,22 @@ impl Plan {
     /// Writes every stale entry again (or all of them, when garbage outweighs the rest), so
     /// the plan matches `sheet`.
     pub(super) fn refresh(&mut self, sheet: &Source<'_>) {
+        self.refresh_each(sheet, |_, _, _| false);
+    }
+
+    /// [`Plan::refresh`]; when it lays the plan out from scratch, each variable in the full
+    /// solve's order is handed to `each` as soon as its entry is written (its steps then in
+    /// the cache), with the plan as written so far (every entry before it in the order, every
+    /// variable's dependents) and the formulas — until `each` says `false`. Returns how many
+    /// variables of the order `each` took, counting none it said `false` for; `None` when
+    /// the plan was not laid out from scratch (`each` not called).
+    pub(super) fn refresh_each(
+        &mut self,
+        sheet: &Source<'_>,
+        each: impl FnMut(&Plan, Formulas<'_>, usize) -> bool,
+    ) -> Option<usize> {
         if self.stale.is_empty() {
-            return;
+            return None;
         }
         // Lay everything out again when garbage outweighs the rest, or when a change touched a
         // large part of a large sheet (one being built): the full layout is in topological
@@ -656,8 +708,7 @@ impl Plan {
         // added to its ruleset's starting sheet) cost 7% of building the character.
         let many = self.stale.len() >= COMPACT_STALE_MIN && self.stale.len() * 4 > self.vars.len();
         if self.garbage > GARBAGE_SLACK.max(self.steps.len() / 2) || many {
-            self.compact(sheet);
-            return;
+            return Some(self.compact_each(sheet, each));
         }
         let stale = std::mem::take(&mut self.stale);
         for &i in &stale {
@@ -665,10 +716,24 @@ impl Plan {
         }
         self.stale = stale;
         self.stale.clear();
+        None
     }
 
-    /// Writes every entry again from scratch, dropping the garbage.
+    /// Writes every entry again from scratch, dropping the garbage (for tests: see
+    /// `Sheet::replanned`; otherwise [`Plan::refresh_each`] decides).
+    #[cfg(test)]
     pub(super) fn compact(&mut self, sheet: &Source<'_>) {
+        self.compact_each(sheet, |_, _, _| false);
+    }
+
+    /// Writes every entry again from scratch, dropping the garbage, each variable handed to
+    /// `each` as its entry is written (see [`Plan::refresh_each`]). Returns how many `each`
+    /// took.
+    fn compact_each(
+        &mut self,
+        sheet: &Source<'_>,
+        mut each: impl FnMut(&Plan, Formulas<'_>, usize) -> bool,
+    ) -> usize {
         #[cfg(test)]
         {
             self.compactions += 1;
@@ -690,10 +755,16 @@ impl Plan {
         // steps a modifier, about.
         self.steps.reserve(2 * sheet.mods.len() + 16);
         let order = self.take_order(sheet);
-        for &i in &order {
+        let fs = Formulas { mods: sheet.mods, catalog: sheet.catalog };
+        let mut taken = 0;
+        for (at, &i) in order.iter().enumerate() {
             self.write(sheet, i as usize, false);
+            if taken == at && each(self, fs, i as usize) {
+                taken += 1;
+            }
         }
         self.put_order(order);
+        taken
     }
 
     /// Asks the processor to bring variable `i`'s entry record into the cache ahead of its
@@ -905,8 +976,17 @@ impl Plan {
         if ready.spans.len() <= at {
             ready.spans.resize(at + 1, NOT_READY);
         }
+        let start = ready.steps.len();
+        // Nearly every modifier: written straight into the made steps.
+        match push_plain(key, m, body, recipe, &mut ready.steps) {
+            Plain::Done => {
+                ready.spans[at] = (start as u64) << 32 | (ready.steps.len() - start) as u64;
+                return;
+            }
+            Plain::NotComputed => return,
+            Plain::Other => {}
+        }
         let mut out = std::mem::take(&mut ready.steps);
-        let start = out.len();
         let mark = self.side_mark();
         let made = self.push_steps(key, m, body, recipe, &mut out).is_some() && self.side_mark() == mark;
         if made {
@@ -950,25 +1030,15 @@ impl Plan {
         recipe: Option<&[Step]>,
         out: &mut Vec<Step>,
     ) -> Option<()> {
-        if body.condition.is_some() || matches!(m.kind, ModKind::Append | ModKind::Union) {
-            return None;
+        match push_plain(key, m, body, recipe, out) {
+            Plain::Done => return Some(()),
+            Plain::NotComputed => return None,
+            Plain::Other => {}
         }
         match (&body.value, m.const_num) {
-            (_, Some(Num::Int(k))) => out.push(Step::fold_whole(m.kind, k)),
             (_, Some(Num::Dec(d))) => {
                 self.decimals.push(d);
                 out.push(Step::FoldDec(m.kind, self.decimals.len() as u32 - 1));
-            }
-            // A template's steps, translated once: only its variables to renumber, to node
-            // indexes (an unknown slot reads as "not whole": the general path decides). Its
-            // template keeps them only for a NUMBER formula, whose variables are the template's
-            // value reads and so the record's (`Template::reads_of`): the formula itself, on
-            // the heap apart, is not read (at 8,000 modifiers, reading it was a cache miss each).
-            (ModValue::Formula(_), None) if let Some(recipe) = recipe => {
-                let slots = m.value_slots();
-                let node = |slot: u32| slots.get(slot as usize).map_or(u32::MAX, |(_, n)| n.index() as u32);
-                out.extend(recipe.iter().map(|step| step.renumber(node)));
-                out.push(Step::fold_formula(m.kind, key, true));
             }
             (ModValue::Formula(f), None)
                 if *f.format() == formula::Format::Number && m.value_slots().len() == f.variables().len() =>
