@@ -219,21 +219,23 @@ impl Shape {
             }
         }
         let mut keyed: Vec<(u64, ModKey)> = Vec::new();
+        let rank = |i: u32| links.linked.get(i as usize).map_or(u64::MAX, |e| e.rank);
+        let key = |i: u32| links.linked.get(i as usize).map_or(ModKey(u32::MAX), |e| e.key);
         for t in 0..bound {
-            let run = &by_target[start[t] as usize..start[t + 1] as usize];
+            let run = &mut by_target[start[t] as usize..start[t + 1] as usize];
             let Some(node) = run.first().and_then(|_| graph.node_weight_mut(NodeIndex::new(t))) else {
                 continue;
             };
             plan.touch(NodeIndex::new(t));
             dirty.push(NodeIndex::new(t));
-            let rank = |i: u32| links.linked.get(i as usize).map_or(u64::MAX, |e| e.rank);
-            let key = |i: u32| links.linked.get(i as usize).map_or(ModKey(u32::MAX), |e| e.key);
-            // The old list is in order; so is the whole when the new ones are, the first not
-            // below the last old one. (Every key in a list is live: lists hold exactly the live
-            // modifiers of their node.)
+            // The new ones in order among themselves, stably (insertion order among equals: a
+            // short insertion sort, a pass when they are in order already).
+            run.sort_by_key(|&i| rank(i));
+            // The old list is in order; so is the whole when the first new one is not below the
+            // last old one. (Every key in a list is live: lists hold exactly the live modifiers
+            // of their node.)
             let last_old = node.mods.last().map(|&k| mods.get(k).map_or(u64::MAX, rank_of));
-            if last_old.is_none_or(|r| r <= rank(run[0])) && run.windows(2).all(|w| rank(w[0]) <= rank(w[1]))
-            {
+            if last_old.is_none_or(|r| r <= rank(run[0])) {
                 node.mods.extend(run.iter().map(|&i| key(i)));
                 continue;
             }

@@ -125,6 +125,18 @@ impl Dependents {
             return;
         }
         if (r.cap as usize) < edges.len() {
+            // Moved to the end (as `relocate` does, without laying out the whole again): written
+            // there in one pass, not zeroed first. Most lists, when a sheet is built.
+            if self.garbage + (r.cap as usize) <= self.targets.len() / 2 + 64 {
+                self.garbage += r.cap as usize;
+                let at = self.targets.len() as u32;
+                self.targets.extend(edges.iter().map(|&(t, _)| t));
+                self.counts.extend(edges.iter().map(|&(_, count)| count));
+                if let Some(run) = self.runs.get_mut(i) {
+                    *run = Run { at, len: edges.len() as u32, cap: edges.len() as u32 };
+                }
+                return;
+            }
             self.relocate(i, edges.len());
         }
         let Some(r) = self.runs.get_mut(i) else { return };
