@@ -1,10 +1,11 @@
 //! The overlay's index by id: from an id's hash to the key of the record holding that id.
 //!
 //! An open-addressing table with linear probing, one `u64` per slot: the hash's high 32 bits
-//! (its *tag*, never 0) beside the key. The ids themselves stay in the records, which the
-//! caller compares through a closure when a tag matches (about one comparison in 2^20 is not
-//! the id sought, at the sizes sheets reach). Removal shifts the entries after a freed slot back
-//! (no tombstones), so a probe always ends at the first empty slot.
+//! (its *tag*, its lowest bit set so that it is never 0) beside the key. The slot a probe
+//! starts from is the tag's other bits. The ids themselves stay in the records, which the
+//! caller compares through a closure only when a tag matches: another id's tag matches about
+//! once in 2^31 entries passed. Removal shifts the entries after a freed slot back (no
+//! tombstones), so a probe always ends at the first empty slot.
 //!
 //! Why not `hashbrown`: entering 8,000 ids at the end of a bulk batch (`bulk.rs`) went through
 //! its general entry API at about 100 instructions an id, and its slots took 16 bytes (a 64-bit
