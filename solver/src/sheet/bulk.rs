@@ -84,6 +84,9 @@ pub(super) struct Linked {
     /// Where it ranks in its target's list (`rank_of`), read while its record was at hand, so
     /// that ordering the lists reads no record.
     rank: u64,
+    /// Its id's hash in the index by id, taken while the id was at hand (its record was just
+    /// made from it), so that entering the ids reads neither records nor ids.
+    hash: u64,
 }
 
 /// Where modifier `m` ranks in its target's list before its insertion order: by user
@@ -133,7 +136,8 @@ impl Shape {
         let target = m.target;
         let to = target.index() as u64;
         links.edges.extend(m.reads.iter().map(|&(_, read)| (read.index() as u64) << 32 | to));
-        links.linked.push(Linked { target: target.index() as u32, key, rank: rank_of(m) });
+        let hash = self.mods.id_hash(&m.id);
+        links.linked.push(Linked { target: target.index() as u32, key, rank: rank_of(m), hash });
         self.index_modifier(key, m);
         // Its steps, while its record and template are in the cache (see `plan::Ready`).
         let catalog = self.catalog.as_deref();
@@ -159,24 +163,16 @@ impl Shape {
     /// Enters the id of each modifier of `linked` in the index by id; `false` at a taken one.
     fn claim_collected(&mut self, linked: &[Linked]) -> bool {
         // Each id lands at a random place in the index: its line is asked for `AHEAD` ids
-        // before it is entered, the hashes kept meanwhile in a ring.
+        // before it is entered.
         const AHEAD: usize = 8;
-        let key_of = |e: &Linked| e.key;
-        let mut ring = [None; AHEAD];
-        for (slot, e) in ring.iter_mut().zip(linked) {
-            *slot = self.mods.own_id_hash(key_of(e));
-            slot.inspect(|&h| self.mods.prefetch_id(h));
+        for e in linked.iter().take(AHEAD) {
+            self.mods.prefetch_id(e.hash);
         }
         for (i, e) in linked.iter().enumerate() {
-            let h = match linked.get(i + AHEAD) {
-                Some(ahead) => {
-                    let next = self.mods.own_id_hash(key_of(ahead));
-                    next.inspect(|&h| self.mods.prefetch_id(h));
-                    std::mem::replace(&mut ring[i % AHEAD], next)
-                }
-                None => ring[i % AHEAD],
-            };
-            if h.is_some_and(|h| self.mods.claim_id_hashed(key_of(e), h).is_some()) {
+            if let Some(ahead) = linked.get(i + AHEAD) {
+                self.mods.prefetch_id(ahead.hash);
+            }
+            if self.mods.claim_id_hashed(e.key, e.hash).is_some() {
                 return false;
             }
         }

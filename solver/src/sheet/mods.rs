@@ -195,11 +195,11 @@ impl ModTable {
         }
     }
 
-    /// The hash of the id of the overlay's record under `key`, if live: for
-    /// [`ModTable::claim_id_hashed`], and [`ModTable::prefetch_id`] ahead of it.
+    /// The hash of `id` in the overlay's index: for [`ModTable::claim_id_hashed`], and
+    /// [`ModTable::prefetch_id`] ahead of it.
     #[inline(always)]
-    pub(super) fn own_id_hash(&self, key: ModKey) -> Option<u64> {
-        Self::own_id(&self.own, self.base_len, key).map(|id| self.hasher.hash_one(id))
+    pub(super) fn id_hash(&self, id: &str) -> u64 {
+        self.hasher.hash_one(id)
     }
 
     /// Asks for the line of the overlay's index where an id hashed `h` is looked for: a bulk
@@ -211,21 +211,24 @@ impl ModTable {
 
     /// Enters the id of the overlay's record under `key` (put without its id: a bulk batch's,
     /// see `bulk.rs`) unless another live modifier has that id; returns that modifier's key
-    /// then, entering nothing. `h` is the id's hash ([`ModTable::own_id_hash`]). One probe of
-    /// the overlay's index (and one of the base's, when there is a base).
+    /// then, entering nothing. `h` is the id's hash ([`ModTable::id_hash`]). One probe of the
+    /// overlay's index (and one of the base's, when there is a base). The record and its id are
+    /// read only to compare: with a base, or when another entry's tag matches.
     #[inline(always)]
     pub(super) fn claim_id_hashed(&mut self, key: ModKey, h: u64) -> Option<ModKey> {
         let Self { base, base_len, own, own_ids, gone, .. } = self;
         let base_len = *base_len;
-        let id = Self::own_id(own, base_len, key)?;
         if base_len > 0
+            && let Some(id) = Self::own_id(own, base_len, key)
             && let Some(&k) = base.ids.get(id)
             && !is_set(gone, k.0 as usize)
         {
             return Some(k);
         }
         // One probe finds a taken id or the place for this one.
-        own_ids.claim(h, key, |k| Self::has_own_id(own, base_len, k, id))
+        own_ids.claim(h, key, |k| {
+            Self::own_id(own, base_len, key).is_some_and(|id| Self::has_own_id(own, base_len, k, id))
+        })
     }
 
     /// Enters the overlay key `key` under `id`'s hash (its id checked free by the caller).
