@@ -9,8 +9,8 @@
 //! batch does again. In bulk:
 //! - the link loop does only what reads and writes memory in the batch's order: each record
 //!   is prepared and put in the table, its plan steps made (`plan::Ready`), its edges, key,
-//!   target and rank collected. What lands at random places in a large sheet — the id's entry
-//!   in the index by id, the target's list and plan entry — is done at the end
+//!   target, rank and id's hash collected. What lands at random places in a large sheet — the
+//!   id's entry in the index by id, the target's list and plan entry — is done at the end
 //!   (`link_collected`): the ids in one short loop, each index line asked for a few ids ahead;
 //! - the modifiers are then grouped by target (a counting sort), and each target's list is
 //!   written once, in order (by the ranks collected: no record is read, unless a list that
