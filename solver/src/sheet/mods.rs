@@ -129,7 +129,7 @@ impl ModTable {
     /// The key of the live modifier with id `id`.
     #[inline]
     pub(super) fn key_of(&self, id: &str) -> Option<ModKey> {
-        if let Some(k) = self.own_key(id, self.hasher.hash_one(id)) {
+        if let Some(k) = self.own_key(id, self.id_hash(id)) {
             return Some(k);
         }
         if self.base_len == 0 {
@@ -195,8 +195,9 @@ impl ModTable {
         }
     }
 
-    /// The hash of `id` in the overlay's index: for [`ModTable::claim_id_hashed`], and
-    /// [`ModTable::prefetch_id`] ahead of it.
+    /// The hash of `id` in the overlay's index: what every entry is under and every lookup
+    /// probes with (a bulk batch takes it early, for [`ModTable::claim_id_hashed`] and
+    /// [`ModTable::prefetch_id`] ahead of it).
     #[inline(always)]
     pub(super) fn id_hash(&self, id: &str) -> u64 {
         self.hasher.hash_one(id)
@@ -233,13 +234,13 @@ impl ModTable {
 
     /// Enters the overlay key `key` under `id`'s hash (its id checked free by the caller).
     fn enter(&mut self, id: &str, key: ModKey) {
-        let h = self.hasher.hash_one(id);
+        let h = self.id_hash(id);
         self.own_ids.insert_unique(h, key);
     }
 
     /// Takes the overlay key `key`, of a modifier with id `id`, out of the index.
     fn leave(&mut self, id: &str, key: ModKey) {
-        let h = self.hasher.hash_one(id);
+        let h = self.id_hash(id);
         self.own_ids.remove(h, |k| k == key);
     }
 
@@ -355,7 +356,7 @@ impl ModTable {
     /// in one probe when it is the overlay's (an effect expiring, an input replaced): returns
     /// its key and record.
     pub(super) fn unlink_id(&mut self, id: &str) -> Option<(ModKey, Modifier)> {
-        let h = self.hasher.hash_one(id);
+        let h = self.id_hash(id);
         let Self { own_ids, own, base_len, .. } = self;
         if let Some(key) = own_ids.remove(h, |k| Self::has_own_id(own, *base_len, k, id)) {
             // An overlay index entry names a live overlay slot (the module's invariants).
@@ -425,7 +426,7 @@ impl ModTable {
         for (k, m) in base.mods.iter().enumerate() {
             let m = m.clone().filter(|_| !self.is_gone(k));
             if let Some(m) = &m {
-                let h = self.hasher.hash_one(&*m.id);
+                let h = self.id_hash(&m.id);
                 self.own_ids.insert_unique(h, ModKey(k as u32));
             }
             own.push(m);
