@@ -179,9 +179,12 @@ impl Sheet {
             let settle = |plan: &plan::Plan, fs: plan::Formulas<'_>, i| {
                 settle_queued(plan, fs, vals, i, &created, &mut report)
             };
-            taken = plan.refresh_each(&source, settle).unwrap_or(0);
+            let fused = plan.refresh_each(&source, settle);
             plan.sort_order(&source);
-            count_fused(taken, plan.order().len());
+            if let Some(fused) = fused {
+                taken = fused;
+                count_fused(taken, plan.order().len());
+            }
         }
         self.refresh_plan(true);
         let shape = ShapeArc::clone(&self.shape);
