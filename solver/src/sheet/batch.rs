@@ -702,6 +702,7 @@ impl Sheet {
             unreported = self.removed_after_interim(&mut interim.changed, pending);
         }
         let mut removed = Vec::new();
+        // (Most batches remove no variable: they skip this.)
         if !pending.removed.is_empty() {
             let Sheet { shape, vals, .. } = self;
             let shape = ShapeArc::make_mut(shape);
@@ -710,21 +711,25 @@ impl Sheet {
                 shape.plan.node_removed(*n);
                 vals.clear(n.index());
             }
-        }
-        for (n, change) in pending.removed.drain(..) {
-            // Created and removed before a recomputation: it never existed as far as reports go.
-            if unreported.contains(&n) {
-                continue;
+            for (n, change) in pending.removed.drain(..) {
+                // Created and removed before a recomputation: it never existed as far as
+                // reports go.
+                if unreported.contains(&n) {
+                    continue;
+                }
+                if let Some(i) = pending.created.iter().position(|c| *c == n) {
+                    pending.created.swap_remove(i);
+                } else if let Some(d) = self.deferred.as_mut()
+                    && let Some(i) = d.created.iter().position(|c| *c == n)
+                {
+                    d.created.swap_remove(i);
+                } else {
+                    removed.push(change);
+                }
             }
-            if let Some(i) = pending.created.iter().position(|c| *c == n) {
-                pending.created.swap_remove(i);
-            } else if let Some(d) = self.deferred.as_mut()
-                && let Some(i) = d.created.iter().position(|c| *c == n)
-            {
-                d.created.swap_remove(i);
-            } else {
-                removed.push(change);
-            }
+            // By full name, each made once (the key of a plain sort is made at every
+            // comparison).
+            removed.sort_by_cached_key(|c| c.var.full_name());
         }
         if let Some(d) = self.deferred.as_mut() {
             d.dirty.append(&mut pending.dirty);
@@ -733,8 +738,6 @@ impl Sheet {
             self.forget_ready();
             return Report::default();
         }
-        // By full name, each made once (the key of a plain sort is made at every comparison).
-        removed.sort_by_cached_key(|c| c.var.full_name());
         let mut report = self.recompute(&pending.dirty, &pending.created, removed);
         self.forget_ready();
         pending.dirty.clear();

@@ -54,8 +54,10 @@ impl Sheet {
     /// in the order they were queued, or on a large sheet in ascending index
     /// (`SORTED_LEVELS_MIN`). Each variable is evaluated through the plan when it can be
     /// ([`plan::Plan::eval`]), else by [`Sheet::compute`]; a variable whose value did not
-    /// change does not wake its dependents (early cutoff). A change that queues about every
-    /// variable goes by [`Sheet::recompute_dense`] instead.
+    /// change does not wake its dependents (early cutoff). A change to one variable is
+    /// evaluated before any queue is set up, so one that stops there (its value unchanged, or
+    /// nothing reading it: a leaf) takes no bucket. A change that queues about every variable
+    /// goes by [`Sheet::recompute_dense`] instead.
     // long: the loop over levels kept whole, so that its hot path reads top to bottom (the
     // sweep to native code, the sort and the prefetches are functions of their own).
     pub(super) fn recompute(
@@ -72,6 +74,34 @@ impl Sheet {
             return self.recompute_dense(dirty, created, removed);
         }
         self.refresh_plan(false);
+        // A change to one variable (a modifier added to it, removed or replaced) is evaluated
+        // before any queue is set up: when its value stays, or nothing reads it, that is the
+        // whole recomputation (a leaf change: no buckets taken, no report sized ahead).
+        let mut report = Report { removed, changed: Vec::new(), recomputed: 0, evaluated: Vec::new() };
+        let first = match dirty.split_first() {
+            Some((&n, rest))
+                if created.is_empty()
+                    && rest.iter().all(|&d| d == n)
+                    && self.shape.graph.contains_node(n) =>
+            {
+                let i = n.index();
+                report.recomputed = 1;
+                if self.record_evaluations {
+                    report.evaluated.push(self.shape.var_ref(n));
+                }
+                let Some(change) = self.reevaluate(i, false) else {
+                    self.vals.changed_hint = 0;
+                    return report;
+                };
+                if self.shape.plan.succ.of(i).is_empty() {
+                    report.changed = vec![change];
+                    self.vals.changed_hint = 1;
+                    return report;
+                }
+                Some((i, change))
+            }
+            _ => None,
+        };
         // The shape does not change while values are computed: hold it apart from `self`, so
         // the values can be written while the plan is read.
         let shape = ShapeArc::clone(&self.shape);
@@ -80,7 +110,21 @@ impl Sheet {
         created.sort_unstable();
         let mut buckets = std::mem::take(&mut self.vals.buckets);
         let (mut lo, mut hi) = (usize::MAX, 0);
-        for &n in dirty.iter().chain(&created) {
+        // Sized like the last report (a change's reach is usually much like the one before's;
+        // doubling copies thousands of changes again), and at least for what is queued now.
+        report.changed = Vec::with_capacity(self.vals.changed_hint.max(dirty.len() + created.len()));
+        // The variable evaluated above wakes its dependents; otherwise the touched variables
+        // are queued.
+        let queued: &[NodeIndex] = if first.is_some() { &[] } else { dirty };
+        if let Some((i, change)) = first {
+            report.changed.push(change);
+            for &s in plan.succ.of(i) {
+                if let Some(level) = self.enqueue(plan, &mut buckets, s as usize) {
+                    (lo, hi) = (lo.min(level), hi.max(level));
+                }
+            }
+        }
+        for &n in queued.iter().chain(&created) {
             // Variables removed since they were touched are gone.
             if !shape.graph.contains_node(n) {
                 continue;
@@ -89,10 +133,6 @@ impl Sheet {
                 (lo, hi) = (lo.min(level), hi.max(level));
             }
         }
-        // Sized like the last report (a change's reach is usually much like the one before's;
-        // doubling copies thousands of changes again), and at least for what is queued now.
-        let changed = Vec::with_capacity(self.vals.changed_hint.max(dirty.len() + created.len()));
-        let mut report = Report { removed, changed, recomputed: 0, evaluated: Vec::new() };
         // Native code, when there is some, takes over once a change reaches many variables.
         let sweep = !self.record_evaluations && created.is_empty() && plan.native().is_some();
         let mut waiting: usize = buckets.iter().skip(lo).take(hi.saturating_sub(lo) + 1).map(Vec::len).sum();
@@ -218,7 +258,7 @@ impl Sheet {
             report.evaluated.push(shape.var_ref(NodeIndex::new(i)));
         }
         let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
-        match self.reevaluate(&shape.plan, i, is_new) {
+        match self.reevaluate(i, is_new) {
             Some(change) => {
                 report.changed.push(change);
                 true
@@ -283,7 +323,7 @@ impl Sheet {
         let ran = unsafe {
             code.run(from, &buffers, ok, &mut |i| {
                 let sheet = &mut *sheet;
-                let Some(change) = sheet.reevaluate(plan, i as usize, false) else { return false };
+                let Some(change) = sheet.reevaluate(i as usize, false) else { return false };
                 for &s in plan.succ.of(i as usize) {
                     sheet.vals.mark_pending(s as usize);
                 }
@@ -372,9 +412,9 @@ impl Sheet {
     /// Evaluates variable `i` again and stores its value; the change, unless the value is the
     /// same and the variable not `is_new` (then nothing is written: early cutoff).
     #[inline]
-    fn reevaluate(&mut self, plan: &plan::Plan, i: usize, is_new: bool) -> Option<Delta> {
+    fn reevaluate(&mut self, i: usize, is_new: bool) -> Option<Delta> {
         let n = NodeIndex::new(i);
-        let new = match plan.eval(&self.vals, i, self.shape.formulas()) {
+        let new = match self.shape.plan.eval(&self.vals, i, self.shape.formulas()) {
             Some(num) => {
                 if let Some(delta) = settle_whole(&mut self.vals, i, num, is_new) {
                     return delta;
