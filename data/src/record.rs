@@ -79,12 +79,38 @@ impl Value {
     /// format's literal is parsed by the channel's format when applied). Lists and errors are
     /// not inputs.
     pub fn input(&self) -> Result<formula::Value, String> {
-        match &self.kind {
-            Kind::Number(n) => formula::parse_decimal(n).map(formula::Value::Number),
-            Kind::Boolean(b) => Ok(formula::Value::Boolean(*b)),
-            Kind::Text(t) => Ok(formula::Value::String(std::sync::Arc::from(t.as_str()))),
-            Kind::List(_) => Err("a list is not an input value".to_owned()),
-            Kind::Error { .. } => Err("an error is not an input value".to_owned()),
+        let kind = match &self.kind {
+            Kind::Number(n) => InputKind::Number(n),
+            Kind::Boolean(b) => InputKind::Boolean(*b),
+            Kind::Text(t) => InputKind::Text(t),
+            Kind::List(_) => InputKind::List,
+            Kind::Error { .. } => InputKind::Error,
+        };
+        kind.input()
+    }
+}
+
+/// A value's kind, borrowed, as [`Value::input`] reads it: what another representation of a
+/// value (a request's message) gives to be read as an input without making a record first.
+#[derive(Clone, Copy, Debug)]
+pub enum InputKind<'a> {
+    /// A number's text.
+    Number(&'a str),
+    Boolean(bool),
+    Text(&'a str),
+    List,
+    Error,
+}
+
+impl InputKind<'_> {
+    /// The value a channel input receives (see [`Value::input`]).
+    pub fn input(self) -> Result<formula::Value, String> {
+        match self {
+            InputKind::Number(n) => formula::parse_decimal(n).map(formula::Value::Number),
+            InputKind::Boolean(b) => Ok(formula::Value::Boolean(b)),
+            InputKind::Text(t) => Ok(formula::Value::String(std::sync::Arc::from(t))),
+            InputKind::List => Err("a list is not an input value".to_owned()),
+            InputKind::Error => Err("an error is not an input value".to_owned()),
         }
     }
 }

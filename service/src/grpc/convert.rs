@@ -170,12 +170,20 @@ fn decimal(text: &str, field: &'static str) -> Result<rust_decimal::Decimal, Box
     })
 }
 
-/// A message value as an input value (see [`record::Value::input`]).
+/// A message value as an input value (see [`record::Value::input`]), read where it is: no
+/// record is made of it (its texts copied) only to be read and dropped.
 fn input_value(v: &pb::Value) -> Result<Value, String> {
-    if v.kind.is_none() {
-        return Err("the value is missing".to_owned());
-    }
-    recorded(v).input()
+    use pb::value::Kind as K;
+    use record::InputKind;
+    let kind = match &v.kind {
+        None => return Err("the value is missing".to_owned()),
+        Some(K::Number(n)) => InputKind::Number(n),
+        Some(K::Boolean(b)) => InputKind::Boolean(*b),
+        Some(K::Text(t)) => InputKind::Text(t),
+        Some(K::List(_)) => InputKind::List,
+        Some(K::Error(_)) => InputKind::Error,
+    };
+    kind.input()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -715,5 +723,49 @@ pub fn diagnostic(p: &Problem) -> pb::Diagnostic {
         help: p.help.clone().unwrap_or_default(),
         cycle: p.cycle.clone(),
         cycle_modifiers: p.cycle_modifiers.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pb::value::Kind as K;
+
+    fn set_input(kind: Option<K>) -> Result<SheetOp, Box<Problem>> {
+        let value = pb::Value { format: "NUMBER".into(), kind };
+        operation(pb::Operation {
+            op: Some(pb::operation::Op::SetInput(pb::SetInput {
+                channel: "Rolled".into(),
+                on: Some("STR".into()),
+                value: Some(value),
+            })),
+            ..Default::default()
+        })
+    }
+
+    /// A set_input's value is read from its message as a record's would be: numbers exactly,
+    /// booleans, text; a list, an error or no value is a problem naming the channel and field.
+    #[test]
+    fn input_values_read_from_their_messages() {
+        let read = |kind| match set_input(Some(kind)) {
+            Ok(SheetOp::SetInput { value, .. }) => Ok(value),
+            Ok(other) => panic!("not a set_input: {other:?}"),
+            Err(p) => Err((p.message, p.field)),
+        };
+        let exact: rust_decimal::Decimal = "15.250".parse().expect("decimal");
+        assert_eq!(read(K::Number("15.250".into())), Ok(Value::Number(exact)));
+        assert_eq!(read(K::Boolean(true)), Ok(Value::Boolean(true)));
+        assert_eq!(read(K::Text("Left".into())), Ok(Value::String("Left".into())));
+        let field = Some("set_input.value");
+        assert_eq!(
+            read(K::Number("1.2.3".into())).map_err(|(m, f)| (m.starts_with("set_input `Rolled`: "), f)),
+            Err((true, field))
+        );
+        assert_eq!(
+            read(K::List(pb::ValueList { items: vec![] })),
+            Err(("set_input `Rolled`: a list is not an input value".into(), field))
+        );
+        let missing = set_input(None).map_err(|p| (p.message, p.field));
+        assert_eq!(missing.map(drop), Err(("set_input `Rolled`: the value is missing".into(), field)));
     }
 }
