@@ -738,7 +738,10 @@ impl Sheet {
             self.forget_ready();
             return Report::default();
         }
-        let mut report = self.recompute(&pending.dirty, &pending.created, removed);
+        let mut report = self.recompute(&pending.dirty, &pending.created);
+        if !removed.is_empty() {
+            report.removed = removed;
+        }
         self.forget_ready();
         pending.dirty.clear();
         pending.created.clear();
@@ -784,7 +787,9 @@ impl Sheet {
         let Deferred { dirty, created, mut removed } = d;
         // By full name, each made once (the key of a plain sort is made at every comparison).
         removed.sort_by_cached_key(|c| c.var.full_name());
-        self.recompute(&dirty, &created, removed)
+        let mut report = self.recompute(&dirty, &created);
+        report.removed = removed;
+        report
     }
 
     /// From now on, operations change the structure and are checked as always, but values are

@@ -47,7 +47,9 @@ impl Sheet {
     // ---- evaluation ----
 
     /// Recomputes `dirty` nodes and whatever their changes reach, in topological order, each at
-    /// most once; `created` nodes report `old: None`; `removed` changes are reported first.
+    /// most once; `created` nodes report `old: None`. The report's `removed` is left empty, for
+    /// the caller (a removal's changes are its own, not the recomputation's; and a batch
+    /// that removed nothing moves no list of them).
     ///
     /// The queue is a bucket per level, scanned upwards (every edge goes up a level, so a
     /// variable's inputs are final before it is reached; no heap); within a level, variables go
@@ -60,24 +62,19 @@ impl Sheet {
     /// goes by [`Sheet::recompute_dense`] instead.
     // long: the loop over levels kept whole, so that its hot path reads top to bottom (the
     // sweep to native code, the sort and the prefetches are functions of their own).
-    pub(super) fn recompute(
-        &mut self,
-        dirty: &[NodeIndex],
-        created: &[NodeIndex],
-        removed: Vec<Change>,
-    ) -> Report {
+    pub(super) fn recompute(&mut self, dirty: &[NodeIndex], created: &[NodeIndex]) -> Report {
         let queued = dirty.len() + created.len();
         if queued >= DENSE_MIN
             && 2 * queued >= self.shape.plan.variable_slots()
             && ShapeArc::count(&self.shape) == 1
         {
-            return self.recompute_dense(dirty, created, removed);
+            return self.recompute_dense(dirty, created);
         }
         self.refresh_plan(false);
         // A change to one variable (a modifier added to it, removed or replaced) is evaluated
         // before any queue is set up: when its value stays, or nothing reads it, that is the
         // whole recomputation (a leaf change: no buckets taken, no report sized ahead).
-        let mut report = Report { removed, changed: Vec::new(), recomputed: 0, evaluated: Vec::new() };
+        let mut report = Report::default();
         let first = match dirty.split_first() {
             Some((&n, rest))
                 if created.is_empty()
@@ -193,12 +190,7 @@ impl Sheet {
     /// recomputation takes them, with no bucket to fill or empty: every variable queued comes
     /// after the one that queued it, so each is reached while queued. The shape must be this
     /// sheet's own (sorting the order may change it).
-    fn recompute_dense(
-        &mut self,
-        dirty: &[NodeIndex],
-        created: &[NodeIndex],
-        removed: Vec<Change>,
-    ) -> Report {
+    fn recompute_dense(&mut self, dirty: &[NodeIndex], created: &[NodeIndex]) -> Report {
         let mut created = created.to_vec();
         created.sort_unstable();
         for &n in dirty.iter().chain(&created) {
@@ -208,7 +200,7 @@ impl Sheet {
             }
         }
         let changed = Vec::with_capacity(self.vals.changed_hint.max(self.shape.graph.node_count()));
-        let mut report = Report { removed, changed, recomputed: 0, evaluated: Vec::new() };
+        let mut report = Report { changed, ..Report::default() };
         // A plan laid out from scratch (a sheet built in one batch) has each variable evaluated
         // as soon as its entry is written, while its steps are in the cache, until one needs
         // more than the plan's whole numbers (then the loop below goes on from there).

@@ -167,7 +167,7 @@ impl Sheet {
             pending.dirty.retain(|n| !gone.contains(n));
             pending.created.retain(|n| !gone.contains(n));
         }
-        let mut report = self.recompute(&pending.dirty, &pending.created, Vec::new());
+        let mut report = self.recompute(&pending.dirty, &pending.created);
         pending.dirty.clear();
         pending.created.clear();
         let interim = &mut pending.interim;
