@@ -82,11 +82,7 @@ impl Sheet {
                     && self.shape.graph.contains_node(n) =>
             {
                 let i = n.index();
-                report.recomputed = 1;
-                if self.record_evaluations {
-                    report.evaluated.push(self.shape.var_ref(n));
-                }
-                let Some(change) = self.reevaluate(i, false) else {
+                let Some(change) = self.reevaluate_counted(i, created, &mut report) else {
                     self.vals.changed_hint = 0;
                     return report;
                 };
@@ -159,7 +155,7 @@ impl Sheet {
                 }
                 self.vals.dequeue(i);
                 waiting -= 1;
-                if !self.evaluate_queued(&shape, i, &created, &mut report) {
+                if !self.evaluate_queued(i, &created, &mut report) {
                     continue;
                 }
                 for &s in plan.succ.of(i) {
@@ -223,7 +219,7 @@ impl Sheet {
         let plan = &shape.plan;
         for &index in plan.order().get(taken..).unwrap_or_default() {
             let i = index as usize;
-            if !self.vals.take_queued(i) || !self.evaluate_queued(&shape, i, &created, &mut report) {
+            if !self.vals.take_queued(i) || !self.evaluate_queued(i, &created, &mut report) {
                 continue;
             }
             for &s in plan.succ.of(i) {
@@ -238,25 +234,26 @@ impl Sheet {
     /// change recorded there (`created`, sorted: the variables the change created). Returns
     /// whether it changed: then its dependents are to be queued.
     #[inline(always)]
-    fn evaluate_queued(
-        &mut self,
-        shape: &Shape,
-        i: usize,
-        created: &[NodeIndex],
-        report: &mut Report,
-    ) -> bool {
-        report.recomputed += 1;
-        if self.record_evaluations {
-            report.evaluated.push(shape.var_ref(NodeIndex::new(i)));
-        }
-        let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
-        match self.reevaluate(i, is_new) {
+    fn evaluate_queued(&mut self, i: usize, created: &[NodeIndex], report: &mut Report) -> bool {
+        match self.reevaluate_counted(i, created, report) {
             Some(change) => {
                 report.changed.push(change);
                 true
             }
             None => false,
         }
+    }
+
+    /// Variable `i` evaluated again and counted in `report` (its evaluation recorded there when
+    /// the sheet records evaluations): its change, if any, for the caller to record.
+    #[inline(always)]
+    fn reevaluate_counted(&mut self, i: usize, created: &[NodeIndex], report: &mut Report) -> Option<Delta> {
+        report.recomputed += 1;
+        if self.record_evaluations {
+            report.evaluated.push(self.shape.var_ref(NodeIndex::new(i)));
+        }
+        let is_new = !created.is_empty() && created.binary_search(&NodeIndex::new(i)).is_ok();
+        self.reevaluate(i, is_new)
     }
 
     /// Asks for what evaluating the variables after the `at`-th of a sorted level will read,
