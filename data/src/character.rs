@@ -234,8 +234,6 @@ struct Active {
     listed: bool,
     /// How many active objects grant it.
     granted_by: u32,
-    /// Whether its MODIFYOTHER modifiers have been applied (they are applied once it is set up).
-    reaching: bool,
 }
 
 /// An instance created for an object.
@@ -353,7 +351,7 @@ impl Character {
     /// The starting state is built once per ruleset, on its first character, and copied for
     /// every character after (a copy of the solved sheet, not a rebuild).
     pub fn new(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {
-        let blank = ruleset.blank.get_or_init(|| {
+        let blank = ruleset.later.blank.get_or_init(|| {
             Character::build(ruleset.clone()).map(|c| Blank { sheet: c.sheet, state: c.state })
         });
         match blank {
@@ -818,48 +816,45 @@ impl Edit<'_> {
             grants: Vec::new(),
             listed,
             granted_by: 0,
-            reaching: false,
         };
         self.state.active_mut().insert(id.clone(), Arc::new(active));
         self.grant(&id, object, ops)?;
-        self.reach(&id, object, ops);
-        self.reached_by_others(&id, &new_instances, ops);
+        self.reach(&id, object, seq, ops);
+        self.reached_by_others(&id, new_instances, ops);
         Ok(())
     }
 
     /// The instances of a new object: its own (unless it attaches, or lives in the global
     /// scope) and its parts. Returns the instance its modifiers go on, its own instance, and
-    /// the indexes of the instances created.
+    /// the indexes of the instances created (pushed one after another: a range).
     fn create_instances(
         &mut self,
         object: ObjectId,
         id: &Arc<str>,
         parent: Option<&Arc<str>>,
         ops: &mut Vec<Step>,
-    ) -> (Option<Arc<str>>, Option<Arc<str>>, Vec<usize>) {
+    ) -> (Option<Arc<str>>, Option<Arc<str>>, std::ops::Range<usize>) {
         let r = self.r;
         let o = r.object(object);
         let kdef = r.kind_def(o.kind);
         let rules = r.rules();
-        let mut new_instances: Vec<usize> = Vec::new();
+        let first = self.state.instances.len();
         if kdef.attach {
-            return (parent.cloned(), None, new_instances);
+            return (parent.cloned(), None, first..first);
         }
         if kdef.scope == rules.global() {
-            return (None, None, new_instances);
+            return (None, None, first..first);
         }
         ops.push(Step::Instance { key: id.clone(), scope: kdef.scope, parent: parent.cloned() });
-        new_instances.push(self.state.instances.len());
         self.state.instances_mut().push_back(Inst { id: id.clone(), scope: kdef.scope, object });
         if let Some(ps) = kdef.parts {
             for n in 1..=o.part_count {
                 let pid: Arc<str> = id_of(&[id, "#", itoa::Buffer::new().format(n)]);
                 ops.push(Step::Instance { key: pid.clone(), scope: ps, parent: Some(id.clone()) });
-                new_instances.push(self.state.instances.len());
                 self.state.instances_mut().push_back(Inst { id: pid, scope: ps, object });
             }
         }
-        (Some(id.clone()), Some(id.clone()), new_instances)
+        (Some(id.clone()), Some(id.clone()), first..self.state.instances.len())
     }
 
     /// Grants: dynamic objects, with their key as id, shared by every object granting them.
@@ -883,11 +878,17 @@ impl Edit<'_> {
         Ok(())
     }
 
-    /// This object's MODIFYOTHER reaches every matching instance, including its own grants'.
-    fn reach(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Step>) {
+    /// This object's MODIFYOTHER reaches every matching instance, including its own grants',
+    /// and (listed under `seq`, the object's place in order) every instance added later. An
+    /// object without MODIFYOTHER (most) is not touched again.
+    fn reach(&mut self, id: &Arc<str>, object: ObjectId, seq: u64, ops: &mut Vec<Step>) {
         let r = self.r;
+        let other = &r.object(object).other;
+        if other.is_empty() {
+            return;
+        }
         let mut reach = Vec::new();
-        for (k, om) in r.object(object).other.iter().enumerate() {
+        for (k, om) in other.iter().enumerate() {
             for inst in self.state.instances.iter() {
                 if inst.scope == om.scope && self.matches(&om.select, inst.object) {
                     let mid = id_of(&[id, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
@@ -896,24 +897,27 @@ impl Edit<'_> {
                 }
             }
         }
-        if let Some(a) = self.state.object_mut(id) {
+        if !reach.is_empty()
+            && let Some(a) = self.state.object_mut(id)
+        {
             a.mods.extend(reach);
-            a.reaching = true;
-            if !r.object(object).other.is_empty() {
-                let seq = a.seq;
-                self.state.reaching.insert(seq, id.clone());
-            }
         }
+        self.state.reaching.insert(seq, id.clone());
     }
 
     /// Other objects' MODIFYOTHER reach the new instances, in the order those objects came.
-    fn reached_by_others(&mut self, id: &Arc<str>, new_instances: &[usize], ops: &mut Vec<Step>) {
+    fn reached_by_others(
+        &mut self,
+        id: &Arc<str>,
+        new_instances: std::ops::Range<usize>,
+        ops: &mut Vec<Step>,
+    ) {
         let r = self.r;
         let others: Vec<Arc<str>> = self.state.reaching.values().filter(|k| *k != id).cloned().collect();
         for other in others {
             let oo = r.object(self.state.active[&other].object);
             let mut added = Vec::new();
-            for &ni in new_instances {
+            for ni in new_instances.clone() {
                 let inst = &self.state.instances[ni];
                 for (k, om) in oo.other.iter().enumerate() {
                     if inst.scope == om.scope && self.matches(&om.select, inst.object) {
@@ -1180,21 +1184,13 @@ fn template(m: &ModTemplate, id: &Arc<str>, on: Option<&Arc<str>>) -> Step {
 
 /// The id made of `parts` (`sword1:2`, `input:PC:Rolled`), built without the formatting
 /// machinery and in one allocation: ids are made for every modifier of every object added,
-/// where `format!` costs several times the copy. A short id is put together on the stack and
-/// copied once into its `Arc`, which the modifier and the object's list then share.
+/// where `format!` costs several times the copy. A short id is put together on the stack (in
+/// an `ArrayString`, which knows its parts are `str`s and so checks no UTF-8 again) and copied
+/// once into its `Arc`, which the modifier and the object's list then share.
 fn id_of(parts: &[&str]) -> Arc<str> {
-    let len: usize = parts.iter().map(|p| p.len()).sum();
-    let mut buf = [0u8; 128];
-    if len <= buf.len() {
-        let mut at = 0;
-        for p in parts {
-            buf[at..at + p.len()].copy_from_slice(p.as_bytes());
-            at += p.len();
-        }
-        // Whole `str`s laid end to end are UTF-8.
-        if let Ok(id) = std::str::from_utf8(&buf[..len]) {
-            return Arc::from(id);
-        }
+    let mut id = arrayvec::ArrayString::<128>::new();
+    if parts.iter().all(|p| id.try_push_str(p).is_ok()) {
+        return Arc::from(id.as_str());
     }
     Arc::from(parts.concat())
 }

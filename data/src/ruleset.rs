@@ -159,9 +159,19 @@ pub struct Ruleset {
     warnings: Vec<Diagnostic>,
     /// Sections a layer above reads (`[events]`, `[[rule]]`), as written.
     sections: Vec<(crate::Text, crate::draft::Raw)>,
+    /// What is built from the ruleset on first use and kept with it.
+    pub(crate) later: Later,
+}
+
+/// The parts of a ruleset built on first use, not at compile time.
+#[derive(Default)]
+pub(crate) struct Later {
     /// A new character's starting state — global modifiers and objects always present, solved —
     /// built once, on the first [`crate::Character::new`], and copied for every character after.
     pub(crate) blank: std::sync::OnceLock<Result<crate::character::Blank, crate::SheetError>>,
+    /// What a layer above derives from the ruleset once and reads for every character (see
+    /// [`Ruleset::derived`]): one slot, filled on first use.
+    derived: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Ruleset {
@@ -174,6 +184,14 @@ impl Ruleset {
     /// Checks a draft and compiles it, or returns every problem found (never just the first).
     pub fn compile(draft: Draft) -> Result<Ruleset, Vec<Diagnostic>> {
         compile::Compiler::default().run(draft)
+    }
+
+    /// Data a layer above derives from this ruleset and reads for every character — the
+    /// server's encoded variable names, say — made by `make` on first use and kept as long as
+    /// the ruleset. The ruleset holds one such slot: it is `None` when the slot already holds
+    /// data of another type, and the caller then does without.
+    pub fn derived<T: std::any::Any + Send + Sync>(&self, make: impl FnOnce(&Ruleset) -> T) -> Option<&T> {
+        self.later.derived.get_or_init(|| Box::new(make(self))).downcast_ref()
     }
 
     /// The solver rules: scopes, variables, defaults, functions, formats.
@@ -217,7 +235,8 @@ impl Ruleset {
 
     /// The objects of `kind` with `key` (case-insensitive); usually one. Where objects of
     /// several categories share a key (PCGen abilities), `CATEGORY=FEAT|Skill Focus` picks one.
-    pub fn find(&self, kind: KindId, key: &str) -> Vec<ObjectId> {
+    /// Held inline: finding an object allocates nothing.
+    pub fn find(&self, kind: KindId, key: &str) -> smallvec::SmallVec<[ObjectId; 2]> {
         let (category, key) = match key.strip_prefix("CATEGORY=").and_then(|r| r.split_once('|')) {
             Some((c, k)) => (Some(c), k),
             None => (None, key),

@@ -934,3 +934,32 @@ fn number_reads_go_by_slot_in_trees_and_programs() {
     assert_eq!(e.code, ErrorCode::MissingValue);
     assert!(e.message.contains("Score"), "{}", e.message);
 }
+
+/// Decimal text as data and requests write it: whole numbers (read as `i64`s when they fit),
+/// fractions with digits on one side of the point at least, and nothing else. Each is the
+/// exact decimal the text says, at the scale it is written in.
+#[test]
+fn decimal_text_parses_exactly() {
+    let ok = |t: &str, d: &str| {
+        let got = parse_decimal(t).unwrap_or_else(|e| panic!("`{t}`: {e}"));
+        let want = Decimal::from_str(d).expect("test decimal");
+        assert_eq!((got, got.scale()), (want, want.scale()), "`{t}`");
+    };
+    ok("12", "12");
+    ok("-12", "-12");
+    ok(" 007 ", "7");
+    ok("0", "0");
+    ok("999999999999999999", "999999999999999999");
+    // Past 18 digits the `i64` path is not taken.
+    ok("9999999999999999999", "9999999999999999999");
+    ok("-9223372036854775808", "-9223372036854775808");
+    ok("1.50", "1.50");
+    ok(".5", "0.5");
+    ok("-.5", "-0.5");
+    for bad in ["", "-", "1.", ".", "1e3", "+5", "1.2.3", "12a", "0x10"] {
+        let e = parse_decimal(bad).expect_err(bad);
+        assert!(e.contains("is not a decimal number"), "`{bad}`: {e}");
+    }
+    let e = parse_decimal("123456789012345678901234567890").expect_err("too many digits");
+    assert!(e.contains("28 significant digits"), "{e}");
+}

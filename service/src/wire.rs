@@ -9,7 +9,8 @@
 //! `grpc/batch_values.rs` and `store/redb.rs` hold that in tests. Decoding stays prost's.
 //!
 //! Main items: `put_value` and `value_len`, `put_change`, `put_variable` and
-//! `put_variable_with` (a variable whose value the caller writes) and `put_whole_variable` (a whole number).
+//! `put_variable_with` (a variable whose value the caller writes), `put_whole_variable` (a whole
+//! number) and `WholeHeads` (a ruleset's names and formats encoded once, for SolveBatch replies).
 
 use data::record::{Change, Kind, Value, Variable};
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
@@ -184,4 +185,146 @@ fn short_head(tag: u32, len: usize, buf: &mut Vec<u8>) {
 /// [`value_len`] gives for its record, without making one.
 pub(crate) fn whole_number_len(format: &str, digits: &str) -> usize {
     str_len(1, format) + oneof_str_len(2, digits)
+}
+
+/// The bytes of a whole-number `VariableValue` that depend only on its variable's definition,
+/// made once per ruleset: for each definition, its name then the heads and format of its value
+/// (`name · 0x12 len · 0x0a len format · 0x12 len`), the two value lengths left to fill in.
+/// [`WholeHeads::put`] writes a value as four bytes of heads, its instance's key, one copy of
+/// these and its digits: the bytes [`put_whole_variable`] writes, with the format's name and
+/// every head but the outer two worked out once instead of for every value of every
+/// character.
+///
+/// A value is put together in a scratch array and copied into the reply once. The array is
+/// filled with copies of fixed length (the definition's bytes as [`TAIL`] bytes, padding
+/// included, and the digits written in place), which the compiler makes a few vector moves,
+/// where copies of each piece's own length were a call to `memcpy` apiece.
+pub(crate) struct WholeHeads {
+    /// Every definition's bytes, end to end, then [`TAIL`] bytes of padding: each
+    /// definition's bytes can be read as [`TAIL`] bytes.
+    bytes: Vec<u8>,
+    /// By definition id: where its bytes are, and how long its name is (a definition whose
+    /// bytes would not fit the short form has `len` 0, and is written the long way).
+    spans: Vec<HeadSpan>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct HeadSpan {
+    at: u32,
+    len: u8,
+    name: u8,
+    /// The value's length before its digits: its format's field and the digits' head.
+    value: u8,
+}
+
+/// The most digits of an `i64` (with its sign).
+const MAX_DIGITS: usize = 20;
+
+/// The longest definition's bytes written the short way: its name, format and their heads.
+const TAIL: usize = 64;
+
+/// The scratch a value is put together in: four heads, an instance's key and its dot (at
+/// most 127 bytes), the definition's bytes read as [`TAIL`] and the digits.
+pub(crate) type Scratch = [u8; 256];
+
+impl WholeHeads {
+    /// The heads of every variable `rules` defines.
+    pub(crate) fn of(rules: &solver::Rules) -> WholeHeads {
+        let (mut bytes, mut spans) = (Vec::new(), Vec::with_capacity(rules.vars().len()));
+        let field = |tag: u8| (tag << 3) | WireType::LengthDelimited as u8;
+        for var in rules.vars() {
+            let format = var.format.name();
+            let value = str_len(1, &format) + 2;
+            let len = var.name.len() + 2 + value;
+            // Short form: every length fits one byte, with the longest digits and an instance
+            // key of up to the rest of the 127 bytes (checked again per value).
+            if var.name.is_empty() || len > TAIL || 4 + len + MAX_DIGITS >= 128 {
+                spans.push(HeadSpan::default());
+                continue;
+            }
+            let at = bytes.len();
+            bytes.extend_from_slice(var.name.as_bytes());
+            bytes.extend_from_slice(&[field(2), 0]);
+            if !format.is_empty() {
+                bytes.extend_from_slice(&[field(1), format.len() as u8]);
+                bytes.extend_from_slice(format.as_bytes());
+            }
+            bytes.extend_from_slice(&[field(2), 0]);
+            spans.push(HeadSpan {
+                at: at as u32,
+                len: len as u8,
+                name: var.name.len() as u8,
+                value: value as u8,
+            });
+        }
+        bytes.extend_from_slice(&[0; TAIL]);
+        WholeHeads { bytes, spans }
+    }
+
+    /// Writes variable `def` (of instance `instance`, `None` when global) holding `x` as field
+    /// 1 of its message, as [`put_whole_variable`] would with `x`'s digits, putting it together
+    /// in `scratch` first; `false` (nothing written) when its lengths do not all fit one byte,
+    /// and the caller writes it the long way.
+    #[inline]
+    pub(crate) fn put(
+        &self,
+        def: solver::VarDefId,
+        instance: Option<&str>,
+        x: i64,
+        scratch: &mut Scratch,
+        buf: &mut Vec<u8>,
+    ) -> bool {
+        let Some(&span) = self.spans.get(def.0 as usize) else { return false };
+        let digits = digit_count(x);
+        let key = instance.map_or(0, |i| i.len() + 1);
+        let var = key + span.name as usize;
+        let value = span.value as usize + digits;
+        let body = 2 + var + 2 + value;
+        let at = span.at as usize;
+        let Some(tail) = self.bytes.get(at..at + TAIL) else { return false };
+        if span.len == 0 || body >= 128 {
+            return false;
+        }
+        let field = (1 << 3) | WireType::LengthDelimited as u8;
+        scratch[..4].copy_from_slice(&[field, body as u8, field, var as u8]);
+        let mut end = 4;
+        if let Some(i) = instance {
+            scratch[end..end + i.len()].copy_from_slice(i.as_bytes());
+            scratch[end + i.len()] = b'.';
+            end += key;
+        }
+        scratch[end..end + TAIL].copy_from_slice(tail);
+        // The two lengths left open: the value's, after the name, and the digits', last.
+        scratch[end + span.name as usize + 1] = value as u8;
+        end += span.len as usize;
+        scratch[end - 1] = digits as u8;
+        end += digits;
+        put_digits(x, &mut scratch[end - digits..end]);
+        buf.extend_from_slice(&scratch[..end]);
+        true
+    }
+}
+
+/// How many bytes `x` is written in: its digits, and its sign when negative.
+fn digit_count(x: i64) -> usize {
+    let (mut n, mut count) = (x.unsigned_abs(), 1 + usize::from(x < 0));
+    while n >= 10 {
+        n /= 10;
+        count += 1;
+    }
+    count
+}
+
+/// Writes `x` in decimal into `out`, which is exactly [`digit_count`] bytes long.
+fn put_digits(x: i64, out: &mut [u8]) {
+    let mut n = x.unsigned_abs();
+    for d in out.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    if x < 0
+        && let Some(sign) = out.first_mut()
+    {
+        *sign = b'-';
+    }
 }

@@ -132,7 +132,7 @@ impl Compiler {
             summary,
             warnings: self.warnings,
             sections: draft.sections,
-            blank: std::sync::OnceLock::new(),
+            later: Default::default(),
         })
     }
 

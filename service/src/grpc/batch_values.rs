@@ -15,7 +15,9 @@
 //! for both prost and pbjson.
 
 use crate::grpc::proto::VariableValue;
-use crate::wire::{put_value, put_variable, put_variable_with, put_whole_variable, value_len};
+use crate::wire::{
+    Scratch, WholeHeads, put_value, put_variable, put_variable_with, put_whole_variable, value_len,
+};
 use data::Character;
 use data::record::{Value, Variable};
 use prost::bytes::{Buf, BufMut};
@@ -44,14 +46,18 @@ impl BatchValues {
 
     /// Every value of `c`, in the solver's order, encoded straight from the sheet: the bytes
     /// [`BatchValues::from_records`] gives for `record::values(c)`, without making the
-    /// records. A whole number — nearly every value — is written from its digits with its
-    /// name and format, with nothing allocated; any other value goes through its record.
+    /// records. A whole number — nearly every value — is written from its digits and the
+    /// bytes of its name and format, encoded once per ruleset ([`WholeHeads`], kept in the
+    /// ruleset's [`derived`](data::Ruleset::derived) slot), with nothing allocated; any other
+    /// value goes through its record.
     pub fn from_character(c: &Character) -> BatchValues {
         let sheet = c.sheet();
+        let heads = c.ruleset().derived(|r| WholeHeads::of(r.rules()));
         // About 40 bytes a value (name, format, digits and their heads): one allocation.
         let mut encoded = Vec::with_capacity(sheet.variable_count() * 48);
         let mut digits = itoa::Buffer::new();
-        sheet.for_each_whole_or_value(|instance, name, format, value| {
+        let mut scratch: Scratch = [0; 256];
+        sheet.for_each_whole_or_value(|instance, def, var, value| {
             let whole = match &value {
                 Ok(i) => Some(*i),
                 Err(Ok(formula::Value::Number(d))) => match formula::Num::from_decimal(*d) {
@@ -62,13 +68,16 @@ impl BatchValues {
             };
             match (whole, value) {
                 (Some(i), _) => {
-                    put_whole_variable(1, instance, name, &format.name(), digits.format(i), &mut encoded)
+                    if !heads.is_some_and(|h| h.put(def, instance, i, &mut scratch, &mut encoded)) {
+                        let digits = digits.format(i);
+                        put_whole_variable(1, instance, &var.name, &var.format.name(), digits, &mut encoded)
+                    }
                 }
                 // (A whole number handed over as itself is `Some` above.)
                 (None, Ok(_)) => {}
                 (None, Err(slot)) => {
-                    let record = Value::of(format, &slot);
-                    put_variable_with(1, instance, name, value_len(&record), &mut encoded, |buf| {
+                    let record = Value::of(&var.format, &slot);
+                    put_variable_with(1, instance, &var.name, value_len(&record), &mut encoded, |buf| {
                         put_value(&record, buf)
                     });
                 }
@@ -266,6 +275,53 @@ pub(crate) mod tests {
             assert_eq!(direct.encode_to_vec(), records.encode_to_vec());
             assert_eq!(direct.all().expect("decodes"), records.all().expect("decodes"));
         }
+    }
+
+    /// Names and keys too long for a value's lengths to fit one byte each are written the long
+    /// way, and still give their records' bytes: a 100-letter global, a 50-letter variable of
+    /// an instance whose key takes it past 127 bytes, and whole numbers of every length.
+    #[test]
+    fn long_names_encode_as_their_records() {
+        let long = "L".repeat(100);
+        let mid = "M".repeat(50);
+        let text = format!(
+            r#"
+[ruleset]
+name = "long names"
+[scopes]
+"PC.ITEM" = "PC"
+[variables.PC]
+Short = "NUMBER"
+{long} = "NUMBER"
+[variables."PC.ITEM"]
+Weight = "NUMBER"
+{mid} = "NUMBER"
+[kinds.ITEM]
+scope = "PC.ITEM"
+[global]
+modify = [{{ var = "Short", set = "7" }}, {{ var = "{long}", set = "-5" }}]
+[[object]]
+kind = "ITEM"
+key = "Rope"
+modify = [{{ var = "Weight", set = "-1234567890123456789" }}, {{ var = "{mid}", set = "42" }}]
+"#
+        );
+        let ruleset = std::sync::Arc::new(data::load_str(&text, "long.toml").expect("the ruleset loads"));
+        let add = |id: String| data::SheetOp::AddObject {
+            kind: "ITEM".into(),
+            key: "Rope".into(),
+            id: Some(id),
+            parent: None,
+        };
+        let mut c = data::Character::new(ruleset).expect("sheet");
+        c.apply(&[add("rope".into()), add("K".repeat(60)), add("k".repeat(120))]).expect("applies");
+        let direct = BatchValues::from_character(&c);
+        let records = BatchValues::from_records(&data::record::values(&c));
+        assert_eq!(direct.encode_to_vec(), records.encode_to_vec());
+        let all = direct.all().expect("decodes");
+        assert_eq!(all.len(), 2 + 3 * 2);
+        assert!(all.iter().any(|v| v.r#ref == long), "{all:?}");
+        assert!(all.iter().any(|v| v.r#ref == format!("{}.{mid}", "k".repeat(120))), "{all:?}");
     }
 
     /// The JSON mapping holds every value, encoded ones included, and reads back.

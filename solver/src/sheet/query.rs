@@ -181,17 +181,22 @@ impl Sheet {
     /// [`Sheet::for_each_value`], a whole number of scale 0 (nearly every value) handed over
     /// as itself, `Ok(x)`, and any other value as its slot, `Err(slot)`: for callers that write
     /// values out (the daemon's SolveBatch reply), with no `Decimal` made and taken apart
-    /// again per value.
-    pub fn for_each_whole_or_value(&self, mut f: impl FnMut(Option<&str>, &str, &Format, Result<i64, Slot>)) {
+    /// again per value. Each variable comes with its definition and that definition's id
+    /// (its index in [`crate::Rules::vars`]), so that a caller can keep what it derives from a
+    /// definition in a table of its own.
+    pub fn for_each_whole_or_value(
+        &self,
+        mut f: impl FnMut(Option<&str>, crate::VarDefId, &crate::VarDef, Result<i64, Slot>),
+    ) {
         for (_, inst) in self.shape.instances.iter() {
             let key = (inst.parent.is_some()).then_some(&*inst.key);
             for &n in inst.nodes.iter() {
-                let var = self.shape.rules.var(self.shape.graph[n].def);
+                let def = self.shape.graph[n].def;
                 let value = match self.vals.int(n.index()) {
                     Some(x) => Ok(x),
                     None => Err(self.value_of(n)),
                 };
-                f(key, &var.name, &var.format, value);
+                f(key, def, self.shape.rules.var(def), value);
             }
         }
     }
