@@ -303,6 +303,37 @@ pub(crate) struct Blank {
     state: State,
 }
 
+impl Blank {
+    fn of(c: Character) -> Blank {
+        Blank { sheet: c.sheet, state: c.state }
+    }
+
+    /// A new character on `ruleset`: a copy of this one.
+    fn copy(&self, ruleset: Arc<Ruleset>) -> Character {
+        Character {
+            ruleset,
+            sheet: self.sheet.clone(),
+            state: self.state.clone(),
+            expired: Expiries::default(),
+            buffers: Buffers::default(),
+        }
+    }
+}
+
+/// Below this many variables, each thread keeps a ruleset's starting character of its own and
+/// copies new characters from it (see [`Character::new`]).
+const THREAD_BLANK_MAX_VARIABLES: usize = NATIVE_MIN_VARIABLES;
+
+/// The most rulesets whose starting character a thread keeps: one more evicts the oldest.
+const THREAD_BLANKS: usize = 4;
+
+thread_local! {
+    /// This thread's starting characters, by ruleset (held weakly: a dropped ruleset's is
+    /// evicted at the next new character on this thread).
+    static THREAD_BLANK: std::cell::RefCell<Vec<(std::sync::Weak<Ruleset>, Blank)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Variables from which a ruleset's starting sheet is compiled to native code for full solves
 /// (`Sheet::compile_native`): compiling costs about 40 µs per variable, once per ruleset, and
 /// below this many variables the interpreter's full solve takes microseconds anyway.
@@ -350,20 +381,52 @@ impl Character {
     ///
     /// The starting state is built once per ruleset, on its first character, and copied for
     /// every character after (a copy of the solved sheet, not a rebuild).
+    ///
+    /// On a small ruleset (under [`THREAD_BLANK_MAX_VARIABLES`] variables) each thread copies
+    /// from a starting character of its own, built the same way on the thread's first
+    /// character there. A copy shares its starting character's parts (its objects' ids, its
+    /// maps' nodes, its shape) and takes and gives back counts on them. With one starting
+    /// character for all threads, every core wrote those counts, each write taking the cache
+    /// line from the others, and the lookups that read the ids beside them waited for it: two
+    /// threads making starter characters lost a twelfth of their time to it. A large
+    /// ruleset's characters cost far more than those counts, and its starting character is
+    /// compiled to native code: it is built once and shared.
     pub fn new(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {
-        let blank = ruleset.later.blank.get_or_init(|| {
-            Character::build(ruleset.clone()).map(|c| Blank { sheet: c.sheet, state: c.state })
-        });
-        match blank {
-            Ok(b) => Ok(Character {
-                ruleset: ruleset.clone(),
-                sheet: b.sheet.clone(),
-                state: b.state.clone(),
-                expired: Expiries::default(),
-                buffers: Buffers::default(),
-            }),
-            Err(e) => Err(e.clone()),
+        let blank = ruleset.later.blank.get_or_init(|| Character::build(ruleset.clone()).map(Blank::of));
+        let b = match blank {
+            Ok(b) => b,
+            Err(e) => return Err(e.clone()),
+        };
+        if b.sheet.variable_count() < THREAD_BLANK_MAX_VARIABLES
+            && let Some(c) = Character::from_thread_blank(&ruleset)
+        {
+            return Ok(c);
         }
+        Ok(b.copy(ruleset.clone()))
+    }
+
+    /// [`Character::new`] from this thread's starting character of `ruleset`, built now if the
+    /// thread has none (`None` if building it fails, which the shared one's build did not).
+    fn from_thread_blank(ruleset: &Arc<Ruleset>) -> Option<Character> {
+        THREAD_BLANK.with(|cell| {
+            let mut blanks = cell.borrow_mut();
+            // A weak count keeps its ruleset's memory: an address held weakly is never reused
+            // for another ruleset, so the same address is the same ruleset.
+            let at = blanks.iter().position(|(r, _)| std::ptr::eq(r.as_ptr(), Arc::as_ptr(ruleset)));
+            let at = match at {
+                Some(at) => at,
+                None => {
+                    let built = Character::build(ruleset.clone()).ok()?;
+                    blanks.retain(|(r, _)| r.strong_count() > 0);
+                    if blanks.len() >= THREAD_BLANKS {
+                        blanks.remove(0);
+                    }
+                    blanks.push((Arc::downgrade(ruleset), Blank::of(built)));
+                    blanks.len() - 1
+                }
+            };
+            blanks.get(at).map(|(_, b)| b.copy(ruleset.clone()))
+        })
     }
 
     /// A new character built from the ruleset: global modifiers, then the objects always
@@ -393,7 +456,7 @@ impl Character {
             moves: Vec::new(),
         };
         for o in always {
-            let key = edit.r.object(o).key.clone();
+            let key = sheet_key(&edit.r.object(o).key);
             edit.activate(o, key, None, true, &mut ops)?;
         }
         c.sheet.apply_steps(&ops).map_err(|e| SheetError {
@@ -738,12 +801,12 @@ impl Edit<'_> {
                     ),
                 ));
             };
-            let first_part = format!("{p}#1");
+            let first_part = |id: &str| id.strip_prefix(p) == Some("#1");
             let found = self
                 .state
                 .instances
                 .iter()
-                .find(|i| (*i.id == *p || *i.id == first_part) && i.scope == want)
+                .find(|i| (*i.id == *p || first_part(&i.id)) && i.scope == want)
                 .map(|i| i.id.clone());
             let Some(found) = found else {
                 return Err(err(
@@ -861,7 +924,12 @@ impl Edit<'_> {
     fn grant(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Step>) -> Result<(), SheetError> {
         let r = self.r;
         for &g in &r.object(object).grants {
-            let gid = r.object(g).key.clone();
+            // The sheet's own copy of the key (see `sheet_key`).
+            let key = &r.object(g).key;
+            let gid = match self.state.active.get_key_value(&**key) {
+                Some((gid, _)) => gid.clone(),
+                None => sheet_key(key),
+            };
             match self.state.object_mut(&gid) {
                 Some(ga) => ga.granted_by += 1,
                 None => {
@@ -1174,6 +1242,14 @@ fn literal_text(v: &Value) -> Arc<str> {
         Value::Custom(c) => Arc::from(c.data.literal()),
         other => Arc::from(other.to_string()),
     }
+}
+
+/// An object's key as a sheet's id for it (an object always present, or granted): a string of
+/// the sheet's own, not the ruleset's. Ids are copied and dropped with every character made;
+/// had they been the ruleset's strings, every thread making characters would write their
+/// counts, on the cache line that every lookup of the id reads.
+fn sheet_key(key: &Arc<str>) -> Arc<str> {
+    Arc::from(&**key)
 }
 
 /// The solver step linking template `m` of the ruleset's catalog as modifier `id`, on and from

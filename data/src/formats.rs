@@ -50,6 +50,13 @@ impl FormatType for OrderedPair {
     fn default_value(&self) -> Arc<dyn CustomData> {
         Arc::new(Pair(Decimal::ZERO, Decimal::ZERO))
     }
+    /// Equal canonical literals, compared as numbers: no text made for either.
+    fn equal(&self, a: &dyn CustomData, b: &dyn CustomData) -> bool {
+        match (a.as_any().downcast_ref::<Pair>(), b.as_any().downcast_ref::<Pair>()) {
+            (Some(x), Some(y)) => x == y,
+            _ => a.literal() == b.literal(),
+        }
+    }
 }
 
 /// The DICE format: `NdS`, `NdS+B`, `NdS-B` (`N` left out is one die: `d4`), or a whole number `B`.
@@ -130,6 +137,16 @@ impl FormatType for Dice {
     fn default_value(&self) -> Arc<dyn CustomData> {
         Arc::new(Roll { count: 0, sides: 0, bonus: 0 })
     }
+    /// Equal canonical literals, compared field by field: no text made for either. (A roll of
+    /// no dice is its bonus, whatever its sides.)
+    fn equal(&self, a: &dyn CustomData, b: &dyn CustomData) -> bool {
+        match (a.as_any().downcast_ref::<Roll>(), b.as_any().downcast_ref::<Roll>()) {
+            (Some(x), Some(y)) => {
+                x.count == y.count && x.bonus == y.bonus && (x.count == 0 || x.sides == y.sides)
+            }
+            _ => a.literal() == b.literal(),
+        }
+    }
 }
 
 /// A format whose values are keys the data declares (ALIGNMENT: `LG`, `TN`, …).
@@ -183,6 +200,13 @@ impl FormatType for Enumeration {
     fn default_value(&self) -> Arc<dyn CustomData> {
         Arc::new(Key(self.values.first().cloned().unwrap_or_else(|| Arc::from(""))))
     }
+    /// The same key: no text made for either.
+    fn equal(&self, a: &dyn CustomData, b: &dyn CustomData) -> bool {
+        match (a.as_any().downcast_ref::<Key>(), b.as_any().downcast_ref::<Key>()) {
+            (Some(x), Some(y)) => x.0 == y.0,
+            _ => a.literal() == b.literal(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -219,6 +243,30 @@ mod tests {
         for bad in ["d", "-d4", "1d", "1d0", "1dx", "1d8+", "abc", "1.5d6", "99999999999d6"] {
             assert!(lit(&Dice, bad).is_err(), "{bad}");
         }
+    }
+
+    /// Each format's equality is its values' canonical literals' (the default), without
+    /// making them: every pair of a format's sample values compares as their literals do.
+    #[test]
+    fn equality_is_equal_literals() {
+        let e = Enumeration::new("HANDED", vec![Arc::from("Right"), Arc::from("Left")]);
+        let samples: [(&dyn FormatType, &[&str]); 3] = [
+            (&OrderedPair, &["5,5", "5.0,5", "5,5.00", "5,6", "6,5", "-0,0", "0,0", "2.5,2.50"]),
+            (&Dice, &["1d8", "d8", "1d8+0", "1d8+1", "2d8", "1d6", "3", "0d9+3", "-3", "0"]),
+            (&e, &["Right", "right", "Left", "LEFT"]),
+        ];
+        for (format, texts) in samples {
+            let values: Vec<_> = texts.iter().map(|t| format.parse_literal(t).expect(t)).collect();
+            for (a, ta) in values.iter().zip(texts) {
+                for (b, tb) in values.iter().zip(texts) {
+                    assert_eq!(format.equal(&**a, &**b), a.literal() == b.literal(), "{ta} == {tb}");
+                }
+            }
+        }
+        // A roll of no dice is its bonus, whatever sides it was given.
+        let (x, y) = (Roll { count: 0, sides: 4, bonus: 2 }, Roll { count: 0, sides: 0, bonus: 2 });
+        assert!(Dice.equal(&x, &y));
+        assert_eq!(x.literal(), y.literal());
     }
 
     #[test]

@@ -26,7 +26,12 @@ fn n(x: i64) -> Value {
 
 /// The example character, as in `data/examples/starter-character.json`.
 fn example() -> Character {
-    let mut c = Character::new(starter()).unwrap();
+    example_on(starter())
+}
+
+/// The example character on `ruleset`.
+fn example_on(ruleset: Arc<Ruleset>) -> Character {
+    let mut c = Character::new(ruleset).unwrap();
     let mut ops = vec![input("Level", None, n(3))];
     for (ability, rolled) in [("STR", 15), ("DEX", 14), ("CON", 13), ("INT", 10), ("WIS", 12), ("CHA", 8)] {
         ops.push(input("Rolled", Some(ability), n(rolled)));
@@ -199,4 +204,53 @@ fn new_characters_are_copies_of_one_blank_and_stay_apart() {
     for (r, v) in third.sheet().values() {
         assert_eq!(third.sheet().trace(&r.to_string()).unwrap().value, v, "{r}");
     }
+}
+
+/// Each thread copies new characters from a starting character of its own (on a small
+/// ruleset): the example character made on other threads is the one made here — the same
+/// values, traces, objects and modifiers.
+#[test]
+fn characters_made_on_other_threads_are_the_same() {
+    let ruleset = starter();
+    let here = example_on(ruleset.clone());
+    let there: Vec<Character> = (0..3)
+        .map(|_| {
+            let r = ruleset.clone();
+            std::thread::spawn(move || example_on(r))
+        })
+        .map(|h| h.join().expect("thread"))
+        .collect();
+    for c in &there {
+        assert_eq!(c.sheet().values(), here.sheet().values());
+        assert_eq!(c.object_ids(), here.object_ids());
+        // (Modifier ids come in no particular order.)
+        let ids = |c: &Character| {
+            let mut ids: Vec<String> = c.sheet().modifier_ids().map(str::to_owned).collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(ids(c), ids(&here));
+        for (r, _) in here.sheet().values() {
+            let r = r.to_string();
+            assert_eq!(c.sheet().trace(&r).unwrap(), here.sheet().trace(&r).unwrap(), "{r}");
+        }
+    }
+}
+
+/// A thread's starting character of a ruleset is let go once the ruleset is dropped: the next
+/// new character the thread makes (of another ruleset) evicts it, and with it the last hold on
+/// the ruleset's rules.
+#[test]
+fn a_threads_starting_character_goes_with_its_ruleset() {
+    let a = starter();
+    let rules = Arc::downgrade(a.rules());
+    std::thread::spawn(move || {
+        drop(Character::new(a.clone()).unwrap());
+        drop(a);
+        assert!(rules.upgrade().is_some(), "the thread's starting character holds the rules");
+        drop(Character::new(starter()).unwrap());
+        assert!(rules.upgrade().is_none(), "evicted with its ruleset");
+    })
+    .join()
+    .expect("thread");
 }

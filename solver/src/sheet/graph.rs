@@ -89,7 +89,8 @@ impl Shape {
             // Raise `to` and everything after it that would no longer be above its inputs.
             self.plan.levels_changed();
             self.plan.level[to.index()] = needed;
-            let mut stack = vec![to.index()];
+            // (On the stack: most raises reach a few variables.)
+            let mut stack: smallvec::SmallVec<[usize; 16]> = smallvec::smallvec![to.index()];
             while let Some(n) = stack.pop() {
                 let level = self.plan.level[n] + 1;
                 for k in 0..self.plan.succ.of(n).len() {
