@@ -47,7 +47,7 @@ impl Format {
             Format::Boolean => Value::Boolean(false),
             Format::String => Value::String(Arc::from("")),
             Format::Array(_) => Value::Array(Arc::from(Vec::new())),
-            Format::Custom(c) => Value::Custom(Arc::new(CustomValue::new(c.clone(), c.0.default_value()))),
+            Format::Custom(c) => Value::Custom(Arc::new(CustomValue::new(*c, c.0.default_value()))),
         }
     }
 }
@@ -107,13 +107,34 @@ pub trait FormatType: fmt::Debug + Send + Sync + 'static {
 }
 
 /// A handle on a registered custom format; two handles are equal when their names are.
-#[derive(Clone)]
-pub struct CustomFormat(Arc<dyn FormatType>);
+///
+/// A plain reference, copied without a count: every custom value holds its format, and values
+/// are copied and dropped on every core that solves sheets. Held by `Arc`, the format's one
+/// count was written by all of them, each write taking its cache line from the other cores
+/// (two threads making starter characters lost about a tenth of their time to it). Formats
+/// are therefore kept for the life of the process, interned by definition (see
+/// [`CustomFormat::new`]).
+#[derive(Clone, Copy)]
+pub struct CustomFormat(&'static dyn FormatType);
+
+/// Every custom format made in this process, by definition: its name and its `Debug` text
+/// (which shows its fields). A ruleset loaded again (a reload, a test) finds its formats here,
+/// so what is kept grows with the distinct formats defined, not with the loads.
+static INTERNED: std::sync::Mutex<Vec<(String, &'static dyn FormatType)>> = std::sync::Mutex::new(Vec::new());
 
 impl CustomFormat {
-    /// Wraps a format type.
+    /// A handle on format type `t`: the one made before for the same definition (the same
+    /// name and `Debug` text), or `t`, kept for the life of the process.
     pub fn new(t: Arc<dyn FormatType>) -> Self {
-        CustomFormat(t)
+        let key = format!("{}\u{0}{t:?}", t.name());
+        // (A panic while the list was held left it whole: each change is one push.)
+        let mut interned = INTERNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&(_, f)) = interned.iter().find(|(k, _)| *k == key) {
+            return CustomFormat(f);
+        }
+        let f: &'static dyn FormatType = &**Box::leak(Box::new(t));
+        interned.push((key, f));
+        CustomFormat(f)
     }
 
     /// The format's name.
@@ -122,8 +143,8 @@ impl CustomFormat {
     }
 
     /// The format's behaviour.
-    pub fn kind(&self) -> &dyn FormatType {
-        &*self.0
+    pub fn kind(&self) -> &'static dyn FormatType {
+        self.0
     }
 }
 
@@ -162,8 +183,8 @@ impl FormatRegistry {
         if self.custom.contains_key(&key) {
             return Err(format!("format `{}` is already defined", t.name()));
         }
-        let f = CustomFormat(t);
-        self.custom.insert(key, f.clone());
+        let f = CustomFormat::new(t);
+        self.custom.insert(key, f);
         Ok(f)
     }
 

@@ -963,3 +963,34 @@ fn decimal_text_parses_exactly() {
     let e = parse_decimal("123456789012345678901234567890").expect_err("too many digits");
     assert!(e.contains("28 significant digits"), "{e}");
 }
+
+/// A format made again with the same definition (a ruleset loaded twice, in two registries) is
+/// the one kept the first time; one defined otherwise is another.
+#[test]
+fn custom_formats_are_interned_by_definition() {
+    #[derive(Debug)]
+    struct Tagged(&'static str);
+    impl FormatType for Tagged {
+        fn name(&self) -> &str {
+            "TAGGED"
+        }
+        fn parse_literal(&self, _: &str) -> Result<Arc<dyn CustomData>, String> {
+            Err(self.0.to_owned())
+        }
+        fn default_value(&self) -> Arc<dyn CustomData> {
+            Arc::new(Pair(Decimal::ZERO, Decimal::ZERO))
+        }
+    }
+    let first = FormatRegistry::new().register(Arc::new(Tagged("a"))).unwrap();
+    let again = FormatRegistry::new().register(Arc::new(Tagged("a"))).unwrap();
+    let other = CustomFormat::new(Arc::new(Tagged("b")));
+    let same = |x: &CustomFormat, y: &CustomFormat| {
+        std::ptr::addr_eq(x.kind() as *const dyn FormatType, y.kind() as *const dyn FormatType)
+    };
+    assert!(same(&first, &again));
+    assert!(!same(&first, &other));
+    // Each keeps its own behaviour; handles compare by name, as before.
+    assert_eq!(first.kind().parse_literal("x").unwrap_err(), "a");
+    assert_eq!(other.kind().parse_literal("x").unwrap_err(), "b");
+    assert_eq!(first, other);
+}

@@ -89,7 +89,7 @@ impl Value {
             Format::Custom(c) => c
                 .kind()
                 .parse_literal(t)
-                .map(|d| Value::Custom(Arc::new(CustomValue::new(c.clone(), d))))
+                .map(|d| Value::Custom(Arc::new(CustomValue::new(*c, d))))
                 .map_err(|e| format!("`{t}` is not a valid {}: {e}", c.name())),
         }
     }

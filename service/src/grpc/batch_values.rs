@@ -76,7 +76,7 @@ impl BatchValues {
                 // (A whole number handed over as itself is `Some` above.)
                 (None, Ok(_)) => {}
                 (None, Err(slot)) => {
-                    let record = Value::of(&var.format, &slot);
+                    let record = Value::of(&var.format, slot);
                     put_variable_with(1, instance, &var.name, value_len(&record), &mut encoded, |buf| {
                         put_value(&record, buf)
                     });

@@ -414,12 +414,23 @@ impl Sheet {
             }
             None => self.compute(n, None),
         };
-        let old = self.value_of(n);
-        if !is_new && slot_eq(&old, &new) {
-            return None;
-        }
+        // The old value compared where it is, and copied only for a change to report: a copy of
+        // a text or custom value takes counts on what it shares with the ruleset, which every
+        // core making characters writes.
+        let old = if is_new {
+            None
+        } else {
+            let same = match self.vals.other_ref(i) {
+                Some(old) => slot_eq(old, &new),
+                None => slot_eq(&self.value_of(n), &new),
+            };
+            if same {
+                return None;
+            }
+            Some(self.value_of(n))
+        };
         self.vals.set(i, new.clone());
-        Some(Delta::any(Var::new(n), if is_new { None } else { Some(old) }, new))
+        Some(Delta::any(Var::new(n), old, new))
     }
 
     /// Recomputes every variable from scratch, in topological order; returns how many

@@ -179,22 +179,30 @@ impl Sheet {
     }
 
     /// [`Sheet::for_each_value`], a whole number of scale 0 (nearly every value) handed over
-    /// as itself, `Ok(x)`, and any other value as its slot, `Err(slot)`: for callers that write
-    /// values out (the daemon's SolveBatch reply), with no `Decimal` made and taken apart
-    /// again per value. Each variable comes with its definition and that definition's id
-    /// (its index in [`crate::Rules::vars`]), so that a caller can keep what it derives from a
+    /// as itself, `Ok(x)`, and any other value as its slot, `Err(slot)`, lent rather than
+    /// copied: for callers that write values out (the daemon's SolveBatch reply), with no
+    /// `Decimal` made and taken apart again per value, and no count taken on what a text or
+    /// custom value shares with the ruleset (every core writing characters out would write
+    /// those counts). Each variable comes with its definition and that definition's id (its
+    /// index in [`crate::Rules::vars`]), so that a caller can keep what it derives from a
     /// definition in a table of its own.
     pub fn for_each_whole_or_value(
         &self,
-        mut f: impl FnMut(Option<&str>, crate::VarDefId, &crate::VarDef, Result<i64, Slot>),
+        mut f: impl FnMut(Option<&str>, crate::VarDefId, &crate::VarDef, Result<i64, &Slot>),
     ) {
         for (_, inst) in self.shape.instances.iter() {
             let key = (inst.parent.is_some()).then_some(&*inst.key);
             for &n in inst.nodes.iter() {
                 let def = self.shape.graph[n].def;
-                let value = match self.vals.int(n.index()) {
-                    Some(x) => Ok(x),
-                    None => Err(self.value_of(n)),
+                let missing;
+                let value = match (self.vals.int(n.index()), self.vals.other_ref(n.index())) {
+                    (Some(x), _) => Ok(x),
+                    (None, Some(slot)) => Err(slot),
+                    // (Against the invariants, no value: the error value saying so.)
+                    (None, None) => {
+                        missing = self.value_of(n);
+                        Err(&missing)
+                    }
                 };
                 f(key, def, self.shape.rules.var(def), value);
             }

@@ -147,6 +147,15 @@ impl Values {
         self.ints.get(i).copied().filter(|x| *x != NOT_WHOLE)
     }
 
+    /// Variable `i`'s value when it is not a whole `i64`: the slot itself, not a copy (a copy
+    /// of a text or custom value takes counts on what it shares).
+    pub(super) fn other_ref(&self, i: usize) -> Option<&Slot> {
+        match self.ints.get(i) {
+            Some(&NOT_WHOLE) => self.other.get(&(i as u32)),
+            _ => None,
+        }
+    }
+
     /// Variable `i`'s error, if its value is one.
     pub(super) fn error(&self, i: usize) -> Option<&Arc<super::ValueError>> {
         match self.ints.get(i) {
