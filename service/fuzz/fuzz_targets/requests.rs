@@ -265,7 +265,14 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
             )
         }
         8 => {
-            rpc!(explain, wire(&pb::ExplainRequest { sheet_id: pick(u, SHEETS)?, variable: pick(u, VARS)? }))
+            rpc!(
+                explain,
+                wire(&pb::ExplainRequest {
+                    sheet_id: pick(u, SHEETS)?,
+                    variable: pick(u, VARS)?,
+                    ..Default::default()
+                })
+            )
         }
         9 => rpc!(
             why_changed,
