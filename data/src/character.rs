@@ -387,8 +387,8 @@ impl Character {
     /// character there. A copy shares its starting character's parts (its objects' ids, its
     /// maps' nodes, its shape) and takes and gives back counts on them. With one starting
     /// character for all threads, every core wrote those counts, each write taking the cache
-    /// line from the others, and the lookups that read the ids beside them waited for it: two
-    /// threads making starter characters lost a twelfth of their time to it. A large
+    /// line from the others, and the lookups that read the ids beside them waited for it
+    /// (`starter_par … shared` against `… separate`; see `docs/solver.md`). A large
     /// ruleset's characters cost far more than those counts, and its starting character is
     /// compiled to native code: it is built once and shared.
     pub fn new(ruleset: Arc<Ruleset>) -> Result<Character, SheetError> {

@@ -111,7 +111,7 @@ pub trait FormatType: fmt::Debug + Send + Sync + 'static {
 /// A plain reference, copied without a count: every custom value holds its format, and values
 /// are copied and dropped on every core that solves sheets. Held by `Arc`, the format's one
 /// count was written by all of them, each write taking its cache line from the other cores
-/// (two threads making starter characters lost about a tenth of their time to it). Formats
+/// (see the fifth round in `docs/solver.md`). Formats
 /// are therefore kept for the life of the process, interned by definition (see
 /// [`CustomFormat::new`]).
 #[derive(Clone, Copy)]
