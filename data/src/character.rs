@@ -324,7 +324,9 @@ impl Blank {
 /// copies new characters from it (see [`Character::new`]).
 const THREAD_BLANK_MAX_VARIABLES: usize = NATIVE_MIN_VARIABLES;
 
-/// The most rulesets whose starting character a thread keeps: one more evicts the oldest.
+/// The most rulesets whose starting character a thread keeps. Characters of any other ruleset
+/// copy its shared starting character (rather than one ruleset's evicting another's, which a
+/// thread serving more rulesets in turn would pay a build for at every character).
 const THREAD_BLANKS: usize = 4;
 
 thread_local! {
@@ -406,7 +408,8 @@ impl Character {
     }
 
     /// [`Character::new`] from this thread's starting character of `ruleset`, built now if the
-    /// thread has none (`None` if building it fails, which the shared one's build did not).
+    /// thread has none and room for one (`None` if it has no room, or if building it fails,
+    /// which the shared one's build did not).
     fn from_thread_blank(ruleset: &Arc<Ruleset>) -> Option<Character> {
         THREAD_BLANK.with(|cell| {
             let mut blanks = cell.borrow_mut();
@@ -416,11 +419,11 @@ impl Character {
             let at = match at {
                 Some(at) => at,
                 None => {
-                    let built = Character::build(ruleset.clone()).ok()?;
                     blanks.retain(|(r, _)| r.strong_count() > 0);
                     if blanks.len() >= THREAD_BLANKS {
-                        blanks.remove(0);
+                        return None;
                     }
+                    let built = Character::build(ruleset.clone()).ok()?;
                     blanks.push((Arc::downgrade(ruleset), Blank::of(built)));
                     blanks.len() - 1
                 }

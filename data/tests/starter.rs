@@ -254,3 +254,20 @@ fn a_threads_starting_character_goes_with_its_ruleset() {
     .join()
     .expect("thread");
 }
+
+/// A thread keeps the starting characters of a few rulesets; characters of more rulesets used
+/// on it at once are copies of each ruleset's shared one, and are the same.
+#[test]
+fn characters_of_many_rulesets_on_one_thread_are_the_same() {
+    let rulesets: Vec<Arc<Ruleset>> = (0..6).map(|_| starter()).collect();
+    std::thread::spawn(move || {
+        let first: Vec<Character> = rulesets.iter().map(|r| example_on(r.clone())).collect();
+        for (r, c) in rulesets.iter().zip(&first) {
+            let again = example_on(r.clone());
+            assert_eq!(again.sheet().values(), c.sheet().values());
+            assert_eq!(again.object_ids(), c.object_ids());
+        }
+    })
+    .join()
+    .expect("thread");
+}
