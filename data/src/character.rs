@@ -927,21 +927,26 @@ impl Edit<'_> {
     fn grant(&mut self, id: &Arc<str>, object: ObjectId, ops: &mut Vec<Step>) -> Result<(), SheetError> {
         let r = self.r;
         for &g in &r.object(object).grants {
-            // The sheet's own copy of the key (see `sheet_key`).
+            // Held already: its id is the sheet's. Otherwise the sheet's own copy of the key
+            // (see `sheet_key`) becomes its id.
             let key = &r.object(g).key;
-            let gid = match self.state.active.get_key_value(&**key) {
-                Some((gid, _)) => gid.clone(),
-                None => sheet_key(key),
-            };
-            match self.state.object_mut(&gid) {
-                Some(ga) => ga.granted_by += 1,
+            let held = self.state.active.get_key_value(&**key).map(|(gid, _)| gid.clone());
+            let gid = match held {
+                Some(gid) => {
+                    if let Some(ga) = self.state.object_mut(&gid) {
+                        ga.granted_by += 1;
+                    }
+                    gid
+                }
                 None => {
+                    let gid = sheet_key(key);
                     self.activate(g, gid.clone(), None, false, ops)?;
                     if let Some(ga) = self.state.object_mut(&gid) {
                         ga.granted_by = 1;
                     }
+                    gid
                 }
-            }
+            };
             if let Some(a) = self.state.object_mut(id) {
                 a.grants.push(gid);
             }
