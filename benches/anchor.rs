@@ -14,7 +14,7 @@
 
 /// The daemon's allocator (see `service/src/main.rs`): the rows measure what `sheetd serve` runs.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use sheetd_benches::workload::Workload;

@@ -29,7 +29,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 
 const CREATURES: usize = 100;
 const PER_CREATURE: usize = 10;

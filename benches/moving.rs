@@ -19,7 +19,7 @@
 //! The modifiers a tick expires are added again before each tick, untimed.
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use data::{Character, SheetOp, Until};

@@ -9,7 +9,7 @@ use sheetd_benches::workload::Workload;
 
 /// The daemon's allocator, as in the anchor benches.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 /// The daemon's allocator (see `service/src/main.rs`): loadgen measures the server as shipped,
 /// and its in-process baseline runs with the same allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 
 fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)

@@ -6,7 +6,7 @@
 //! (the removal, or the tick), a quick figure between criterion runs.
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 
 use data::{Character, SheetOp, Until};
 use rust_decimal::Decimal;

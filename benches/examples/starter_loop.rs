@@ -13,7 +13,7 @@ use std::time::Instant;
 
 /// The daemon's allocator (see `service/src/main.rs`): this is the daemon's SolveBatch work.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2_000);

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 /// The daemon's allocator (see `service/src/main.rs`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 
 fn main() {
     let arg = |i: usize| std::env::args().nth(i);

@@ -15,6 +15,7 @@
 //! - [`cli`]: one file per subcommand; offline subcommands call the library crates directly.
 //! - [`json`] and [`render`]: the JSON encoding of values and the rustc-like renderer of
 //!   diagnostics, shared by every output.
+//! - [`alloc`]: the global allocator of the binary and the benches (mimalloc).
 //! - [`metrics`] and [`telemetry`]: Prometheus metrics from the calls' spans, and the optional
 //!   OpenTelemetry export of the spans (OTLP, with `traceparent` from the caller).
 //!
@@ -26,6 +27,7 @@
 //! [`cli::Cli`] (the argument grammar), [`engine::Engine`] (the daemon's state),
 //! [`grpc::api::Api`] (the gRPC service), [`store::Store`], [`grpc::proto`] (the generated API).
 
+pub mod alloc;
 pub mod cli;
 pub mod dialect;
 pub mod engine;

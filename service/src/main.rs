@@ -1,10 +1,9 @@
 //! The `sheetd` binary: a thin shell over the `sheetd` library's command-line interface.
 
-/// mimalloc instead of the system allocator: sheets, requests and replies are many small,
-/// short-lived allocations, which glibc's malloc spends a third of a SolveBatch on (measured
-/// with `perf record` on `loadgen`).
+/// mimalloc instead of the system allocator, asked for plain blocks where it can: see
+/// [`sheetd::alloc`].
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: sheetd::alloc::Allocator = sheetd::alloc::Allocator;
 
 fn main() -> std::process::ExitCode {
     sheetd::cli::run()
