@@ -287,6 +287,13 @@ impl State {
         self.active.get_mut(id).map(Arc::make_mut)
     }
 
+    /// The instances, in order: read chunk by chunk (a slice each), which a search of a few
+    /// dozen instances does in a fraction of what `imbl::Vector::iter`'s element-by-element
+    /// walk costs.
+    fn instances(&self) -> impl Iterator<Item = &Inst> {
+        self.instances.leaves().flatten()
+    }
+
     fn instances_mut(&mut self) -> &mut imbl::Vector<Inst> {
         &mut self.instances
     }
@@ -693,7 +700,7 @@ impl Edit<'_> {
             )),
             SheetOp::Solver(op) => {
                 match op {
-                    Operation::RemoveInstance(key) if self.state.instances.iter().any(|i| *i.id == **key) => {
+                    Operation::RemoveInstance(key) if self.state.instances().any(|i| *i.id == **key) => {
                         return Err(err(
                             codes::MANAGED,
                             format!("instance `{key}` belongs to an object; use remove_object"),
@@ -770,7 +777,7 @@ impl Edit<'_> {
             Presence::Listed => {}
         }
         let id: Arc<str> = Arc::from(id.unwrap_or(&r.object(object).key));
-        if self.state.active.contains_key(&id) || self.state.instances.iter().any(|i| i.id == id) {
+        if self.state.active.contains_key(&id) || self.state.instances().any(|i| i.id == id) {
             return Err(err(codes::DUPLICATE_ID, format!("the sheet already has an object `{id}`")));
         }
         let parent = self.parent_instance(kdef, key, parent)?;
@@ -807,8 +814,7 @@ impl Edit<'_> {
             let first_part = |id: &str| id.strip_prefix(p) == Some("#1");
             let found = self
                 .state
-                .instances
-                .iter()
+                .instances()
                 .find(|i| (*i.id == *p || first_part(&i.id)) && i.scope == want)
                 .map(|i| i.id.clone());
             let Some(found) = found else {
@@ -965,7 +971,7 @@ impl Edit<'_> {
         }
         let mut reach = Vec::new();
         for (k, om) in other.iter().enumerate() {
-            for inst in self.state.instances.iter() {
+            for inst in self.state.instances() {
                 if inst.scope == om.scope && self.matches(&om.select, inst.object) {
                     let mid = id_of(&[id, ":o", itoa::Buffer::new().format(k + 1), ">", &inst.id]);
                     ops.push(template(&om.m, &mid, Some(&inst.id)));
@@ -1128,7 +1134,7 @@ impl Edit<'_> {
     fn scope_of(&self, on: Option<&str>) -> Result<ScopeId, SheetError> {
         match on {
             None => Ok(self.r.rules().global()),
-            Some(o) => match self.state.instances.iter().find(|i| *i.id == *o) {
+            Some(o) => match self.state.instances().find(|i| *i.id == *o) {
                 Some(i) => Ok(i.scope),
                 None => Err(err(codes::UNKNOWN_ID, format!("there is no object `{o}` on this sheet"))),
             },
