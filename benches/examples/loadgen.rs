@@ -124,7 +124,7 @@ fn main() {
             let t = Instant::now();
             solve_batch(&mut client, sent).await;
             grpc.push(t.elapsed());
-            let (wall, cpu) = solve_in_process(&items, &ruleset, threads);
+            let (wall, cpu) = common::solve_in_process(&items, &ruleset, threads);
             local.push(wall);
             local_cpu.extend(cpu.map(Duration::from_secs_f64));
         }
@@ -155,38 +155,6 @@ fn main() {
 fn median(runs: &mut [Duration]) -> Option<Duration> {
     runs.sort();
     (!runs.is_empty()).then(|| percentile(runs, 0.5))
-}
-
-/// The baseline of SolveBatch: `items` solved in-process on `threads` threads, no gRPC — each
-/// converted from its wire form, built, solved and its values encoded as the server's
-/// SolveBatch encodes them. Returns the wall time and the process's CPU seconds it took (from
-/// `/proc`, when readable). The items are copied before the clock starts.
-fn solve_in_process(
-    items: &[pb::SolveBatchRequest],
-    ruleset: &std::sync::Arc<data::Ruleset>,
-    threads: usize,
-) -> (Duration, Option<f64>) {
-    let chunks: Vec<Vec<pb::SolveBatchRequest>> =
-        items.chunks(items.len().div_ceil(threads).max(1)).map(<[_]>::to_vec).collect();
-    let cpu_before = cpu_seconds("self");
-    let t = Instant::now();
-    std::thread::scope(|s| {
-        for chunk in chunks {
-            let ruleset = ruleset.clone();
-            s.spawn(move || {
-                for item in chunk {
-                    let ops = sheetd::grpc::convert::operations(item.operations).expect("operations");
-                    let mut c = data::Character::new(ruleset.clone()).expect("sheet");
-                    c.apply(&ops).expect("solves");
-                    // The values as the server's SolveBatch reads them out: encoded straight
-                    // into the reply, with no record per value.
-                    std::hint::black_box(sheetd::grpc::batch_values::BatchValues::from_character(&c));
-                }
-            });
-        }
-    });
-    let wall = t.elapsed();
-    (wall, cpu_seconds("self").zip(cpu_before).map(|(after, before)| after - before))
 }
 
 /// The real server in its own process: the Apply round trip (`calls` calls), then SolveBatch
